@@ -1,0 +1,1 @@
+"""Ingestion: finding files in sources and feeding them through the pipeline."""
