@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-DOCS ?= ../shared/data/docs
+DOCS ?= $(if $(wildcard ../shared/data/docs),../shared/data/docs,docs)
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint bench clean

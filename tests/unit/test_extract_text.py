@@ -117,9 +117,7 @@ def test_asciidoc_sections_and_source_blocks() -> None:
 
 
 def test_org_headings_title_and_src_blocks() -> None:
-    text = (
-        "#+TITLE: Org Notes\n\n* Top\nSome text.\n** Sub\n#+BEGIN_SRC sh\nls -la\n#+END_SRC\n"
-    )
+    text = "#+TITLE: Org Notes\n\n* Top\nSome text.\n** Sub\n#+BEGIN_SRC sh\nls -la\n#+END_SRC\n"
     extracted = extract(text, "notes.org")
     assert extracted.title == "Org Notes"
     assert shape(extracted) == [

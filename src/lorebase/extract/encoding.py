@@ -4,6 +4,7 @@ then cp1252/Latin-1 as the last resort. Line ends come out as ``\\n``."""
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -146,7 +147,7 @@ def _plausible_cp1252(data: bytes) -> str | None:
         letters = [c for c in word if c.isalpha()]
         ascii_letters = sum(1 for c in letters if c.isascii())
         inner_symbol = any(not (c.isalpha() or c in "'’-") for c in word)
-        bad_case = any(a.islower() and b.isupper() for a, b in zip(word, word[1:], strict=False))
+        bad_case = any(a.islower() and b.isupper() for a, b in itertools.pairwise(word))
         if ascii_letters * 2 >= len(letters) and not inner_symbol and not bad_case:
             plausible += 1
     if accented and plausible >= accented * _WESTERN_SHARE:

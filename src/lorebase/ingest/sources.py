@@ -27,38 +27,38 @@ def is_hidden(name: str) -> bool:
 
 
 def iter_files(root: Path, problems: list[WalkProblem] | None = None) -> Iterator[Path]:
-    """Yield the readable regular files under ``root``, sorted by path within each folder.
+    """Yield the readable regular files under ``root`` in path order (names sorted within
+    each folder, a folder's contents where its name sorts).
 
     Folders that cannot be listed are skipped and, when ``problems`` is given, recorded there.
     """
     root = root.resolve()
-    stack = [root]
-    while stack:
-        folder = stack.pop()
+    yield from _walk(root, root, problems)
+
+
+def _walk(folder: Path, root: Path, problems: list[WalkProblem] | None) -> Iterator[Path]:
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as exc:
+        if problems is not None:
+            problems.append(WalkProblem(folder, type(exc).__name__))
+        return
+    for entry in entries:
+        if is_hidden(entry.name):
+            continue
+        path = Path(entry.path)
         try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
+            if entry.is_symlink():
+                if _inside(path, root) and path.is_file():
+                    yield path
+            elif entry.is_dir(follow_symlinks=False):
+                yield from _walk(path, root, problems)
+            elif entry.is_file(follow_symlinks=False):
+                yield path
         except OSError as exc:
             if problems is not None:
-                problems.append(WalkProblem(folder, type(exc).__name__))
-            continue
-        subfolders: list[Path] = []
-        for entry in entries:
-            if is_hidden(entry.name):
-                continue
-            path = Path(entry.path)
-            try:
-                if entry.is_symlink():
-                    if _inside(path, root) and path.is_file():
-                        yield path
-                elif entry.is_dir(follow_symlinks=False):
-                    subfolders.append(path)
-                elif entry.is_file(follow_symlinks=False):
-                    yield path
-            except OSError as exc:
-                if problems is not None:
-                    problems.append(WalkProblem(path, type(exc).__name__))
-        stack.extend(reversed(subfolders))
+                problems.append(WalkProblem(path, type(exc).__name__))
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -1,0 +1,185 @@
+"""Extraction + chunking throughput over ../shared/data/docs, against the raw parsers.
+
+For each document kind it times lorebase (extract + chunk) and, in the same run, the bare
+parser library doing the least it can (pdfium text of every page, python-docx paragraph text,
+selectolax body text, markdown-it parse, a UTF-8 decode), so the figure to quote is the ratio
+lorebase / raw. Peak memory is the resident-set growth of a fresh process reading one file.
+
+    python bench/extract.py [--docs PATH] [--repeat N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from lorebase.chunk import chunk_document
+from lorebase.errors import ExtractionFailed
+from lorebase.extract import extract_file
+from lorebase.extract.registry import document_kind
+from lorebase.ingest.sources import iter_files
+from lorebase.settings import ChunkSettings, ExtractSettings
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DOCS = REPO.parent / "shared" / "data" / "docs"
+
+_PEAK_SCRIPT = """
+import resource, sys
+from pathlib import Path
+from lorebase.chunk import chunk_document
+from lorebase.extract import extract_file
+from lorebase.settings import ChunkSettings, ExtractSettings
+import lorebase.extract.pdf, lorebase.extract.docx, lorebase.extract.html
+import lorebase.extract.markdown, lorebase.extract.text
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+chunks = chunk_document(extract_file(Path(sys.argv[1]), ExtractSettings()), ChunkSettings())
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(before, after, len(chunks))
+"""
+
+
+def raw_parse(path: Path) -> None:
+    """The bare library doing the least it can for this kind of file."""
+    kind = document_kind(path)
+    data = path.read_bytes()
+    if kind is None:
+        return
+    if kind.value == "pdf":
+        import pypdfium2 as pdfium
+
+        pdf = pdfium.PdfDocument(data)
+        for index in range(len(pdf)):
+            page = pdf[index]
+            textpage = page.get_textpage()
+            textpage.get_text_bounded()
+            textpage.close()
+            page.close()
+        pdf.close()
+    elif kind.value == "docx":
+        import io
+
+        import docx
+
+        document = docx.Document(io.BytesIO(data))
+        "\n".join(p.text for p in document.paragraphs)
+    elif kind.value == "html":
+        from selectolax.lexbor import LexborHTMLParser
+
+        tree = LexborHTMLParser(data)
+        body = tree.body
+        if body is not None:
+            body.text(separator="\n")
+    elif kind.value == "md":
+        from markdown_it import MarkdownIt
+
+        MarkdownIt("commonmark").enable("table").parse(data.decode("utf-8", "replace"))
+    else:
+        data.decode("utf-8", "replace")
+
+
+def timed(function, *args) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    with contextlib.suppress(Exception):  # broken files are part of the corpus
+        function(*args)
+    return time.perf_counter() - start
+
+
+def lorebase_one(path: Path, extract: ExtractSettings, chunk: ChunkSettings) -> int:
+    try:
+        return len(chunk_document(extract_file(path, extract), chunk))
+    except ExtractionFailed:
+        return 0
+
+
+def throughput(docs: Path, repeat: int) -> dict[str, dict[str, float]]:
+    extract, chunk = ExtractSettings(), ChunkSettings()
+    files = [p for p in iter_files(docs) if document_kind(p) is not None]
+    for path in files:  # warm imports and caches so the first kind is not penalised
+        lorebase_one(path, extract, chunk)
+        timed(raw_parse, path)
+    per_kind: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for _ in range(repeat):
+        for path in files:
+            kind = document_kind(path).value  # type: ignore[union-attr]
+            row = per_kind[kind]
+            start = time.perf_counter()
+            row["chunks"] += lorebase_one(path, extract, chunk)
+            row["lorebase_s"] += time.perf_counter() - start
+            row["raw_s"] += timed(raw_parse, path)
+            row["files"] += 1
+            row["bytes"] += path.stat().st_size
+    total: dict[str, float] = defaultdict(float)
+    for row in per_kind.values():
+        for key, value in row.items():
+            total[key] += value
+    per_kind["all"] = total
+    result = {}
+    for kind, row in per_kind.items():
+        result[kind] = {
+            "files": row["files"] / repeat,
+            "MB": row["bytes"] / repeat / 1e6,
+            "chunks": row["chunks"] / repeat,
+            "MB/s": row["bytes"] / 1e6 / row["lorebase_s"],
+            "files/s": row["files"] / row["lorebase_s"],
+            "chunks/s": row["chunks"] / row["lorebase_s"],
+            "raw MB/s": row["bytes"] / 1e6 / row["raw_s"],
+            "lorebase/raw time": row["lorebase_s"] / row["raw_s"],
+        }
+    return result
+
+
+def peak_memory(path: Path) -> dict[str, float]:
+    """Resident-set growth (MB) of a fresh process while it extracts and chunks one file."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK_SCRIPT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    before, after, chunks = (int(x) for x in out)
+    return {
+        "file MB": path.stat().st_size / 1e6,
+        "peak RSS growth MB": (after - before) / 1024,
+        "chunks": chunks,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if not args.docs.is_dir():
+        sys.exit(f"{args.docs} is absent: pass --docs with a folder of documents")
+    pdfs = sorted(args.docs.rglob("*.pdf"), key=lambda p: p.stat().st_size)
+    texts = sorted(args.docs.rglob("*.txt"), key=lambda p: p.stat().st_size)
+    report = {
+        "throughput": throughput(args.docs, args.repeat),
+        "peak_memory": {
+            "largest PDF " + pdfs[-1].name: peak_memory(pdfs[-1]),
+            "largest text " + texts[-1].name: peak_memory(texts[-1]),
+        },
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    columns = ["files", "MB", "chunks", "MB/s", "files/s", "chunks/s", "raw MB/s",
+               "lorebase/raw time"]  # fmt: skip
+    print("| kind | " + " | ".join(columns) + " |")
+    print("|" + " --- |" * (len(columns) + 1))
+    for kind, row in sorted(report["throughput"].items(), key=lambda kv: kv[0] == "all"):
+        print(f"| {kind} | " + " | ".join(f"{row[c]:.2f}" for c in columns) + " |")
+    print()
+    for name, row in report["peak_memory"].items():
+        print(f"- {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""Turning reports into tables for people and JSON for scripts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from lorebase.inspect import FileReport, Summary
+from lorebase.types import Chunk, Extracted
+
+PREVIEW_CHARS = 80
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums, paths and tuples as plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Path):
+        return value.as_posix()
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    return value
+
+
+def report_json(report: FileReport, *, full: bool) -> dict[str, Any]:
+    """One file's report; ``full`` includes elements/chunks, otherwise only counts."""
+    out: dict[str, Any] = {"path": report.path.as_posix(), "kind": report.kind, "size": report.size}
+    if report.failure is not None:
+        out |= {"ok": False, "reason": report.failure.reason.value, "message": str(report.failure)}
+        return out
+    out["ok"] = True
+    extracted = report.extracted
+    if extracted is not None:
+        out |= {"title": extracted.title, "encoding": extracted.encoding,
+                "page_count": extracted.page_count, "elements": len(extracted.elements),
+                "warnings": list(extracted.warnings)}  # fmt: skip
+        if full:
+            out["elements"] = to_jsonable(extracted.elements)
+    if report.chunks is not None:
+        out["chunks"] = to_jsonable(report.chunks) if full else len(report.chunks)
+    return out
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    return {
+        "kinds": to_jsonable(summary.kinds),
+        "failures": dict(summary.reasons),
+        "unsupported_extensions": dict(summary.unsupported),
+        "unlisted_folders": [p.path.as_posix() for p in summary.problems],
+    }
+
+
+def print_json(console: Console, value: Any) -> None:
+    console.print_json(json.dumps(value, ensure_ascii=False))
+
+
+def _preview(text: str) -> Text:
+    """A one-line preview, as plain text: document text is never read as console markup."""
+    flat = " ".join(text.split())
+    return Text(flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…")
+
+
+def _where(line: int | None, page: int | None, page_end: int | None = None) -> str:
+    if page is not None:
+        return f"p. {page}" + (f"–{page_end}" if page_end and page_end != page else "")
+    return f"l. {line}" if line is not None else ""
+
+
+def elements_table(extracted: Extracted, name: str) -> Table:
+    title = f"{name} · {extracted.kind.value}" + (
+        f" · {extracted.title}" if extracted.title else ""
+    )
+    table = Table(title=title, title_justify="left")
+    for column in ("#", "element", "where", "text"):
+        table.add_column(column, overflow="fold")
+    for index, element in enumerate(extracted.elements):
+        label = element.kind.value + (f" h{element.level}" if element.level else "")
+        if element.language:
+            label += f" [{element.language}]"
+        if element.symbol:
+            label += f" {element.symbol}"
+        where = _where(element.line, element.page)
+        table.add_row(str(index), Text(label), where, _preview(element.text))
+    return table
+
+
+def chunks_table(chunks: list[Chunk], name: str) -> Table:
+    table = Table(title=Text(f"{name} · {len(chunks)} chunks"), title_justify="left")
+    for column in ("#", "section", "where", "kind", "tokens", "text"):
+        table.add_column(column, overflow="fold")
+    for chunk in chunks:
+        kind = chunk.content_kind.value + (f" {chunk.symbol}" if chunk.symbol else "")
+        table.add_row(
+            str(chunk.ordinal),
+            Text(" › ".join(chunk.trail)),
+            _where(chunk.line, chunk.page, chunk.page_end),
+            kind,
+            str(chunk.tokens),
+            _preview(chunk.text),
+        )
+    return table
+
+
+def summary_tables(summary: Summary, failures: list[FileReport]) -> list[Table]:
+    totals = Table(title="Summary per kind", title_justify="left")
+    for column in ("kind", "files", "read", "failed", "MB", "elements", "chunks"):
+        totals.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, t in sorted(summary.kinds.items()):
+        totals.add_row(kind, str(t.files), str(t.read), str(t.failed), f"{t.bytes / 1e6:.2f}",
+                       str(t.elements), str(t.chunks))  # fmt: skip
+    tables = [totals]
+    if failures:
+        failed = Table(title="Files not read", title_justify="left")
+        for column in ("file", "reason", "what to do"):
+            failed.add_column(column, overflow="fold")
+        for report in failures:
+            assert report.failure is not None
+            message = str(report.failure).split(": ", 1)[-1]
+            failed.add_row(Text(report.path.as_posix()), report.failure.reason.value, message)
+        tables.append(failed)
+    if summary.unsupported:
+        other = Table(title="Left out (unsupported format)", title_justify="left")
+        other.add_column("extension")
+        other.add_column("files", justify="right")
+        for ext, count in summary.unsupported.most_common():
+            other.add_row(Text(ext), str(count))
+        tables.append(other)
+    return tables

@@ -1,0 +1,57 @@
+"""The README's quick start, the CLI docs and --help stay true."""
+
+import re
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from lorebase.cli.main import app
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def quick_start_commands() -> list[str]:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "the quick start needs a sh code block"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_quick_start_is_two_make_commands_that_exist() -> None:
+    commands = quick_start_commands()
+    assert commands == ["make run", "make test"]
+    makefile = (REPO / "Makefile").read_text()
+    for command in commands:
+        target = command.split()[1]
+        assert re.search(rf"^{target}:", makefile, re.M), f"Makefile has no {target} target"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "make test" in ci
+
+
+def command_names() -> list[str]:
+    group = typer.main.get_group(app)
+    return sorted(group.commands)
+
+
+@pytest.mark.parametrize("name", command_names())
+def test_every_command_has_help_and_docs(name: str) -> None:
+    result = runner.invoke(app, [name, "--help"])
+    assert result.exit_code == 0
+    assert len(result.output) > 200
+    assert f"`lorebase {name}" in (REPO / "docs" / "cli.md").read_text()
+    assert f"lorebase {name}" in (REPO / "README.md").read_text()
+
+
+def test_every_documented_option_exists() -> None:
+    documented = set(re.findall(r"`(--[a-z-]+)", (REPO / "docs" / "cli.md").read_text()))
+    offered: set[str] = set()
+    for name in command_names():
+        offered |= set(re.findall(r"--[a-z-]+", runner.invoke(app, [name, "--help"]).output))
+    assert documented <= offered, documented - offered

@@ -1,0 +1,261 @@
+"""Generators of small PDF and DOCX files for tests, built in memory on every run.
+
+PDFs come from fpdf2 or are written byte by byte where fpdf2 cannot express the case (a
+decompression bomb, a font without a usable ToUnicode map). DOCX files come from python-docx,
+with raw WordprocessingML added where python-docx has no API (footnotes, text boxes).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+import zlib
+from collections.abc import Sequence
+
+CORPUS_REASON = "the shared corpus (../shared/data/docs next to the repository) is absent"
+HELVETICA = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+# Every code from the space up is mapped to a private-use glyph name (uniE000, uniE001, ...).
+PRIVATE_USE_FONT = (
+    b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding << /Type /Encoding "
+    b"/Differences [32 " + b" ".join(b"/uniE%03X" % i for i in range(95)) + b"] >> >>"
+)
+
+# -- PDF -----------------------------------------------------------------------------------------
+
+
+def text_pdf(
+    pages: Sequence[Sequence[str]],
+    *,
+    title: str | None = None,
+    sections: Sequence[tuple[int, int, str]] = (),
+) -> bytes:
+    """A PDF with one page per entry of ``pages``, each a list of paragraphs.
+
+    ``sections`` are ``(page index, level, title)``: the title is written as a line at the top
+    of that page and registered as a bookmark (level 0 is the top).
+    """
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    if title is not None:
+        pdf.set_title(title)
+    for index, paragraphs in enumerate(pages):
+        pdf.add_page()
+        for page_index, level, name in sections:
+            if page_index == index:
+                pdf.start_section(name, level=level)
+                pdf.set_font("Helvetica", style="B", size=14)
+                pdf.cell(text=name, new_x="LMARGIN", new_y="NEXT")
+                pdf.set_font("Helvetica", size=11)
+        for paragraph in paragraphs:
+            pdf.multi_cell(w=0, h=6, text=paragraph, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(4)
+    return bytes(pdf.output())
+
+
+def encrypted_pdf(user_password: str) -> bytes:
+    """A one-page text PDF encrypted with RC4; an empty user password opens without asking."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_encryption(owner_password="owner-secret", user_password=user_password)
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(w=0, h=6, text="Protected words live on this page.")
+    return bytes(pdf.output())
+
+
+def image_only_pdf(pages: int = 2) -> bytes:
+    """A PDF whose pages hold only a drawn picture: what a scan without OCR looks like."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for _ in range(pages):
+        pdf.add_page()
+        pdf.image(io.BytesIO(png_bytes(60, 30)), x=20, y=20, w=120)
+        pdf.rect(10, 10, 50, 20)
+    return bytes(pdf.output())
+
+
+def handmade_pdf(contents: Sequence[bytes], *, fonts: Sequence[bytes] = ()) -> bytes:
+    """A PDF written byte by byte: one page per content stream (each a complete stream object
+    body: dictionary, ``stream`` keyword, data), with a correct cross-reference table.
+
+    ``fonts`` are font dictionaries every page can use as /F1, /F2, ... (default: /F1 is
+    Helvetica with the standard encoding).
+    """
+    fonts = fonts or [HELVETICA]
+    first_page = 3 + len(fonts)
+    page_ids = [first_page + 2 * i for i in range(len(contents))]
+    kids = b" ".join(b"%d 0 R" % i for i in page_ids)
+    font_refs = b" ".join(b"/F%d %d 0 R" % (i + 1, 3 + i) for i in range(len(fonts)))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(contents)),
+        *fonts,
+    ]
+    for page_id, content in zip(page_ids, contents, strict=True):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << %s >> >> /Contents %d 0 R >>" % (font_refs, page_id + 1)
+        )
+        objects.append(content)
+    return _with_xref(objects)
+
+
+def _with_xref(objects: Sequence[bytes]) -> bytes:
+    """Number the objects from 1, lay them out and add the cross-reference table."""
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\n" % (len(objects) + 1)
+    out += b"startxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)
+
+
+def stream(data: bytes, *, flate_layers: int = 0) -> bytes:
+    """A stream object body holding ``data``, Flate-compressed ``flate_layers`` times."""
+    for _ in range(flate_layers):
+        data = zlib.compress(data, 9)
+    filters = b" ".join([b"/FlateDecode"] * flate_layers)
+    filter_entry = b" /Filter [%s]" % filters if flate_layers else b""
+    return b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(data), filter_entry, data)
+
+
+def bomb_pdf(expanded_bytes: int, *, flate_layers: int = 1) -> bytes:
+    """One page whose content stream is a line of text and then ``expanded_bytes`` of spaces,
+    Flate-compressed to a few kilobytes."""
+    content = b"BT /F1 12 Tf 72 720 Td (Bomb page text) Tj ET\n" + b" " * expanded_bytes
+    return handmade_pdf([stream(content, flate_layers=flate_layers)])
+
+
+def pageless_pdf() -> bytes:
+    """A well-formed PDF whose page tree has no pages."""
+    return _with_xref(
+        [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+    )
+
+
+def text_stream(text: bytes, font: int = 1) -> bytes:
+    """A compressed content stream showing one line of ``text`` in font /F``font``."""
+    return stream(b"BT /F%d 12 Tf 72 720 Td (%s) Tj ET" % (font, text), flate_layers=1)
+
+
+def private_use_font_pdf(good_pages: int = 0) -> bytes:
+    """``good_pages`` pages of plain text, then one page whose font maps every code to a
+    private-use glyph name without a ToUnicode map: pdfium reads that page as U+E000-range
+    garbage, like a PDF with a broken font."""
+    pages = [text_stream(b"Readable words on a good page.") for _ in range(good_pages)]
+    pages.append(text_stream(b"Garbled words from a broken font", font=2))
+    return handmade_pdf(pages, fonts=[HELVETICA, PRIVATE_USE_FONT])
+
+
+# -- DOCX ----------------------------------------------------------------------------------------
+
+
+def docx_bytes(document: object) -> bytes:
+    """Serialize a python-docx ``Document``."""
+    buffer = io.BytesIO()
+    document.save(buffer)  # type: ignore[attr-defined]
+    return buffer.getvalue()
+
+
+def replace_zip_entries(data: bytes, entries: dict[str, bytes]) -> bytes:
+    """A copy of a zip archive with ``entries`` added or replaced (deflated)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            if info.filename not in entries:
+                target.writestr(info, source.read(info.filename))
+        for name, content in entries.items():
+            target.writestr(name, content)
+    return buffer.getvalue()
+
+
+def zip_bomb_docx(base: bytes, expanded_bytes: int) -> bytes:
+    """A valid docx with one extra entry of ``expanded_bytes`` zeros (compresses ~1000:1)."""
+    return replace_zip_entries(base, {"word/media/padding.bin": bytes(expanded_bytes)})
+
+
+W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_NOTES_XML = (
+    '<w:footnotes xmlns:w="{ns}">'
+    '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>'
+    '<w:footnote w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/>'
+    "</w:r></w:p></w:footnote>{notes}</w:footnotes>"
+)
+_TEXT_BOX_XML = (
+    '<w:r xmlns:w="{w}" xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+    'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+    'xmlns:v="urn:schemas-microsoft-com:vml">'
+    '<mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><wps:wsp><wps:txbx>'
+    "<w:txbxContent><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:txbxContent>"
+    "</wps:txbx></wps:wsp></w:drawing></mc:Choice>"
+    "<mc:Fallback><w:pict><v:shape><v:textbox><w:txbxContent><w:p><w:r><w:t>{text}</w:t>"
+    "</w:r></w:p></w:txbxContent></v:textbox></v:shape></w:pict></mc:Fallback>"
+    "</mc:AlternateContent></w:r>"
+)
+
+
+def add_footnotes(document: object, notes: Sequence[str]) -> None:
+    """Give a python-docx document a footnotes part (python-docx has no API for notes),
+    with the two separator notes Word always writes and then ``notes``."""
+    from docx.opc.constants import CONTENT_TYPE, RELATIONSHIP_TYPE
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+
+    body = "".join(
+        f'<w:footnote w:id="{number}"><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:footnote>'
+        for number, text in enumerate(notes, start=1)
+    )
+    blob = _NOTES_XML.format(ns=W_NS, notes=body).encode()
+    main = document.part  # type: ignore[attr-defined]
+    part = Part(PackURI("/word/footnotes.xml"), CONTENT_TYPE.WML_FOOTNOTES, blob, main.package)
+    main.relate_to(part, RELATIONSHIP_TYPE.FOOTNOTES)
+
+
+def add_text_box(paragraph: object, text: str) -> None:
+    """Anchor a text box in ``paragraph`` the way Word writes one: a DrawingML shape with a
+    VML fallback that repeats the same text."""
+    from docx.oxml.parser import parse_xml
+
+    run = parse_xml(_TEXT_BOX_XML.format(w=W_NS, text=text))
+    paragraph._p.append(run)  # type: ignore[attr-defined]
+
+
+def add_localized_heading_style(document: object, name: str, outline_level: int) -> str:
+    """A paragraph style with a non-English name and id whose only heading mark is its outline
+    level, as in a German Word's "Überschrift 1". Returns the style's name."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.oxml.ns import qn
+    from docx.oxml.parser import OxmlElement
+
+    style = document.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)  # type: ignore[attr-defined]
+    outline = OxmlElement("w:outlineLvl", {qn("w:val"): str(outline_level)})
+    style.element.get_or_add_pPr().append(outline)
+    return name
+
+
+def png_bytes(width: int = 8, height: int = 8) -> bytes:
+    """A small grey PNG made with the standard library."""
+    import struct
+
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        crc = zlib.crc32(kind + payload)
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", crc)
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
