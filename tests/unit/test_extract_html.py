@@ -271,27 +271,8 @@ needs_corpus = pytest.mark.skipif(
 )
 
 
-def corpus_files() -> list[Path]:
-    if not HTML_DIR.is_dir() or not EDGE_DIR.is_dir():
-        return []
-    return sorted(p for d in (HTML_DIR, EDGE_DIR) for p in d.iterdir() if p.is_file())
-
-
 def flat(text: str) -> str:
     return " ".join(text.split())
-
-
-@pytest.mark.corpus
-@needs_corpus
-def test_corpus_every_file_yields_text() -> None:
-    files = corpus_files()
-    assert files
-    for path in files:
-        extracted = extract_file(path, ExtractSettings())
-        assert extracted.text.strip(), path.name
-        assert extracted.elements, path.name
-        for el in extracted.elements:
-            assert extracted.text[el.start : el.end] == el.text
 
 
 @pytest.mark.corpus

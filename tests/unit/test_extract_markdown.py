@@ -265,19 +265,6 @@ def corpus(name: str) -> Extracted:
 
 @pytest.mark.corpus
 @needs_corpus
-def test_corpus_every_file_yields_text() -> None:
-    files = sorted(p for p in MD_DIR.iterdir() if p.is_file())
-    assert files
-    for path in files:
-        extracted = extract_file(path, ExtractSettings())
-        assert extracted.text.strip(), path.name
-        assert extracted.elements, path.name
-        for el in extracted.elements:
-            assert extracted.text[el.start : el.end] == el.text
-
-
-@pytest.mark.corpus
-@needs_corpus
 def test_corpus_jekyll_front_matter() -> None:
     extracted = corpus("jekyll-front-matter.md")
     assert extracted.title == "Front Matter"
