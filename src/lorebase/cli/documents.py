@@ -1,0 +1,39 @@
+"""`lorebase docs list`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from lorebase.cli import render
+from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.store.base import DocumentState
+
+app = typer.Typer(help="Documents in a knowledge base.", no_args_is_help=True)
+
+
+@app.command("list")
+@handles_errors
+def list_(
+    ctx: typer.Context,
+    kb: Annotated[str, typer.Option("--kb", help="The knowledge base.")] = "default",
+    failed: Annotated[bool, typer.Option("--failed", help="Only documents that failed.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List a knowledge base's documents with state, chunks and failure reason."""
+    with open_from(ctx) as lb:
+        docs = lb.documents(kb, DocumentState.FAILED if failed else None)
+    if as_json:
+        render.print_json(Console(), render.to_jsonable(docs))
+        return
+    table = Table(title=f"Documents in {kb}", title_justify="left")
+    for column in ("id", "path", "kind", "state", "chunks", "reason"):
+        table.add_column(column, overflow="fold")
+    for doc in docs:
+        table.add_row(doc.id[:12], Text(doc.path), doc.kind, doc.state.value,
+                      str(doc.chunk_count), doc.reason or "")  # fmt: skip
+    Console().print(table)

@@ -1,0 +1,109 @@
+"""`lorebase add`, `lorebase search` and `lorebase status`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from lorebase.cli import render
+from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.errors import Unavailable
+from lorebase.search.types import MAX_TOP_K, Mode
+
+KB_HELP = "The knowledge base to add to (created if needed)."
+
+
+@handles_errors
+def add(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders to index.")],
+    kb: Annotated[str, typer.Option("--kb", help=KB_HELP)] = "default",
+    as_json: JsonOption = False,
+) -> None:
+    """Index files and folders into a knowledge base: extract, chunk, embed, store.
+    Unchanged files are skipped; failures are listed with their reasons."""
+    console = Console(stderr=as_json)
+    with (
+        open_from(ctx) as lb,
+        Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]:.0f} chunks/s"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=as_json,
+        ) as progress,
+    ):
+        task = progress.add_task("Indexing", total=None, chunks=0, rate=0.0)
+
+        def on_progress(step) -> None:  # type: ignore[no-untyped-def]
+            elapsed = progress.tasks[task].elapsed or 0.0
+            rate = step.chunks / elapsed if elapsed > 0 else 0.0
+            progress.update(task, completed=step.files_done, total=step.files_total,
+                            chunks=step.chunks, rate=rate)  # fmt: skip
+
+        report = lb.add(paths, kb=kb, on_progress=on_progress)
+    if as_json:
+        render.print_json(Console(), render.to_jsonable(report))
+    else:
+        console.print(render.ingest_summary(report, kb))
+        if report.failed:
+            console.print(render.failures_table(report.failed))
+    if report.stopped:
+        raise Unavailable(report.stopped)
+
+
+@handles_errors
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
+    kb: Annotated[
+        list[str] | None, typer.Option("--kb", help="Knowledge base(s) to search (default all).")
+    ] = None,
+    mode: Annotated[Mode, typer.Option(help="hybrid, keyword or dense.")] = Mode.HYBRID,
+    top_k: Annotated[
+        int, typer.Option("--top-k", min=1, max=MAX_TOP_K, help="How many passages to show.")
+    ] = 10,
+    neighbors: Annotated[
+        int, typer.Option(min=0, max=2, help="Also show this many chunks around each hit.")
+    ] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Search knowledge bases: BM25 and vector search fused by reciprocal rank, each hit
+    with its citation (path › headings, page or line) and a snippet."""
+    with open_from(ctx) as lb:
+        response = lb.search(query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors)
+    console = Console()
+    if as_json:
+        render.print_json(console, render.search_json(response))
+        return
+    render.print_search(console, response)
+
+
+@handles_errors
+def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Show every knowledge base with its totals, model and data directory."""
+    with open_from(ctx) as lb:
+        kbs = lb.knowledge_bases()
+        data_dir = lb.settings.data_dir
+    if as_json:
+        render.print_json(Console(), {"data_dir": str(data_dir), "knowledge_bases":
+                                      render.to_jsonable(kbs)})  # fmt: skip
+        return
+    console = Console()
+    console.print(Text(f"data directory: {data_dir}"))
+    table = Table(title="Knowledge bases", title_justify="left")
+    for column in ("name", "scope", "documents", "indexed", "failed", "chunks", "MB", "model"):
+        table.add_column(column)
+    for kb in kbs:
+        table.add_row(Text(kb.name), kb.scope.value, str(kb.documents), str(kb.indexed),
+                      str(kb.failed), str(kb.chunks), f"{kb.bytes / 1e6:.2f}",
+                      Text(kb.identity_key or "-"))  # fmt: skip
+    console.print(table)

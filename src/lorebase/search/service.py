@@ -1,0 +1,224 @@
+"""The search flow: embed the query while BM25 runs, fuse, hydrate, expand, cite.
+
+Both arms are scoped to the same knowledge bases and return the same number of candidates.
+When the embedder cannot answer, the search degrades to keyword only and says so in the
+response's warnings; it never fails for that.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from typing import TypeVar
+
+import numpy as np
+
+from lorebase.embed.base import Embedder
+from lorebase.errors import LorebaseError, NotFound
+from lorebase.search.fusion import FUSIONS, Scored
+from lorebase.search.snippets import snippet
+from lorebase.search.types import (
+    Hit,
+    Mode,
+    Neighbor,
+    SearchRequest,
+    SearchResponse,
+    StepScore,
+)
+from lorebase.store.base import KnowledgeBase, Store, StoredChunk
+
+# Each arm returns this many candidates, or 3 x top_k when that is more.
+CANDIDATES = 50
+CANDIDATES_PER_RESULT = 3
+# Documents repeat passages (boilerplate, copied sections); a result list shows each once.
+DUPLICATE_SLACK = 10
+
+T = TypeVar("T")
+
+
+class SearchService:
+    def __init__(self, store: Store, embedder: Embedder | None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lorebase-keyword")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        warnings: list[str] = []
+        kbs = self._knowledge_bases(request.knowledge_bases)
+        kb_ids = [kb.id for kb in kbs]
+        limit = max(CANDIDATES, CANDIDATES_PER_RESULT * request.top_k)
+        documents = list(request.document_ids) if request.document_ids is not None else None
+
+        keyword: Future[Scored] | None = None
+        if request.mode in (Mode.HYBRID, Mode.KEYWORD):
+            keyword = self._pool.submit(
+                _timed, timings, "keyword",
+                lambda: self.store.keyword_search(kb_ids, request.query, limit, documents),
+            )  # fmt: skip
+        dense: Scored | None = None
+        if request.mode in (Mode.HYBRID, Mode.DENSE):
+            dense = self._dense(request, kbs, limit, documents, timings, warnings)
+            if dense is None and keyword is None:  # dense only, and it could not run
+                keyword = self._pool.submit(
+                    _timed, timings, "keyword",
+                    lambda: self.store.keyword_search(kb_ids, request.query, limit, documents),
+                )  # fmt: skip
+        arms: dict[str, Scored] = {}
+        if keyword is not None:
+            arms["keyword"] = keyword.result()
+        if dense is not None:
+            arms["dense"] = dense
+
+        fuse_started = time.perf_counter()
+        if len(arms) > 1:
+            fused = FUSIONS[request.fusion](list(arms.values()))
+        else:
+            fused = next(iter(arms.values()), [])
+        # Some extra candidates so that collapsing repeated passages still fills top_k.
+        top = fused[: request.top_k + DUPLICATE_SLACK]
+        timings["fuse"] = _ms(fuse_started)
+        if request.rerank:
+            warnings.append("reranker_unavailable: no reranker is configured; fused order kept")
+
+        hits = _timed(timings, "hydrate", lambda: self._hydrate(kb_ids, request, top, arms))
+        timings["total"] = _ms(started)
+        mode = request.mode if "dense" in arms or request.mode is Mode.KEYWORD else Mode.KEYWORD
+        return SearchResponse(hits=hits, mode=mode, timings_ms=timings, warnings=warnings)
+
+    # -- steps -------------------------------------------------------------------------------
+    def _knowledge_bases(self, names: Sequence[str]) -> list[KnowledgeBase]:
+        if not names:
+            kbs = self.store.list_kbs()
+            if not kbs:
+                raise NotFound("there are no knowledge bases yet; add files with `lorebase add`")
+            return kbs
+        return [self.store.get_kb(name) for name in dict.fromkeys(names)]
+
+    def _dense(
+        self,
+        request: SearchRequest,
+        kbs: list[KnowledgeBase],
+        limit: int,
+        documents: list[str] | None,
+        timings: dict[str, float],
+        warnings: list[str],
+    ) -> Scored | None:
+        if self.embedder is None:
+            warnings.append("embedder_unavailable: no embedder is configured; answered by keyword")
+            return None
+        try:
+            identity = self.embedder.identity
+            vector = _timed(timings, "embed", lambda: self.embedder.embed_query(request.query))  # type: ignore[union-attr]
+        except LorebaseError:
+            warnings.append(
+                "embedder_unavailable: the embedder did not answer; answered by keyword"
+            )
+            return None
+        matching = [kb.id for kb in kbs if kb.identity_key == identity.key]
+        stale = [kb.name for kb in kbs if kb.identity_key not in (None, identity.key)]
+        if stale:
+            warnings.append(
+                "embedding_identity_mismatch: knowledge bases indexed with another model "
+                f"answered by keyword only: {', '.join(stale)}; run `lorebase add` again"
+            )
+        if not matching:
+            return [] if not stale else None
+        return _timed(
+            timings,
+            "dense",
+            lambda: self.store.dense_search(
+                matching, identity, np.asarray(vector), limit, documents
+            ),
+        )
+
+    def _hydrate(
+        self,
+        kb_ids: list[int],
+        request: SearchRequest,
+        top: Scored,
+        arms: dict[str, Scored],
+    ) -> list[Hit]:
+        ranks = {
+            name: {item: (rank, score) for rank, (item, score) in enumerate(ranking, start=1)}
+            for name, ranking in arms.items()
+        }
+        fused_ranks = {item: (rank, score) for rank, (item, score) in enumerate(top, start=1)}
+        chunks = self.store.get_chunks(kb_ids, [item for item, _ in top])
+        hits = []
+        for chunk in chunks:
+            scores = {
+                name: StepScore(score=ranked[chunk.id][1], rank=ranked[chunk.id][0])
+                for name, ranked in ranks.items()
+                if chunk.id in ranked
+            }
+            if len(arms) > 1:
+                rank, score = fused_ranks[chunk.id]
+                scores["fused"] = StepScore(score=score, rank=rank)
+            hits.append(_hit(chunk, request.query, scores))
+        hits = _without_repeats(hits)[: request.top_k]
+        if request.neighbors:
+            hits = [self._with_neighbors(kb_ids, hit, request.neighbors) for hit in hits]
+        return hits
+
+    def _with_neighbors(self, kb_ids: list[int], hit: Hit, window: int) -> Hit:
+        around = self.store.neighbors(kb_ids, hit.chunk_id, window)
+        ordinal = next(c.ordinal for c in around if c.id == hit.chunk_id)
+        as_neighbor = [Neighbor(c.id, c.ordinal, c.text) for c in around]
+        before = tuple(n for n in as_neighbor if n.ordinal < ordinal)
+        after = tuple(n for n in as_neighbor if n.ordinal > ordinal)
+        return replace(hit, before=before, after=after)
+
+
+def _without_repeats(hits: list[Hit]) -> list[Hit]:
+    """Hits whose passage (trail and text) was already shown higher up are left out."""
+    seen: set[tuple[tuple[str, ...], str]] = set()
+    kept = []
+    for hit in hits:
+        key = (hit.trail, " ".join(hit.text.split()))
+        if key not in seen:
+            seen.add(key)
+            kept.append(hit)
+    return kept
+
+
+def _hit(chunk: StoredChunk, query: str, scores: dict[str, StepScore]) -> Hit:
+    return Hit(
+        chunk_id=chunk.id,
+        knowledge_base=chunk.kb_name,
+        knowledge_base_id=chunk.kb_id,
+        document_id=chunk.document_id,
+        path=chunk.path,
+        title=chunk.title,
+        kind=chunk.kind,
+        trail=chunk.trail,
+        page=chunk.page,
+        page_end=chunk.page_end,
+        line=chunk.line,
+        start=chunk.start,
+        end=chunk.end,
+        content_kind=chunk.content_kind,
+        language=chunk.language,
+        symbol=chunk.symbol,
+        text=chunk.text,
+        snippet=snippet(chunk.text, query),
+        scores=scores,
+    )
+
+
+def _timed(timings: dict[str, float], step: str, work: Callable[[], T]) -> T:
+    started = time.perf_counter()
+    try:
+        return work()
+    finally:
+        timings[step] = _ms(started)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,68 @@
+"""Snippets: at most 240 characters around the sentence that holds most query words."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from lorebase.stopwords import ENGLISH_STOP_WORDS
+
+SNIPPET_CHARS = 240
+_WORD = re.compile(r"\w+")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
+# Words this short say little about where the answer is.
+_MIN_WORD = 2
+_ELLIPSIS = "…"
+
+
+def fold(text: str) -> str:
+    """Lower-case and strip accents, as the lexical index does."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def query_terms(query: str) -> set[str]:
+    terms = {fold(w) for w in _WORD.findall(query)}
+    kept = {t for t in terms if len(t) >= _MIN_WORD and t not in ENGLISH_STOP_WORDS}
+    return kept or terms
+
+
+def _matches(word: str, terms: set[str]) -> bool:
+    # A shared 4-letter stem counts ("indexing" ~ "indexed"), like the stemmed lexical index.
+    return word in terms or any(len(t) > 4 and word[:5] == t[:5] for t in terms)
+
+
+def snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
+    """The window of ``text`` (≤ ``limit`` chars) centred on its best sentence, cut at word
+    boundaries, with an ellipsis where text was left out."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    terms = query_terms(query)
+    best_start, best_end, best_score = 0, 0, -1
+    for match in _SENTENCE.finditer(flat):
+        words = {fold(w) for w in _WORD.findall(match.group())}
+        score = sum(1 for w in words if _matches(w, terms))
+        if score > best_score:
+            best_start, best_end, best_score = match.start(), match.end(), score
+    return _window(flat, best_start, best_end, limit)
+
+
+def _window(text: str, start: int, end: int, limit: int) -> str:
+    """Grow [start, end) to ``limit`` characters around its centre, then trim to words."""
+    budget = limit - 2  # room for an ellipsis on each side
+    if end - start > budget:
+        end = start + budget
+    else:
+        spare = budget - (end - start)
+        start = max(0, start - spare // 2)
+        end = min(len(text), start + budget)
+        start = max(0, end - budget)
+    if start > 0:
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < end else start
+    if end < len(text):
+        space = text.rfind(" ", start, end)
+        end = space if space > start else end
+    piece = text[start:end].strip()
+    return (_ELLIPSIS if start > 0 else "") + piece + (_ELLIPSIS if end < len(text) else "")

@@ -1,0 +1,109 @@
+"""What a search takes and gives back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from lorebase.errors import InvalidInput
+from lorebase.search.fusion import FUSIONS
+
+MAX_TOP_K = 100
+MAX_NEIGHBORS = 2
+MAX_QUERY_CHARS = 2000
+
+
+class Mode(StrEnum):
+    HYBRID = "hybrid"
+    KEYWORD = "keyword"
+    DENSE = "dense"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One query over one or more knowledge bases (by name; empty means all of them)."""
+
+    query: str
+    knowledge_bases: tuple[str, ...] = ()
+    top_k: int = 10
+    mode: Mode = Mode.HYBRID
+    rerank: bool = False
+    document_ids: tuple[str, ...] | None = None
+    neighbors: int = 0
+    fusion: str = "rrf"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, str) or not self.query.strip():
+            raise InvalidInput("query must be a non-empty string")
+        if len(self.query) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters")
+        if not 1 <= self.top_k <= MAX_TOP_K:
+            raise InvalidInput(f"top_k must be between 1 and {MAX_TOP_K}")
+        if not 0 <= self.neighbors <= MAX_NEIGHBORS:
+            raise InvalidInput(f"neighbors must be between 0 and {MAX_NEIGHBORS}")
+        if self.fusion not in FUSIONS:
+            raise InvalidInput(f"fusion must be one of: {', '.join(sorted(FUSIONS))}")
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))
+        except ValueError:
+            raise InvalidInput("mode must be one of: hybrid, keyword, dense") from None
+
+
+@dataclass(frozen=True, slots=True)
+class StepScore:
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    chunk_id: str
+    ordinal: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One cited passage with its provenance and its score in every step."""
+
+    chunk_id: str
+    knowledge_base: str
+    knowledge_base_id: int
+    document_id: str
+    path: str
+    title: str | None
+    kind: str
+    trail: tuple[str, ...]
+    page: int | None
+    page_end: int | None
+    line: int | None
+    start: int
+    end: int
+    content_kind: str
+    language: str | None
+    symbol: str | None
+    text: str
+    snippet: str
+    scores: dict[str, StepScore]
+    before: tuple[Neighbor, ...] = ()
+    after: tuple[Neighbor, ...] = ()
+
+    @property
+    def citation(self) -> str:
+        """``path › heading › subheading (p. 12)`` — how a person would cite this passage."""
+        parts = [self.path, *self.trail]
+        where = ""
+        if self.page is not None:
+            pages = f"{self.page}–{self.page_end}" if self.page_end else f"{self.page}"
+            where = f" (p. {pages})"
+        elif self.line is not None:
+            where = f" (line {self.line})"
+        return " › ".join(parts) + where
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    hits: list[Hit]
+    mode: Mode
+    timings_ms: dict[str, float]
+    warnings: list[str] = field(default_factory=list)

@@ -1,0 +1,45 @@
+"""Persistence: the :class:`Store` seam (``base.py``) and its backends (``sqlite/``, later
+``postgres/``). Backends are imported from their own modules, never from here, so importing
+this package loads none of them."""
+
+from __future__ import annotations
+
+import hashlib
+
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    KnowledgeBase,
+    NewDocument,
+    Scope,
+    Scored,
+    Store,
+    StoredChunk,
+)
+
+__all__ = [
+    "DocumentRecord",
+    "DocumentState",
+    "KnowledgeBase",
+    "NewDocument",
+    "Scope",
+    "Scored",
+    "Store",
+    "StoredChunk",
+    "stored_chunk_id",
+]
+
+STORED_CHUNK_ID_HEX_CHARS = 32
+
+
+def stored_chunk_id(document_id: str, chunk_id: str) -> str:
+    """The id a store gives a chunk: the chunker's id qualified by its document.
+
+    The chunker's id depends only on the document's bytes, the chunk settings and the chunk's
+    position, so two copies of one file (two paths, or two knowledge bases) yield equal ids.
+    Qualifying by the document id (random, and kept when a path is re-indexed) makes stored ids
+    unique while keeping them stable across re-syncs of unchanged content. Every backend uses
+    this function so ids mean the same thing everywhere.
+    """
+    digest = hashlib.sha256(f"{document_id}\x1f{chunk_id}".encode()).hexdigest()
+    return digest[:STORED_CHUNK_ID_HEX_CHARS]

@@ -1,0 +1,201 @@
+"""The SQLite schema as numbered migrations, each applied in its own transaction and recorded.
+
+A database remembers which migrations it has (table ``migrations``, mirrored in
+``PRAGMA user_version``); opening it applies the missing ones in order, so a file created by an
+older lorebase opens in a newer one. Never edit a released migration: append a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from lorebase.errors import Conflict
+from lorebase.store.sqlite import fts
+
+Step = str | Callable[[sqlite3.Connection], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema change: SQL statements (or callables for data changes), run in order."""
+
+    number: int
+    name: str
+    steps: tuple[Step, ...]
+
+
+_CORE_TABLES: tuple[Step, ...] = (
+    """CREATE TABLE knowledge_bases (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT NOT NULL DEFAULT '',
+        scope TEXT NOT NULL,
+        owner TEXT,
+        chunk_size INTEGER NOT NULL,
+        max_tokens INTEGER NOT NULL,
+        overlap INTEGER NOT NULL,
+        identity_key TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0
+    )""",
+    # ``text`` (zlib-compressed) comes last so scans of the other columns never walk its
+    # overflow pages.
+    """CREATE TABLE documents (
+        id TEXT PRIMARY KEY,
+        kb_id INTEGER NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime REAL,
+        content_hash TEXT NOT NULL,
+        title TEXT,
+        page_count INTEGER,
+        encoding TEXT,
+        state TEXT NOT NULL,
+        reason TEXT,
+        chunk_count INTEGER NOT NULL DEFAULT 0,
+        identity_key TEXT,
+        settings_key TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        text BLOB,
+        UNIQUE (kb_id, path)
+    )""",
+    """CREATE TABLE sections (
+        id INTEGER PRIMARY KEY,
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        trail TEXT NOT NULL,
+        headings TEXT NOT NULL,
+        UNIQUE (document_id, ordinal)
+    )""",
+    # section_id and kb_id carry no foreign key on purpose: a parent-key check scans the child
+    # table unless the child column is indexed, and both are reached through document_id.
+    """CREATE TABLE chunks (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        kb_id INTEGER NOT NULL,
+        section_id INTEGER NOT NULL,
+        ordinal INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        trail TEXT NOT NULL,
+        start_offset INTEGER NOT NULL,
+        end_offset INTEGER NOT NULL,
+        line INTEGER,
+        page INTEGER,
+        page_end INTEGER,
+        content_kind TEXT NOT NULL,
+        language TEXT,
+        symbol TEXT,
+        tokens INTEGER NOT NULL,
+        content_hash TEXT NOT NULL
+    )""",
+    "CREATE UNIQUE INDEX chunks_document_ordinal ON chunks (document_id, ordinal)",
+    """CREATE TABLE identities (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        model TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        transform TEXT NOT NULL,
+        dim INTEGER NOT NULL
+    )""",
+    """CREATE TABLE vectors (
+        chunk_rowid INTEGER NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
+        identity_id INTEGER NOT NULL REFERENCES identities(id),
+        vector BLOB NOT NULL,
+        PRIMARY KEY (chunk_rowid, identity_id)
+    )""",
+    # Keyed by content, not by chunk: it outlives documents so a re-sync or a copy of a file
+    # elsewhere reuses vectors instead of embedding again.
+    """CREATE TABLE embedding_cache (
+        content_hash TEXT NOT NULL,
+        identity_id INTEGER NOT NULL REFERENCES identities(id),
+        vector BLOB NOT NULL,
+        PRIMARY KEY (content_hash, identity_id)
+    )""",
+)
+
+_LEXICAL_INDEX: tuple[Step, ...] = (
+    fts.source_view_sql(),
+    fts.create_fts_sql(),
+    # Index whatever chunks a database from migration 1 already holds.
+    fts.rebuild_fts_sql(),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "core tables", _CORE_TABLES),
+    Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
+)
+
+_CREATE_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS migrations (
+    number INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)"""
+
+
+def applied_migrations(conn: sqlite3.Connection) -> set[int]:
+    """Numbers of the migrations recorded in this database."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+    ).fetchone()
+    if not exists:
+        return set()
+    return {row[0] for row in conn.execute("SELECT number FROM migrations")}
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Apply the missing migrations in order, each in one ``BEGIN IMMEDIATE`` transaction that
+    also records it, so a crash leaves the database at a migration boundary and two processes
+    opening the same file at once apply each migration once. Returns the numbers applied.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+    """
+    known = max((migration.number for migration in migrations), default=0)
+    applied = applied_migrations(conn)
+    _refuse_newer(applied, known)
+    if applied.issuperset(migration.number for migration in migrations):
+        return []  # the common case: no write lock taken just to open the file
+    done: list[int] = []
+    for migration in sorted(migrations, key=lambda m: m.number):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_CREATE_MIGRATIONS_TABLE)
+            applied = applied_migrations(conn)  # again: another process may have migrated
+            _refuse_newer(applied, known)
+            if migration.number not in applied:
+                _apply(conn, migration)
+                done.append(migration.number)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return done
+
+
+def _refuse_newer(applied: set[int], known: int) -> None:
+    newest = max(applied, default=0)
+    if newest > known:
+        raise Conflict(
+            f"this database has schema version {newest}, newer than this lorebase knows "
+            f"({known}); upgrade lorebase to open it"
+        )
+
+
+def _apply(conn: sqlite3.Connection, migration: Migration) -> None:
+    for step in migration.steps:
+        if callable(step):
+            step(conn)
+        else:
+            conn.execute(step)
+    conn.execute(
+        "INSERT INTO migrations (number, name, applied_at) VALUES (?, ?, ?)",
+        (migration.number, migration.name, time.time()),
+    )
+    # user_version lives in the database header, which is written inside this transaction.
+    conn.execute(f"PRAGMA user_version = {int(migration.number)}")

@@ -1,0 +1,233 @@
+"""The write half of the SQLite store, as functions over a connection in a transaction.
+
+The order inside :func:`purge_chunks` and :func:`upsert_document` matters: the FTS5 index is
+external-content, so its rows are deleted with the values they were built from, read through
+the index's source view, *before* the chunks, sections or document title behind it change.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from lorebase.embed.base import EmbedderIdentity
+from lorebase.errors import InvalidInput, NotFound
+from lorebase.store import stored_chunk_id
+from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
+from lorebase.store.sqlite import fts
+from lorebase.store.sqlite.rows import (
+    CHUNK_INSERT_SQL,
+    DOCUMENT_COLUMNS,
+    DOCUMENT_VALUE_COLUMNS,
+    KB_COLUMNS,
+    KB_TOTALS_SQL,
+    chunk_row,
+    document_from_row,
+    document_values,
+    kb_from_row,
+    placeholders,
+    sections_of,
+    trail_json,
+)
+from lorebase.store.vectors import to_blob
+from lorebase.types import Chunk
+
+DOCUMENT_ID_BYTES = 16
+NO_KB = "no such knowledge base; list them to see the names"
+NO_DOCUMENT = "no such document in this knowledge base; list its documents to see their ids"
+
+
+def load_kb(conn: sqlite3.Connection, column: str, value: object) -> KnowledgeBase:
+    row = conn.execute(
+        f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {column} = ?", (value,)
+    ).fetchone()
+    if row is None:
+        raise NotFound(NO_KB)
+    totals = conn.execute(f"{KB_TOTALS_SQL} WHERE kb_id = ?", (row[0],)).fetchone()
+    return kb_from_row(row, totals[1:])
+
+
+def require_kb(conn: sqlite3.Connection, kb_id: int) -> None:
+    if conn.execute("SELECT 1 FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone() is None:
+        raise NotFound(NO_KB)
+
+
+def load_document(conn: sqlite3.Connection, kb_id: int, document_id: str) -> DocumentRecord:
+    row = conn.execute(
+        f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND kb_id = ?",
+        (document_id, kb_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound(NO_DOCUMENT)
+    return document_from_row(row)
+
+
+def bump(conn: sqlite3.Connection, kb_id: int) -> None:
+    """Mark the base changed: in-memory indexes loaded at an older generation reload."""
+    conn.execute(
+        "UPDATE knowledge_bases SET generation = generation + 1, updated_at = ? WHERE id = ?",
+        (time.time(), kb_id),
+    )
+
+
+def identity_row(
+    conn: sqlite3.Connection, identity: EmbedderIdentity, *, create: bool
+) -> int | None:
+    """The row of an identity, created on first use when ``create``."""
+    row = conn.execute("SELECT id FROM identities WHERE key = ?", (identity.key,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    if not create:
+        return None
+    return conn.execute(
+        "INSERT INTO identities (key, model, digest, transform, dim) VALUES (?, ?, ?, ?, ?)",
+        (identity.key, identity.model, identity.digest, identity.transform, identity.dim),
+    ).lastrowid
+
+
+def upsert_document(
+    conn: sqlite3.Connection,
+    kb_id: int,
+    document: NewDocument,
+    *,
+    state: DocumentState,
+    reason: str | None,
+    chunk_count: int,
+    identity_key: str | None,
+    settings_key: str | None,
+    text: bytes | None,
+) -> str:
+    """Write the document row for ``document.path`` and return its id: an existing row
+    keeps its id and loses its chunks first (before its title changes, since the index
+    rows are deleted with the values they were built from)."""
+    if not document.path:
+        raise InvalidInput("a document needs a path")
+    now = time.time()
+    values = (
+        *document_values(document),
+        str(state),
+        reason,
+        chunk_count,
+        identity_key,
+        settings_key,
+        text,
+    )
+    columns = (
+        *DOCUMENT_VALUE_COLUMNS,
+        "state",
+        "reason",
+        "chunk_count",
+        "identity_key",
+        "settings_key",
+        "text",
+    )
+    row = conn.execute(
+        "SELECT id FROM documents WHERE kb_id = ? AND path = ?", (kb_id, document.path)
+    ).fetchone()
+    if row is not None:
+        document_id = row[0]
+        purge_chunks(conn, document_id)
+        assignments = ", ".join(f"{column} = ?" for column in columns)
+        conn.execute(
+            f"UPDATE documents SET {assignments}, updated_at = ? WHERE id = ?",
+            (*values, now, document_id),
+        )
+        return document_id
+    document_id = secrets.token_hex(DOCUMENT_ID_BYTES)
+    conn.execute(
+        f"INSERT INTO documents (id, kb_id, path, {', '.join(columns)}, created_at, "
+        f"updated_at) VALUES ({placeholders(len(columns) + 5)})",
+        (document_id, kb_id, document.path, *values, now, now),
+    )
+    return document_id
+
+
+def purge_chunks(conn: sqlite3.Connection, document_id: str) -> None:
+    """Delete a document's index rows, chunks, vectors and sections (in that order)."""
+    conn.execute(fts.fts_delete_sql("document_id"), (document_id,))
+    conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+    conn.execute("DELETE FROM sections WHERE document_id = ?", (document_id,))
+
+
+def write_chunks(
+    conn: sqlite3.Connection, kb_id: int, document_id: str, chunks: Sequence[Chunk]
+) -> list[str]:
+    """Sections (runs of chunks sharing a trail), chunks, then their index rows. Returns
+    the stored chunk ids, in chunk order."""
+    stored_ids = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+    rows = []
+    for ordinal, (trail, positions) in enumerate(sections_of(chunks)):
+        section_id = conn.execute(
+            "INSERT INTO sections (document_id, ordinal, trail, headings) VALUES (?, ?, ?, ?)",
+            (document_id, ordinal, trail_json(trail), fts.headings_text(trail)),
+        ).lastrowid
+        for position in positions:
+            rows.append(
+                chunk_row(
+                    chunks[position],
+                    stored_id=stored_ids[position],
+                    document_id=document_id,
+                    kb_id=kb_id,
+                    section_id=section_id,
+                )
+            )
+    conn.executemany(CHUNK_INSERT_SQL, rows)
+    conn.execute(fts.fts_insert_sql("document_id"), (document_id,))
+    return stored_ids
+
+
+def write_vectors(
+    conn: sqlite3.Connection,
+    document_id: str,
+    chunks: Sequence[Chunk],
+    stored_ids: Sequence[str],
+    matrix: np.ndarray,
+    identity: EmbedderIdentity,
+) -> None:
+    """One vector per chunk, and the same vectors into the reuse cache by content hash."""
+    identity_id = identity_row(conn, identity, create=True)
+    rowid_of = dict(
+        conn.execute("SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,))
+    )
+    blobs = [to_blob(row) for row in matrix]
+    conn.executemany(
+        "INSERT INTO vectors (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
+        [(rowid_of[sid], identity_id, blob) for sid, blob in zip(stored_ids, blobs, strict=True)],
+    )
+    conn.executemany(
+        "INSERT INTO embedding_cache (content_hash, identity_id, vector) VALUES (?, ?, ?) "
+        "ON CONFLICT (content_hash, identity_id) DO UPDATE SET vector = excluded.vector",
+        [(c.content_hash, identity_id, blob) for c, blob in zip(chunks, blobs, strict=True)],
+    )
+
+
+def checked_vectors(
+    chunks: Sequence[Chunk], vectors: np.ndarray | None, identity: EmbedderIdentity | None
+) -> np.ndarray | None:
+    """The vectors as a float32 matrix, after checking they fit the chunks and identity."""
+    if vectors is None:
+        return None
+    if identity is None:
+        raise InvalidInput("vectors need the identity of the embedder that made them")
+    matrix = np.asarray(vectors, dtype=np.float32)
+    expected = (len(chunks), identity.dim)
+    if matrix.shape != expected:
+        raise InvalidInput(
+            f"vectors have shape {matrix.shape}, expected {expected}: one row of "
+            f"{identity.dim} values per chunk"
+        )
+    if not np.isfinite(matrix).all():
+        raise InvalidInput("vectors hold NaN or infinite values; check the embedder")
+    return matrix
+
+
+def check_chunks(chunks: Sequence[Chunk]) -> None:
+    """Chunks of one document need distinct ordinals and ids (checked before writing)."""
+    if len({chunk.ordinal for chunk in chunks}) != len(chunks):
+        raise InvalidInput("two chunks of one document share an ordinal")
+    if len({chunk.id for chunk in chunks}) != len(chunks):
+        raise InvalidInput("two chunks of one document share an id")

@@ -1,0 +1,82 @@
+"""`lorebase add`, `search`, `status`, `kb`, `docs` through the CLI with the fake embedder."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lorebase.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
+    base = ["--data-dir", str(tmp_path / "data"), "--embedder", "fake"]
+
+    def invoke(*args: str):  # type: ignore[no-untyped-def]
+        return runner.invoke(app, [*base, *args])
+
+    return invoke
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "leave.md").write_text("# Leave\n\n## Vacation\n\nYou get 25 vacation days.\n")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    return root
+
+
+def test_add_then_search_cites_the_passage(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    result = cli("add", str(folder), "--kb", "notes")
+    assert result.exit_code == 0, result.output
+    assert "1 added" in result.output and "corrupt" in result.output
+    result = cli("search", "vacation days", "--kb", "notes")
+    assert result.exit_code == 0, result.output
+    assert "notes/leave.md › Leave › Vacation (line 5)" in result.output
+    data = json.loads(cli("search", "vacation days", "--json").stdout)
+    assert data["hits"][0]["citation"] == "notes/leave.md › Leave › Vacation (line 5)"
+    assert data["hits"][0]["scores"]["fused"]["rank"] == 1
+
+
+def test_add_json_report(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads(cli("add", str(folder), "--kb", "notes", "--json").stdout)
+    assert data["added"] == 1 and data["failed"] == [["notes/broken.pdf", "corrupt"]]
+
+
+def test_kb_and_docs_commands(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("kb", "create", "team", "--description", "Team docs").exit_code == 0
+    assert cli("kb", "create", "team").exit_code == 4  # conflict
+    cli("add", str(folder), "--kb", "team")
+    names = [kb["name"] for kb in json.loads(cli("kb", "list", "--json").stdout)]
+    assert names == ["team"]
+    docs = json.loads(cli("docs", "list", "--kb", "team", "--json").stdout)
+    assert {d["path"]: d["state"] for d in docs} == {
+        "notes/leave.md": "indexed",
+        "notes/broken.pdf": "failed",
+    }
+    failed = cli("docs", "list", "--kb", "team", "--failed")
+    assert "broken.pdf" in failed.output and "leave.md" not in failed.output
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["knowledge_bases"][0]["chunks"] == 1
+    assert cli("kb", "delete", "team", "--yes").exit_code == 0
+    assert cli("search", "vacation", "--kb", "team").exit_code == 3
+
+
+def test_errors_exit_with_their_codes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("add", str(tmp_path / "missing")).exit_code == 3
+    assert cli("search", "anything").exit_code == 3  # no knowledge base yet
+    result = runner.invoke(app, ["--data-dir", str(tmp_path), "--embedder", "bogus", "status"])
+    assert result.exit_code == 2 and "embedder must be one of" in result.output
+
+
+def test_embedder_down_search_warns(cli, folder: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cli("add", str(folder), "--kb", "notes")
+    down = runner.invoke(
+        app, ["--data-dir", str(tmp_path / "data"), "--embedder", "none", "search", "vacation"]
+    )
+    assert down.exit_code == 0
+    assert "embedder_unavailable" in down.output and "leave.md" in down.output

@@ -1,0 +1,119 @@
+"""Numbered, transactional, recorded migrations: an old database opens in a newer lorebase."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lorebase.errors import Conflict
+from lorebase.store.sqlite import SqliteStore
+from lorebase.store.sqlite.schema import MIGRATIONS, Migration, applied_migrations, migrate
+from lorebase.store.sqlite.store import connect
+
+
+def _recorded(path: Path) -> tuple[list[tuple[int, str]], int]:
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT number, name FROM migrations ORDER BY number").fetchall()
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        conn.close()
+    return rows, version
+
+
+def test_a_new_database_gets_every_migration(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    SqliteStore(path).close()
+    rows, version = _recorded(path)
+    assert rows == [(m.number, m.name) for m in MIGRATIONS]
+    assert version == MIGRATIONS[-1].number
+
+
+def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
+    path = tmp_path / "again.db"
+    SqliteStore(path).close()
+    conn = connect(path)
+    try:
+        assert migrate(conn) == []
+    finally:
+        conn.close()
+    assert len(_recorded(path)[0]) == len(MIGRATIONS)
+
+
+def test_a_database_from_migration_1_is_upgraded_with_its_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = connect(path)
+    assert migrate(conn, MIGRATIONS[:1]) == [1]
+    # Rows as an old lorebase (core tables only, no lexical index) would have written them.
+    conn.execute(
+        "INSERT INTO knowledge_bases (id, name, scope, chunk_size, max_tokens, overlap, "
+        "created_at, updated_at) VALUES (1, 'old', 'personal', 1200, 320, 200, 0, 0)"
+    )
+    conn.execute(
+        "INSERT INTO documents (id, kb_id, path, kind, size, content_hash, title, state, "
+        "chunk_count, created_at, updated_at) "
+        "VALUES ('d1', 1, 'notes/legacy.md', 'md', 10, 'h', 'Legacy', 'indexed', 1, 0, 0)"
+    )
+    conn.execute(
+        "INSERT INTO sections (id, document_id, ordinal, trail, headings) "
+        "VALUES (1, 'd1', 0, ?, 'Intro')",
+        (json.dumps(["Intro"]),),
+    )
+    conn.execute(
+        "INSERT INTO chunks (id, document_id, kb_id, section_id, ordinal, text, trail, "
+        "start_offset, end_offset, content_kind, tokens, content_hash) "
+        "VALUES ('c1', 'd1', 1, 1, 0, 'the quarterly flamingo census', ?, 0, 29, 'prose', 5, "
+        "'ch')",
+        (json.dumps(["Intro"]),),
+    )
+    conn.close()
+    assert _recorded(path) == ([(1, MIGRATIONS[0].name)], 1)
+
+    with SqliteStore(path) as store:
+        kb = store.get_kb("old")
+        assert kb.documents == 1 and kb.chunks == 1
+        assert store.get_document(kb.id, "notes/legacy.md") is not None
+        # Migration 2 built the lexical index over the chunks that were already there.
+        assert [hit[0] for hit in store.keyword_search([kb.id], "flamingo", 5)] == ["c1"]
+        assert [hit[0] for hit in store.keyword_search([kb.id], "legacy intro", 5)] == ["c1"]
+    rows, version = _recorded(path)
+    assert [number for number, _ in rows] == [m.number for m in MIGRATIONS]
+    assert version == MIGRATIONS[-1].number
+
+
+def test_a_failing_migration_leaves_no_trace(tmp_path: Path) -> None:
+    path = tmp_path / "fail.db"
+    conn = connect(path)
+    broken = Migration(99, "broken", ("CREATE TABLE half_done (x INTEGER)", "THIS IS NOT SQL"))
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(conn, (*MIGRATIONS, broken))
+    assert applied_migrations(conn) == {m.number for m in MIGRATIONS}
+    assert (
+        conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchone() is None
+    )
+    assert not conn.in_transaction
+    conn.close()
+
+
+def test_a_database_from_a_newer_lorebase_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    conn = connect(path)
+    migrate(conn, (*MIGRATIONS, Migration(MIGRATIONS[-1].number + 1, "future", ())))
+    conn.close()
+    with pytest.raises(Conflict, match="upgrade lorebase"):
+        SqliteStore(path)
+
+
+def test_callable_steps_run_in_the_migration_transaction(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "callable.db")
+    seen: list[bool] = []
+
+    def step(c: sqlite3.Connection) -> None:
+        seen.append(c.in_transaction)
+
+    migrate(conn, (*MIGRATIONS, Migration(MIGRATIONS[-1].number + 1, "data", (step,))))
+    assert seen == [True]
+    conn.close()
