@@ -36,14 +36,18 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 def command_paths() -> list[tuple[str, ...]]:
-    """Every command, with sub-commands of groups (``("kb", "create")``)."""
-    paths: list[tuple[str, ...]] = []
-    for name, command in typer.main.get_group(app).commands.items():
-        if hasattr(command, "commands"):  # a group
-            paths += [(name, sub) for sub in command.commands]
-        else:
-            paths.append((name,))
-    return sorted(paths)
+    """Every command, with sub-commands of groups (``("kb", "sources", "add")``)."""
+
+    def walk(group: object, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+        found: list[tuple[str, ...]] = []
+        for name, command in group.commands.items():  # type: ignore[attr-defined]
+            if hasattr(command, "commands"):  # a group
+                found += walk(command, (*prefix, name))
+            else:
+                found.append((*prefix, name))
+        return found
+
+    return sorted(walk(typer.main.get_group(app), ()))
 
 
 @pytest.mark.parametrize("path", command_paths(), ids=" ".join)
@@ -53,8 +57,9 @@ def test_every_command_has_help_and_docs(path: tuple[str, ...]) -> None:
     assert len(result.output) > 150
     docs = (REPO / "docs" / "cli.md").read_text()
     top = path[0]
+    group = " ".join(path[:-1])
     assert f"`lorebase {' '.join(path)}" in docs or re.search(
-        rf"`lorebase {top} [a-z|]*{path[-1]}", docs
+        rf"`lorebase {group} [a-z|]*{path[-1]}", docs
     ), f"docs/cli.md does not describe lorebase {' '.join(path)}"
     assert f"lorebase {top}" in (REPO / "README.md").read_text()
 

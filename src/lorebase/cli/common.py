@@ -70,7 +70,7 @@ def handles_errors(command: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def open_from(ctx: typer.Context) -> Any:
+def open_from(ctx: typer.Context, holder: str = "lorebase") -> Any:
     """Open the lorebase the global options point at."""
     from lorebase.app import open_lorebase
     from lorebase.settings import EmbedSettings, Settings
@@ -86,4 +86,4 @@ def open_from(ctx: typer.Context) -> Any:
             extract=settings.extract,
             chunk=settings.chunk,
         )  # fmt: skip
-    return open_lorebase(settings=settings)
+    return open_lorebase(settings=settings, holder=holder)

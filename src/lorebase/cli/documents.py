@@ -21,12 +21,15 @@ app = typer.Typer(help="Documents in a knowledge base.", no_args_is_help=True)
 def list_(
     ctx: typer.Context,
     kb: Annotated[str, typer.Option("--kb", help="The knowledge base.")] = "default",
-    failed: Annotated[bool, typer.Option("--failed", help="Only documents that failed.")] = False,
+    state: Annotated[
+        DocumentState | None, typer.Option("--state", help="Only documents in this state.")
+    ] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Same as --state failed.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """List a knowledge base's documents with state, chunks and failure reason."""
     with open_from(ctx) as lb:
-        docs = lb.documents(kb, DocumentState.FAILED if failed else None)
+        docs = lb.documents(kb, DocumentState.FAILED if failed else state)
     if as_json:
         render.print_json(Console(), render.to_jsonable(docs))
         return

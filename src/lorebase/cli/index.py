@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.cli.passes import graceful_stop
 from lorebase.errors import Unavailable
 from lorebase.search.types import MAX_TOP_K, Mode
 
@@ -30,7 +30,8 @@ def add(
     Unchanged files are skipped; failures are listed with their reasons."""
     console = Console(stderr=as_json)
     with (
-        open_from(ctx) as lb,
+        open_from(ctx, holder="lorebase add") as lb,
+        graceful_stop() as stop,
         Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -49,14 +50,14 @@ def add(
             progress.update(task, completed=step.files_done, total=step.files_total,
                             chunks=step.chunks, rate=rate)  # fmt: skip
 
-        report = lb.add(paths, kb=kb, on_progress=on_progress)
+        report = lb.add(paths, kb=kb, on_progress=on_progress, stop=stop)
     if as_json:
         render.print_json(Console(), render.to_jsonable(report))
     else:
         console.print(render.ingest_summary(report, kb))
         if report.failed:
             console.print(render.failures_table(report.failed))
-    if report.stopped:
+    if report.stopped and report.stopped != "stop requested":
         raise Unavailable(report.stopped)
 
 
@@ -89,21 +90,18 @@ def search(
 
 @handles_errors
 def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Show every knowledge base with its totals, model and data directory."""
+    """Show every knowledge base: state (with the reason when it waits), documents by
+    state, chunks, size, progress of a running pass, last pass, folders and model."""
     with open_from(ctx) as lb:
         kbs = lb.knowledge_bases()
+        sources = {kb.name: lb.sources(kb.name) for kb in kbs}
         data_dir = lb.settings.data_dir
     if as_json:
-        render.print_json(Console(), {"data_dir": str(data_dir), "knowledge_bases":
-                                      render.to_jsonable(kbs)})  # fmt: skip
+        payload = [
+            render.to_jsonable(kb) | {"sources": render.to_jsonable(sources[kb.name])} for kb in kbs
+        ]
+        render.print_json(Console(), {"data_dir": str(data_dir), "knowledge_bases": payload})
         return
     console = Console()
     console.print(Text(f"data directory: {data_dir}"))
-    table = Table(title="Knowledge bases", title_justify="left")
-    for column in ("name", "scope", "documents", "indexed", "failed", "chunks", "MB", "model"):
-        table.add_column(column)
-    for kb in kbs:
-        table.add_row(Text(kb.name), kb.scope.value, str(kb.documents), str(kb.indexed),
-                      str(kb.failed), str(kb.chunks), f"{kb.bytes / 1e6:.2f}",
-                      Text(kb.identity_key or "-"))  # fmt: skip
-    console.print(table)
+    console.print(render.status_table(kbs, sources))

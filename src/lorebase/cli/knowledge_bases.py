@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -44,12 +45,84 @@ def create(
     scope: Annotated[Scope, typer.Option(help="global, team or personal.")] = Scope.PERSONAL,
     chunk_size: Annotated[int, typer.Option(help="Most characters in one chunk.")] = 1200,
     overlap: Annotated[int, typer.Option(help="Characters repeated between chunks.")] = 200,
+    source: Annotated[
+        list[Path] | None,
+        typer.Option("--source", help="A folder to follow (repeatable, at most 16)."),
+    ] = None,
 ) -> None:
-    """Create a knowledge base."""
+    """Create a knowledge base, optionally following folders (index them with `sync`)."""
     settings = ChunkSettings(chunk_size=chunk_size, overlap=overlap)
     with open_from(ctx) as lb:
-        kb = lb.create_kb(name, description=description, scope=scope, chunk_settings=settings)
+        kb = lb.create_kb(
+            name, description=description, scope=scope, chunk_settings=settings,
+            sources=source or (),
+        )  # fmt: skip
     Console().print(Text(f"created knowledge base {kb.name}"))
+
+
+@app.command()
+@handles_errors
+def update(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The knowledge base.")],
+    chunk_size: Annotated[int, typer.Option(help="Most characters in one chunk.")] = 1200,
+    max_tokens: Annotated[int, typer.Option(help="Most estimated tokens in one chunk.")] = 320,
+    overlap: Annotated[int, typer.Option(help="Characters repeated between chunks.")] = 200,
+) -> None:
+    """Change a knowledge base's chunking; the next `sync` re-chunks every document
+    (vectors of unchanged chunks are reused)."""
+    settings = ChunkSettings(chunk_size=chunk_size, max_tokens=max_tokens, overlap=overlap)
+    with open_from(ctx) as lb:
+        lb.update_kb(name, settings)
+    Console().print(Text(f"updated {name}; run `lorebase sync --kb {name}` to apply"))
+
+
+sources_app = typer.Typer(help="Folders a knowledge base follows.", no_args_is_help=True)
+app.add_typer(sources_app, name="sources")
+
+
+@sources_app.command("list")
+@handles_errors
+def sources_list(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The knowledge base.")],
+    as_json: JsonOption = False,
+) -> None:
+    """List the folders a knowledge base follows."""
+    with open_from(ctx) as lb:
+        sources = lb.sources(name)
+    if as_json:
+        render.print_json(Console(), render.to_jsonable(sources))
+        return
+    for source in sources:
+        Console().print(Text(f"{source.label}\t{source.path}"))
+
+
+@sources_app.command("add")
+@handles_errors
+def sources_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The knowledge base.")],
+    folder: Annotated[Path, typer.Argument(help="The folder to follow.")],
+) -> None:
+    """Follow another folder (not inside, nor containing, one already followed)."""
+    with open_from(ctx) as lb:
+        source = lb.add_source(name, folder)
+    Console().print(Text(f"{name} now follows {source.path} as {source.label}; run "
+                         f"`lorebase sync --kb {name}`"))  # fmt: skip
+
+
+@sources_app.command("remove")
+@handles_errors
+def sources_remove(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The knowledge base.")],
+    folder: Annotated[str, typer.Argument(help="The folder (its path or label).")],
+) -> None:
+    """Stop following a folder; its documents leave the index (the files stay)."""
+    with open_from(ctx) as lb:
+        dropped = lb.remove_source(name, folder)
+    Console().print(Text(f"stopped following {folder}; {dropped} documents dropped"))
 
 
 @app.command()

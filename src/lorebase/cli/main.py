@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from lorebase import __version__
-from lorebase.cli import documents, index, inspection, knowledge_bases
+from lorebase.cli import documents, index, inspection, knowledge_bases, passes
 from lorebase.cli.common import CliContext
 from lorebase.settings import EMBEDDERS
 
@@ -60,6 +60,8 @@ app.command()(inspection.chunk)
 app.command()(index.add)
 app.command()(index.search)
 app.command()(index.status)
+app.command()(passes.sync)
+app.command()(passes.watch)
 app.add_typer(knowledge_bases.app, name="kb")
 app.add_typer(documents.app, name="docs")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from rich.text import Text
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.types import SearchResponse
+from lorebase.store.base import KnowledgeBase, Source
 from lorebase.types import Chunk, Extracted
 
 PREVIEW_CHARS = 80
@@ -178,3 +180,28 @@ def print_search(console: Console, response: SearchResponse) -> None:
         console.print(Text("   " + hit.snippet))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in response.timings_ms.items())
     console.print(Text(f"{response.mode.value} · {timings}", style="dim"))
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+
+
+def status_table(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) -> Table:
+    table = Table(title="Knowledge bases", title_justify="left")
+    for column in ("name", "state", "documents", "indexed", "pending", "failed", "chunks", "MB",
+                   "last pass", "folders", "model"):  # fmt: skip
+        table.add_column(column, overflow="fold")
+    for kb in kbs:
+        state = kb.state.value
+        if kb.state.value == "indexing" and kb.progress_total:
+            state += f" {kb.progress_done}/{kb.progress_total}"
+        if kb.state_reason:
+            state += f" ({kb.state_reason})"
+        folders = "\n".join(f"{s.label} = {s.path}" for s in sources.get(kb.name, []))
+        table.add_row(Text(kb.name), Text(state), str(kb.documents), str(kb.indexed),
+                      str(kb.pending), str(kb.failed), str(kb.chunks), f"{kb.bytes / 1e6:.2f}",
+                      _when(kb.pass_finished_at), Text(folders or "-"),
+                      Text(kb.identity_key or "-"))  # fmt: skip
+    return table

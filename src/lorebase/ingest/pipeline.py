@@ -1,13 +1,20 @@
-"""Adding files to a knowledge base: extract, chunk, embed (reusing vectors), store.
+"""Processing files into a knowledge base: extract, chunk, embed (reusing vectors), store.
 
-Chunks of several documents are embedded together (the embedder sorts them by length, so
-batches stay full and padding short), then each document is written in its own transaction.
-Unchanged files are recognised by size and mtime without being read, then by content hash;
-a chunk whose text was embedded before under the same identity is never embedded again.
+A file is left alone without being read when its size and mtime match what was indexed;
+otherwise its content hash decides. Chunks of several documents are embedded together (the
+embedder sorts them by length, so batches stay full and padding short), then each document is
+written in its own transaction. A chunk whose text was embedded before under the same identity
+is never embedded again.
+
+Document states on the way: ``pending`` (a new path, recorded up front so a crash leaves it
+visible), ``extracting``, ``embedding``, then ``indexed`` or ``failed``. A stop request (first
+SIGINT/SIGTERM) ends the pass after the current document; documents already extracted are
+written while the drain window lasts, the rest stay pending.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,12 +34,16 @@ from lorebase.types import Chunk, FailureReason
 
 # Embed once this many chunks are waiting (several small documents share one call).
 EMBED_BATCH_CHUNKS = 256
+# After a stop request, keep writing already-extracted documents for at most this long.
+DRAIN_SECONDS = 5.0
+STOP_REQUESTED = "stop requested"
 
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     path: Path
     key: str  # the document's path within the knowledge base
+    source_id: int | None = None
 
 
 @dataclass(slots=True)
@@ -41,12 +52,20 @@ class IngestReport:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    removed: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     embedded: int = 0
     reused: int = 0
     seconds: float = 0.0
-    stopped: str | None = None  # why the pass stopped early (the embedder went away)
+    stopped: str | None = None  # why the pass ended early (embedder gone, stop requested)
+
+    def merge(self, other: IngestReport) -> None:
+        for name in ("files", "added", "updated", "unchanged", "removed", "chunks", "embedded",
+                     "reused", "seconds"):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failed += other.failed
+        self.stopped = self.stopped or other.stopped
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +80,13 @@ class _Pending:
     document: NewDocument
     chunks: list[Chunk]
     replaces: DocumentRecord | None
+    vectors_only: bool = False  # same chunks, new embedding identity
 
 
 def source_files(paths: Sequence[Path]) -> Iterator[SourceFile]:
-    """Files named directly keep their name; files found in a folder are keyed
-    ``folder-name/relative/path``. Hidden files inside folders are never read."""
+    """Files named directly keep their name as their path; folders are walked and their files
+    keyed ``folder-name/relative/path`` (the key a folder source gives them). Hidden files
+    inside folders are never read."""
     for path in paths:
         if path.is_dir():
             root = path.resolve()
@@ -90,80 +111,126 @@ class Ingestor:
         self.extract_settings = extract_settings
         self.batch_chunks = batch_chunks
 
-    def add(
+    def process(
         self,
         kb: KnowledgeBase,
-        paths: Sequence[Path],
+        files: Sequence[SourceFile],
+        *,
+        full: bool = False,
+        stop: threading.Event | None = None,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> IngestReport:
+        """Bring these files' documents up to date. ``full`` reads every file (no size+mtime
+        shortcut) and retries failed ones."""
         started = time.perf_counter()
-        report = IngestReport()
-        files = list(source_files(paths))
+        report = IngestReport(files=len(files))
         identity = self.embedder.identity if self.embedder is not None else None
         if identity is not None and kb.identity_key is None:
             self.store.set_kb_identity(kb.id, identity)
+            kb = self.store.get_kb_by_id(kb.id)
+        known = {d.path: d for d in self.store.list_documents(kb.id)}
+        todo = self._changed(kb, files, known, identity, full, report)
+        self.store.mark_pending(
+            kb.id,
+            [_placeholder(f) for f in todo if f.key not in known and document_kind(f.path)],
+        )
         pending: list[_Pending] = []
         try:
-            for done, file in enumerate(files, start=1):
-                report.files += 1
-                item = self._prepare(kb, file, identity, report)
+            for done, file in enumerate(todo, start=1):
+                if stop is not None and stop.is_set():
+                    report.stopped = STOP_REQUESTED
+                    break
+                item = self._prepare(kb, file, known.get(file.key), identity, full, report)
                 if item is not None:
                     pending.append(item)
                     if sum(len(p.chunks) for p in pending) >= self.batch_chunks:
                         self._flush(kb, pending, identity, report)
                         pending = []
                 if on_progress is not None:
-                    on_progress(Progress(done, len(files), report.chunks))
-            self._flush(kb, pending, identity, report)
+                    on_progress(Progress(report.unchanged + done, len(files), report.chunks))
+            deadline = time.monotonic() + DRAIN_SECONDS if report.stopped else None
+            self._flush(kb, pending, identity, report, deadline)
         except Unavailable as error:
             report.stopped = str(error)
-        if identity is not None and report.stopped is None and kb.identity_key != identity.key:
-            self.store.set_kb_identity(kb.id, identity)  # every document now has it
+        if identity is not None and report.stopped is None:
+            self._switch_identity(kb, identity)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _switch_identity(self, kb: KnowledgeBase, identity: EmbedderIdentity) -> None:
+        """Once every indexed document has vectors of the new identity, the base answers
+        from it and the old vectors go; until then search keeps using the old ones."""
+        if kb.identity_key == identity.key:
+            return
+        documents = self.store.list_documents(kb.id, DocumentState.INDEXED)
+        if all(d.identity_key == identity.key for d in documents):
+            self.store.set_kb_identity(kb.id, identity)
+            self.store.purge_other_identities(kb.id, identity)
+
+    # -- deciding what to read ---------------------------------------------------------------
+    def _changed(
+        self,
+        kb: KnowledgeBase,
+        files: Sequence[SourceFile],
+        known: dict[str, DocumentRecord],
+        identity: EmbedderIdentity | None,
+        full: bool,
+        report: IngestReport,
+    ) -> list[SourceFile]:
+        """Files whose size or mtime differ from what was indexed (all of them when ``full``);
+        the others are counted unchanged without being read."""
+        todo = []
+        for file in files:
+            existing = known.get(file.key)
+            if existing is not None and not full and _settled(existing, kb, identity):
+                try:
+                    stat = file.path.stat()
+                except OSError:
+                    todo.append(file)
+                    continue
+                if (existing.size, existing.mtime) == (stat.st_size, stat.st_mtime):
+                    report.unchanged += 1
+                    continue
+            todo.append(file)
+        return todo
 
     def _prepare(
         self,
         kb: KnowledgeBase,
         file: SourceFile,
+        existing: DocumentRecord | None,
         identity: EmbedderIdentity | None,
+        full: bool,
         report: IngestReport,
     ) -> _Pending | None:
-        """Read, extract and chunk one file; None when it is unchanged or failed."""
-        existing = self.store.get_document(kb.id, file.key)
+        """Read, extract and chunk one file; None when unchanged or failed."""
         kind = document_kind(file.path)
-        try:
-            stat = file.path.stat()
-        except OSError:
-            return self._fail(kb, file, "other", 0, "", None, FailureReason.UNREADABLE, report)
-        if (
-            existing is not None
-            and _settled(existing, kb, identity)
-            and (existing.size, existing.mtime) == (stat.st_size, stat.st_mtime)
-        ):
-            report.unchanged += 1
-            return None
+        kind_name = kind.value if kind else "other"
         try:
             extractor_for(file.path, self.extract_settings)
+            stat = file.path.stat()
             if stat.st_size > self.extract_settings.max_file_bytes:
                 raise ExtractionFailed(FailureReason.TOO_LARGE)
             data = file.path.read_bytes()
         except ExtractionFailed as failure:
-            kind_name = kind.value if kind else "other"
-            return self._fail(kb, file, kind_name, stat.st_size, "", stat.st_mtime,
-                              failure.reason, report)  # fmt: skip
+            size = file.path.stat().st_size if file.path.exists() else 0
+            return self._fail(kb, file, kind_name, size, "", None, failure.reason, report)
         except OSError:
-            return self._fail(kb, file, kind.value if kind else "other", stat.st_size, "",
-                              stat.st_mtime, FailureReason.UNREADABLE, report)  # fmt: skip
+            return self._fail(kb, file, kind_name, 0, "", None, FailureReason.UNREADABLE, report)
         digest = content_hash(data)
+        same_content = existing is not None and existing.content_hash == digest
         if (
-            existing is not None
-            and existing.content_hash == digest
+            same_content
             and _settled(existing, kb, identity)
+            and not (  # type: ignore[arg-type]
+                full and existing.state is DocumentState.FAILED  # type: ignore[union-attr]
+            )
         ):
+            if existing.mtime != stat.st_mtime:  # type: ignore[union-attr]
+                self.store.touch_document(kb.id, existing.id, stat.st_mtime)  # type: ignore[union-attr]
             report.unchanged += 1
             return None
-        kind_name = kind.value if kind else "other"
+        self.store.set_document_state(kb.id, file.key, DocumentState.EXTRACTING)
         try:
             extracted = extract_bytes(data, file.path, self.extract_settings)
         except ExtractionFailed as failure:
@@ -180,8 +247,19 @@ class Ingestor:
             page_count=extracted.page_count,
             encoding=extracted.encoding,
             text=extracted.text,
+            source_id=file.source_id,
         )
-        return _Pending(document, chunks, existing)
+        vectors_only = (
+            same_content
+            and existing is not None
+            and existing.state is not DocumentState.FAILED
+            and existing.settings_key == kb.chunk_settings.key
+            and existing.identity_key is not None
+            and identity is not None
+            and existing.identity_key != identity.key
+            and kb.identity_key != identity.key
+        )
+        return _Pending(document, chunks, existing, vectors_only)
 
     def _fail(
         self,
@@ -194,38 +272,70 @@ class Ingestor:
         reason: FailureReason,
         report: IngestReport,
     ) -> None:
+        report.failed.append((file.key, reason.value))
         if reason is FailureReason.UNSUPPORTED_FORMAT:
-            report.failed.append((file.key, reason.value))
             return
         document = NewDocument(path=file.key, kind=kind, size=size, content_hash=digest,
-                               mtime=mtime)  # fmt: skip
+                               mtime=mtime, source_id=file.source_id)  # fmt: skip
         self.store.record_failure(kb.id, document, reason.value)
-        report.failed.append((file.key, reason.value))
 
+    # -- embedding and writing ---------------------------------------------------------------
     def _flush(
         self,
         kb: KnowledgeBase,
         pending: list[_Pending],
         identity: EmbedderIdentity | None,
         report: IngestReport,
+        deadline: float | None = None,
     ) -> None:
-        """Embed what the waiting documents need (reusing stored vectors), then write each."""
+        """Embed what the waiting documents need (reusing stored vectors), then write each.
+        With a ``deadline`` (draining after a stop), documents go one at a time until it."""
         if not pending:
             return
-        vectors = self._vectors([c for p in pending for c in p.chunks], identity, report)
+        if deadline is not None:
+            for position, item in enumerate(pending):
+                if time.monotonic() >= deadline:
+                    for left in pending[position:]:
+                        self.store.set_document_state(kb.id, left.document.path,
+                                                      DocumentState.PENDING)  # fmt: skip
+                    return
+                self._flush(kb, [item], identity, report)
+            return
+        for item in pending:
+            self.store.set_document_state(kb.id, item.document.path, DocumentState.EMBEDDING)
+        try:
+            vectors = self._vectors([c for p in pending for c in p.chunks], identity, report)
+        except Unavailable:
+            for item in pending:
+                self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
+            raise
         offset = 0
         for item in pending:
             count = len(item.chunks)
             own = vectors[offset : offset + count] if vectors is not None else None
             offset += count
+            self._write(kb, item, own, identity, report)
+
+    def _write(
+        self,
+        kb: KnowledgeBase,
+        item: _Pending,
+        vectors: np.ndarray | None,
+        identity: EmbedderIdentity | None,
+        report: IngestReport,
+    ) -> None:
+        if item.vectors_only and item.replaces is not None and vectors is not None:
+            # Same chunks under a new model: keep the old vectors until the base switches.
+            self.store.add_vectors(kb.id, item.replaces.id, item.chunks, vectors, identity)  # type: ignore[arg-type]
+        else:
             self.store.replace_document(
-                kb.id, item.document, item.chunks, own, identity, kb.chunk_settings.key
+                kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
             )
-            report.chunks += count
-            if item.replaces is None:
-                report.added += 1
-            else:
-                report.updated += 1
+        report.chunks += len(item.chunks)
+        if item.replaces is None or item.replaces.state is DocumentState.PENDING:
+            report.added += 1
+        else:
+            report.updated += 1
 
     def _vectors(
         self, chunks: list[Chunk], identity: EmbedderIdentity | None, report: IngestReport
@@ -247,10 +357,17 @@ class Ingestor:
         return out
 
 
+def _placeholder(file: SourceFile) -> NewDocument:
+    """The row a new path gets before it is read: pending, nothing known but where it is."""
+    kind = document_kind(file.path)
+    return NewDocument(path=file.key, kind=kind.value if kind else "other", size=0,
+                       content_hash="", source_id=file.source_id)  # fmt: skip
+
+
 def _settled(
     document: DocumentRecord, kb: KnowledgeBase, identity: EmbedderIdentity | None
 ) -> bool:
-    """Whether a stored document needs no work as long as its content is the same: indexed
+    """Whether a stored document needs no work while its content stays the same: indexed
     with the current chunking and embedding identity, or failed (not retried until its
     content changes)."""
     if document.state is DocumentState.FAILED:

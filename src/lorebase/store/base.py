@@ -25,6 +25,18 @@ class Scope(StrEnum):
     PERSONAL = "personal"
 
 
+class KbState(StrEnum):
+    PENDING = "pending"
+    INDEXING = "indexing"
+    READY = "ready"
+    WAITING = "waiting"
+    FAILED = "failed"
+
+
+# A knowledge base follows at most this many folders.
+MAX_SOURCES = 16
+
+
 class DocumentState(StrEnum):
     PENDING = "pending"
     EXTRACTING = "extracting"
@@ -49,6 +61,24 @@ class KnowledgeBase:
     failed: int = 0
     chunks: int = 0
     bytes: int = 0
+    pending: int = 0
+    state: KbState = KbState.PENDING
+    state_reason: str | None = None
+    pass_started_at: float | None = None
+    pass_finished_at: float | None = None
+    progress_done: int = 0
+    progress_total: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A folder a knowledge base follows. ``label`` prefixes its documents' paths."""
+
+    id: int
+    kb_id: int
+    path: str
+    label: str
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +94,7 @@ class NewDocument:
     page_count: int | None = None
     encoding: str | None = None
     text: str = ""  # the canonical extracted text (chunk offsets index into it)
+    source_id: int | None = None  # the folder it came from; None for files added directly
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +114,7 @@ class DocumentRecord:
     identity_key: str | None
     settings_key: str | None
     updated_at: float
+    source_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +256,76 @@ class Store(ABC):
     @abstractmethod
     def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
         """The chunk and up to ``window`` chunks each side of it in its document, in order."""
+
+    # -- sources and the life cycle (a pass over a knowledge base's folders) -------------------
+    @abstractmethod
+    def add_source(self, kb_id: int, path: str) -> Source:
+        """Follow a folder (an absolute path). ``Conflict`` when it is, contains or lies
+        inside one the base already follows; ``InvalidInput`` past ``MAX_SOURCES``."""
+
+    @abstractmethod
+    def list_sources(self, kb_id: int) -> list[Source]: ...
+
+    @abstractmethod
+    def remove_source(self, kb_id: int, source_id: int) -> int:
+        """Stop following a folder and drop its documents (one transaction); returns how many
+        documents were dropped."""
+
+    @abstractmethod
+    def update_kb_chunking(self, kb_id: int, settings: ChunkSettings) -> None:
+        """New chunking settings: every document becomes stale for the next pass."""
+
+    @abstractmethod
+    def mark_pending(self, kb_id: int, documents: Sequence[NewDocument]) -> None:
+        """Record that these paths need work (state ``pending``) without touching what is
+        indexed for them, so search keeps answering from the old version."""
+
+    @abstractmethod
+    def set_document_state(self, kb_id: int, path: str, state: DocumentState) -> None: ...
+
+    @abstractmethod
+    def touch_document(self, kb_id: int, document_id: str, mtime: float | None) -> None:
+        """Same content, new modification time: remember it so the file is not read again."""
+
+    @abstractmethod
+    def delete_documents(self, kb_id: int, document_ids: Sequence[str]) -> None:
+        """Delete documents and all their rows in one transaction."""
+
+    @abstractmethod
+    def reset_unfinished(self) -> int:
+        """Documents left in ``extracting``/``chunking``/``embedding`` (a crash) go back to
+        ``pending``; returns how many. Call only while holding the ingestion lock."""
+
+    @abstractmethod
+    def set_kb_state(
+        self,
+        kb_id: int,
+        state: KbState,
+        reason: str | None = None,
+        *,
+        started: bool = False,
+        finished: bool = False,
+    ) -> None:
+        """Record the base's state (and the start or end time of a pass)."""
+
+    @abstractmethod
+    def set_kb_progress(self, kb_id: int, done: int, total: int) -> None: ...
+
+    @abstractmethod
+    def add_vectors(
+        self,
+        kb_id: int,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        identity: EmbedderIdentity,
+    ) -> None:
+        """Vectors of another identity for a document's unchanged chunks, kept beside the
+        current ones until the base switches identity (search never mixes two)."""
+
+    @abstractmethod
+    def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
+        """Drop a base's vectors of every identity but ``keep`` (after a switch)."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -12,6 +12,7 @@ from lorebase.settings import ChunkSettings
 from lorebase.store.base import (
     DocumentRecord,
     DocumentState,
+    KbState,
     KnowledgeBase,
     NewDocument,
     Scope,
@@ -25,18 +26,21 @@ MAX_PARAMS = 500
 TEXT_COMPRESSION_LEVEL = 6
 
 KB_COLUMNS = (
-    "id, name, description, scope, owner, chunk_size, max_tokens, overlap, identity_key, created_at"
+    "id, name, description, scope, owner, chunk_size, max_tokens, overlap, identity_key, "
+    "created_at, state, state_reason, pass_started_at, pass_finished_at, progress_done, "
+    "progress_total"
 )
 KB_TOTALS_SQL = (
     "SELECT kb_id, count(*), coalesce(sum(state = 'indexed'), 0), "
     "coalesce(sum(state = 'failed'), 0), coalesce(sum(chunk_count), 0), "
-    "coalesce(sum(size), 0) FROM documents"
+    "coalesce(sum(size), 0), coalesce(sum(state NOT IN ('indexed', 'failed')), 0) "
+    "FROM documents"
 )
 """Totals of documents, append ``WHERE kb_id = ?`` (one base) or ``GROUP BY kb_id`` (all)."""
 
 DOCUMENT_COLUMNS = (
     "id, kb_id, path, kind, size, content_hash, state, mtime, title, page_count, reason, "
-    "chunk_count, identity_key, settings_key, updated_at"
+    "chunk_count, identity_key, settings_key, updated_at, source_id"
 )
 
 STORED_CHUNK_SELECT = (
@@ -57,7 +61,7 @@ CHUNK_INSERT_SQL = (
 def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBase:
     """A knowledge base from a ``KB_COLUMNS`` row and its ``KB_TOTALS_SQL`` totals (after the
     kb_id column); None totals: a base without documents."""
-    documents, indexed, failed, chunks, size = totals or (0, 0, 0, 0, 0)
+    documents, indexed, failed, chunks, size, pending = totals or (0, 0, 0, 0, 0, 0)
     return KnowledgeBase(
         id=row[0],
         name=row[1],
@@ -72,6 +76,13 @@ def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBa
         failed=failed,
         chunks=chunks,
         bytes=size,
+        pending=pending,
+        state=KbState(row[10]),
+        state_reason=row[11],
+        pass_started_at=row[12],
+        pass_finished_at=row[13],
+        progress_done=row[14],
+        progress_total=row[15],
     )
 
 
@@ -92,6 +103,7 @@ def document_from_row(row: Sequence[Any]) -> DocumentRecord:
         identity_key=row[12],
         settings_key=row[13],
         updated_at=row[14],
+        source_id=row[15],
     )
 
 
@@ -127,12 +139,12 @@ DOCUMENT_VALUE_COLUMNS = (  # the columns document_values() fills, in order
     "title",
     "page_count",
     "encoding",
+    "source_id",
 )
 
 
 def document_values(document: NewDocument) -> tuple[Any, ...]:
-    """The columns every write of a document sets: kind, size, mtime, content_hash, title,
-    page_count, encoding (in that order)."""
+    """The columns every write of a document sets, in ``DOCUMENT_VALUE_COLUMNS`` order."""
     return (
         document.kind,
         document.size,
@@ -141,6 +153,7 @@ def document_values(document: NewDocument) -> tuple[Any, ...]:
         document.title,
         document.page_count,
         document.encoding,
+        document.source_id,
     )
 
 

@@ -127,9 +127,33 @@ _LEXICAL_INDEX: tuple[Step, ...] = (
     fts.rebuild_fts_sql(),
 )
 
+_LIFE_CYCLE: tuple[Step, ...] = (
+    """CREATE TABLE sources (
+        id INTEGER PRIMARY KEY,
+        kb_id INTEGER NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        label TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        UNIQUE (kb_id, path),
+        UNIQUE (kb_id, label)
+    )""",
+    "ALTER TABLE documents ADD COLUMN source_id INTEGER",
+    "CREATE INDEX documents_source ON documents (source_id)",
+    "CREATE INDEX documents_kb_state ON documents (kb_id, state)",
+    "ALTER TABLE knowledge_bases ADD COLUMN state TEXT NOT NULL DEFAULT 'pending'",
+    "ALTER TABLE knowledge_bases ADD COLUMN state_reason TEXT",
+    "ALTER TABLE knowledge_bases ADD COLUMN pass_started_at REAL",
+    "ALTER TABLE knowledge_bases ADD COLUMN pass_finished_at REAL",
+    "ALTER TABLE knowledge_bases ADD COLUMN progress_done INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE knowledge_bases ADD COLUMN progress_total INTEGER NOT NULL DEFAULT 0",
+    # Bases that already hold documents were indexed by an earlier lorebase: ready.
+    "UPDATE knowledge_bases SET state = 'ready' WHERE id IN (SELECT kb_id FROM documents)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
+    Migration(3, "sources and the life cycle", _LIFE_CYCLE),
 )
 
 _CREATE_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS migrations (

@@ -33,6 +33,7 @@ from lorebase.store.base import (
     StoredChunk,
 )
 from lorebase.store.sqlite import fts, search, writes
+from lorebase.store.sqlite.lifecycle import LifecycleMixin
 from lorebase.store.sqlite.rows import (
     DOCUMENT_COLUMNS,
     KB_COLUMNS,
@@ -71,7 +72,7 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-class SqliteStore(Store):
+class SqliteStore(LifecycleMixin, Store):
     """:class:`Store` over one SQLite file. Safe to share between threads (one connection,
     guarded by a lock); several processes may open the same file."""
 
@@ -133,8 +134,9 @@ class SqliteStore(Store):
         with self._write() as conn:
             try:
                 kb_id = conn.execute(
-                    f"INSERT INTO knowledge_bases ({KB_COLUMNS}, updated_at) "
-                    "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                    "INSERT INTO knowledge_bases (name, description, scope, owner, chunk_size, "
+                    "max_tokens, overlap, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         name,
                         description,

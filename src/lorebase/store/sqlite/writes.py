@@ -137,13 +137,17 @@ def upsert_document(
             (*values, now, document_id),
         )
         return document_id
-    document_id = secrets.token_hex(DOCUMENT_ID_BYTES)
+    document_id = new_document_id()
     conn.execute(
         f"INSERT INTO documents (id, kb_id, path, {', '.join(columns)}, created_at, "
         f"updated_at) VALUES ({placeholders(len(columns) + 5)})",
         (document_id, kb_id, document.path, *values, now, now),
     )
     return document_id
+
+
+def new_document_id() -> str:
+    return secrets.token_hex(DOCUMENT_ID_BYTES)
 
 
 def purge_chunks(conn: sqlite3.Connection, document_id: str) -> None:

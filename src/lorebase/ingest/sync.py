@@ -1,0 +1,105 @@
+"""A pass over a knowledge base's folders: walk, drop what is gone, process what changed.
+
+A folder that has disappeared (unmounted, renamed) is never taken to mean "every file was
+deleted": its documents stay, and the base waits with the reason until the folder is back.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lorebase.ingest.pipeline import STOP_REQUESTED, Ingestor, IngestReport, Progress, SourceFile
+from lorebase.ingest.sources import iter_files
+from lorebase.store.base import KbState, KnowledgeBase, Source, Store
+
+# How often a running pass records its progress for `lorebase status` in other processes.
+PROGRESS_EVERY_SECONDS = 1.0
+
+
+class Syncer:
+    def __init__(self, store: Store, ingestor: Ingestor) -> None:
+        self.store = store
+        self.ingestor = ingestor
+
+    def sync(
+        self,
+        kb: KnowledgeBase,
+        *,
+        sources: Sequence[Source] | None = None,
+        extra_files: Sequence[SourceFile] = (),
+        full: bool = False,
+        stop: threading.Event | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> IngestReport:
+        """One pass over ``sources`` (default: all of the base's) plus ``extra_files``."""
+        self.store.set_kb_state(kb.id, KbState.INDEXING, started=True)
+        chosen = self.store.list_sources(kb.id) if sources is None else list(sources)
+        files: list[SourceFile] = []
+        missing: list[str] = []
+        removed = 0
+        for source in chosen:
+            found = self._walk(source)
+            if found is None:
+                missing.append(source.label)
+                continue
+            files += found
+            removed += self._drop_gone(kb, source, {f.key for f in found})
+        report = self.ingestor.process(
+            kb,
+            [*files, *extra_files],
+            full=full,
+            stop=stop,
+            on_progress=self._recorder(kb, on_progress),
+        )
+        report.removed = removed
+        self._finish(kb, report, missing)
+        return report
+
+    def _walk(self, source: Source) -> list[SourceFile] | None:
+        root = Path(source.path)
+        if not root.is_dir():
+            return None
+        return [
+            SourceFile(path, f"{source.label}/{path.relative_to(root).as_posix()}", source.id)
+            for path in iter_files(root)
+        ]
+
+    def _drop_gone(self, kb: KnowledgeBase, source: Source, present: set[str]) -> int:
+        gone = [
+            d.id
+            for d in self.store.list_documents(kb.id)
+            if d.source_id == source.id and d.path not in present
+        ]
+        self.store.delete_documents(kb.id, gone)
+        return len(gone)
+
+    def _recorder(
+        self, kb: KnowledgeBase, on_progress: Callable[[Progress], None] | None
+    ) -> Callable[[Progress], None]:
+        last = 0.0
+
+        def record(progress: Progress) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_SECONDS or progress.files_done == progress.files_total:
+                self.store.set_kb_progress(kb.id, progress.files_done, progress.files_total)
+                last = now
+            if on_progress is not None:
+                on_progress(progress)
+
+        return record
+
+    def _finish(self, kb: KnowledgeBase, report: IngestReport, missing: list[str]) -> None:
+        if report.stopped == STOP_REQUESTED:
+            state, reason = KbState.PENDING, "the last pass was stopped before its end"
+        elif report.stopped:
+            state, reason = KbState.WAITING, f"embedder_unavailable: {report.stopped}"
+        elif missing:
+            state = KbState.WAITING
+            reason = f"source_unavailable: {', '.join(missing)} cannot be read; is it mounted?"
+        else:
+            state, reason = KbState.READY, None
+        self.store.set_kb_state(kb.id, state, reason, finished=True)

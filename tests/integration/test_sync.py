@@ -1,0 +1,273 @@
+"""Knowledge bases that follow folders: passes, life cycle, recovery, the ingestion lock."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lorebase.app import Lorebase, open_lorebase
+from lorebase.embed.fake import FakeEmbedder
+from lorebase.errors import Conflict, InvalidInput, Unavailable
+from lorebase.settings import ChunkSettings, Settings
+from lorebase.store.base import DocumentState, KbState
+
+
+def make(data: Path, embedder: FakeEmbedder | None = None) -> Lorebase:
+    return open_lorebase(settings=Settings(data_dir=data), embedder=embedder or FakeEmbedder())
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    for n in range(5):
+        write(root / f"note{n}.md", f"# Note {n}\n\nThe topic of note {n} is item{n}.\n")
+    write(root / "sub" / "deep.txt", "A deeper file about submarines.\n")
+    return root
+
+
+def paths(lb: Lorebase, kb: str = "notes") -> dict[str, str]:
+    return {d.path: d.state.value for d in lb.documents(kb)}
+
+
+def test_a_folder_added_becomes_a_source_that_sync_follows(tmp_path: Path, folder: Path) -> None:
+    with make(tmp_path / "data") as lb:
+        first = lb.add([folder], kb="notes")
+        assert first.added == 6
+        assert [s.path for s in lb.sources("notes")] == [str(folder)]
+        write(folder / "new.md", "# New\n\nFresh content.\n")
+        write(folder / "note1.md", "# Note 1\n\nRewritten entirely.\n")
+        (folder / "note2.md").unlink()
+        report = lb.sync("notes")["notes"]
+        assert (report.added, report.updated, report.removed, report.unchanged) == (1, 1, 1, 4)
+        assert "notes/note2.md" not in paths(lb)
+        assert lb.search("Rewritten", kb="notes", mode="keyword").hits[0].path == "notes/note1.md"
+        assert lb.search("item2", kb="notes", mode="keyword").hits == []
+        kb = lb.kb("notes")
+        assert kb.state is KbState.READY and kb.pass_finished_at is not None
+
+
+def test_unchanged_files_are_not_read(tmp_path: Path, folder: Path) -> None:
+    with make(tmp_path / "data") as lb:
+        lb.add([folder], kb="notes")
+        target = folder / "note3.md"
+        stat = target.stat()
+        # Same size and mtime, different bytes: a pass that does not read it cannot notice.
+        target.write_text(target.read_text().replace("item3", "itemX"))
+        os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert lb.sync("notes")["notes"].unchanged == 6
+        assert lb.search("item3", kb="notes", mode="keyword").hits
+        # --full reads every file and finds it.
+        assert lb.sync("notes", full=True)["notes"].updated == 1
+
+
+def test_a_file_touched_without_change_is_not_processed_again(tmp_path: Path, folder: Path) -> None:
+    embedder = FakeEmbedder()
+    with make(tmp_path / "data", embedder) as lb:
+        lb.add([folder], kb="notes")
+        before = embedder.texts_embedded
+        os.utime(folder / "note0.md", (1_000_000, 1_000_000))
+        report = lb.sync("notes")["notes"]
+        assert (report.unchanged, report.updated) == (6, 0)
+        assert embedder.texts_embedded == before
+        doc = next(d for d in lb.documents("notes") if d.path == "notes/note0.md")
+        assert doc.mtime == 1_000_000  # remembered: the next pass will not even hash it
+
+
+def test_failed_files_are_not_retried_until_they_change(tmp_path: Path, folder: Path) -> None:
+    broken = folder / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 nothing here")
+    with make(tmp_path / "data") as lb:
+        lb.add([folder], kb="notes")
+        assert paths(lb)["notes/broken.pdf"] == "failed"
+        os.utime(broken, (5, 5))
+        again = lb.sync("notes")["notes"]
+        assert again.failed == [] and again.unchanged == 7
+        broken.write_bytes(b"%PDF-1.4 still broken, differently")
+        assert lb.sync("notes")["notes"].failed == [("notes/broken.pdf", "corrupt")]
+
+
+def test_sources_may_not_overlap_and_are_bounded(tmp_path: Path, folder: Path) -> None:
+    with make(tmp_path / "data") as lb:
+        lb.create_kb("notes", sources=[folder])
+        with pytest.raises(Conflict):
+            lb.add_source("notes", folder / "sub")
+        with pytest.raises(Conflict):
+            lb.add_source("notes", folder.parent)
+        with pytest.raises(Conflict):
+            lb.add_source("notes", folder)
+        with pytest.raises(InvalidInput):
+            lb.add_source("notes", folder / "note0.md")
+        for n in range(15):
+            (tmp_path / f"extra{n}").mkdir()
+            lb.add_source("notes", tmp_path / f"extra{n}")
+        (tmp_path / "one-too-many").mkdir()
+        with pytest.raises(InvalidInput):
+            lb.add_source("notes", tmp_path / "one-too-many")
+
+
+def test_removing_a_source_drops_its_documents(tmp_path: Path, folder: Path) -> None:
+    other = tmp_path / "other"
+    write(other / "x.md", "# X\n\nOther folder.\n")
+    with make(tmp_path / "data") as lb:
+        lb.add([folder, other], kb="notes")
+        assert lb.remove_source("notes", "other") == 1
+        assert all(p.startswith("notes/") for p in paths(lb))
+
+
+def test_a_missing_folder_keeps_its_documents_and_the_base_waits(
+    tmp_path: Path, folder: Path
+) -> None:
+    with make(tmp_path / "data") as lb:
+        lb.add([folder], kb="notes")
+        folder.rename(tmp_path / "moved")
+        lb.sync("notes")
+        assert len(paths(lb)) == 6
+        kb = lb.kb("notes")
+        assert kb.state is KbState.WAITING and "source_unavailable" in (kb.state_reason or "")
+        (tmp_path / "moved").rename(folder)
+        lb.sync("notes")
+        assert lb.kb("notes").state is KbState.READY
+
+
+def test_embedder_down_makes_the_base_wait_and_the_next_pass_resumes(
+    tmp_path: Path, folder: Path
+) -> None:
+    calls = {"n": 0}
+
+    def flaky(texts: list[str], kind: str) -> None:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise Unavailable("embedding server did not answer")
+
+    with make(tmp_path / "data", FakeEmbedder(hook=flaky)) as lb:
+        lb.ingestor.batch_chunks = 2  # several embedding calls in one pass
+        report = lb.add([folder], kb="notes")
+        assert report.stopped and "did not answer" in report.stopped
+        kb = lb.kb("notes")
+        assert kb.state is KbState.WAITING and kb.state_reason.startswith("embedder_unavailable")
+        done = {p for p, s in paths(lb).items() if s == "indexed"}
+        assert 0 < len(done) < 6
+        assert all(s in ("indexed", "pending") for s in paths(lb).values())
+        assert lb.search("note", kb="notes").hits  # searches answer meanwhile
+    embedder = FakeEmbedder()
+    with make(tmp_path / "data", embedder) as lb:
+        report = lb.sync("notes")["notes"]
+        assert report.unchanged == len(done) and report.added == 6 - len(done)
+        assert lb.kb("notes").state is KbState.READY
+
+
+def test_a_new_model_replaces_vectors_without_ever_mixing(tmp_path: Path, folder: Path) -> None:
+    with make(tmp_path / "data", FakeEmbedder(model="model-a")) as lb:
+        lb.add([folder], kb="notes")
+        old_key = lb.kb("notes").identity_key
+
+    calls = {"n": 0}
+
+    def fails_later(texts: list[str], kind: str) -> None:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise Unavailable("model-b went away")
+
+    with make(tmp_path / "data", FakeEmbedder(model="model-b", hook=fails_later)) as lb:
+        lb.ingestor.batch_chunks = 2
+        assert lb.sync("notes")["notes"].stopped
+        # Half converted: the base still answers from model-a, with every document.
+        assert lb.kb("notes").identity_key == old_key
+    with make(tmp_path / "data", FakeEmbedder(model="model-a")) as lb:
+        hits = lb.search("note", kb="notes", mode="dense", top_k=20).hits
+        assert len({h.path for h in hits}) == 6
+    with make(tmp_path / "data", FakeEmbedder(model="model-b")) as lb:
+        # model-b is not complete yet: dense search says so and keyword answers.
+        response = lb.search("note", kb="notes")
+        assert any("embedding_identity_mismatch" in w for w in response.warnings)
+        lb.sync("notes")
+        kb = lb.kb("notes")
+        assert kb.identity_key != old_key and kb.identity_key.startswith("model-b")
+        hits = lb.search("note", kb="notes", mode="dense", top_k=20).hits
+        assert len({h.path for h in hits}) == 6
+
+
+def test_new_chunking_settings_rechunk_on_the_next_pass(tmp_path: Path, folder: Path) -> None:
+    write(folder / "long.md", "# Long\n\n" + "A sentence about chunking settings. " * 100)
+    with make(tmp_path / "data") as lb:
+        lb.add([folder], kb="notes")
+        before = next(d for d in lb.documents("notes") if d.path == "notes/long.md")
+        lb.update_kb("notes", ChunkSettings(chunk_size=400, overlap=50))
+        report = lb.sync("notes")["notes"]
+        assert report.updated == 7
+        after = next(d for d in lb.documents("notes") if d.path == "notes/long.md")
+        assert after.chunk_count > before.chunk_count
+        assert after.id == before.id
+
+
+def test_a_crashed_pass_leaves_documents_that_go_back_to_pending(
+    tmp_path: Path, folder: Path
+) -> None:
+    with make(tmp_path / "data") as lb:
+        lb.add([folder], kb="notes")
+        kb = lb.kb("notes")
+        # What a kill -9 between two states leaves behind:
+        lb.store.set_document_state(kb.id, "notes/note0.md", DocumentState.EMBEDDING)
+    with make(tmp_path / "data") as lb:
+        lb.sync("notes")
+        assert set(paths(lb).values()) == {"indexed"}
+
+
+def test_a_stop_request_ends_the_pass_and_leaves_the_rest_pending(
+    tmp_path: Path, folder: Path
+) -> None:
+    stop = threading.Event()
+    stop.set()
+    with make(tmp_path / "data") as lb:
+        report = lb.add([folder], kb="notes", stop=stop)
+        assert report.stopped == "stop requested"
+        assert set(paths(lb).values()) == {"pending"}
+        assert lb.kb("notes").state is KbState.PENDING
+        assert lb.sync("notes")["notes"].added == 6
+
+
+def test_a_second_indexer_is_refused_with_a_clear_message(tmp_path: Path, folder: Path) -> None:
+    with make(tmp_path / "data") as first, first.ingesting(), make(tmp_path / "data") as second:
+        with pytest.raises(Conflict) as caught:
+            second.add([folder], kb="notes")
+        assert "is indexing this data directory" in str(caught.value)
+        assert second.search  # searching needs no lock
+    with make(tmp_path / "data") as again:
+        assert again.add([folder], kb="notes").added == 6
+
+
+def test_watch_follows_changes(tmp_path: Path, folder: Path) -> None:
+    with make(tmp_path / "data") as lb:
+        lb.create_kb("notes", sources=[folder])
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=lb.watch, kwargs={"kb": "notes", "stop": stop, "rescan_seconds": 30}
+        )
+        thread.start()
+        try:
+            assert _eventually(lambda: len(paths(lb)) == 6)
+            write(folder / "later.md", "# Later\n\nWritten while watching: zebra.\n")
+            assert _eventually(lambda: lb.search("zebra", kb="notes", mode="keyword").hits != [])
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+        assert not thread.is_alive()
+
+
+def _eventually(check, seconds: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
