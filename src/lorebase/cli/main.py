@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from lorebase import __version__
-from lorebase.cli import documents, index, inspection, knowledge_bases, passes
+from lorebase.cli import (
+    agents,
+    documents,
+    index,
+    inspection,
+    knowledge_bases,
+    passes,
+    serving,
+)
 from lorebase.cli.common import CliContext
 from lorebase.settings import EMBEDDERS
 
@@ -62,8 +70,15 @@ app.command()(index.search)
 app.command()(index.status)
 app.command()(passes.sync)
 app.command()(passes.watch)
+app.command()(serving.serve)
 app.add_typer(knowledge_bases.app, name="kb")
+app.add_typer(serving.users_app, name="users")
+app.add_typer(serving.teams_app, name="teams")
+app.add_typer(serving.keys_app, name="keys")
 app.add_typer(documents.app, name="docs")
+app.command()(agents.mcp)
+app.command()(agents.ask)
+app.add_typer(agents.profile_app, name="profile")
 
 
 def main() -> None:

@@ -37,13 +37,20 @@ EMBED_BATCH_CHUNKS = 256
 # After a stop request, keep writing already-extracted documents for at most this long.
 DRAIN_SECONDS = 5.0
 STOP_REQUESTED = "stop requested"
+# Up to this many files, stored documents are looked up one by one instead of all at once.
+FEW_FILES = 32
 
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
+    """A file to process. ``path`` picks the extractor (by extension) and, unless ``data`` is
+    given (an upload kept in the blob store), is where the bytes are read from."""
+
     path: Path
     key: str  # the document's path within the knowledge base
     source_id: int | None = None
+    data: Callable[[], bytes] | None = None
+    display_name: str | None = None
 
 
 @dataclass(slots=True)
@@ -128,7 +135,7 @@ class Ingestor:
         if identity is not None and kb.identity_key is None:
             self.store.set_kb_identity(kb.id, identity)
             kb = self.store.get_kb_by_id(kb.id)
-        known = {d.path: d for d in self.store.list_documents(kb.id)}
+        known = self._known(kb, files)
         todo = self._changed(kb, files, known, identity, full, report)
         self.store.mark_pending(
             kb.id,
@@ -167,6 +174,14 @@ class Ingestor:
             self.store.set_kb_identity(kb.id, identity)
             self.store.purge_other_identities(kb.id, identity)
 
+    def _known(self, kb: KnowledgeBase, files: Sequence[SourceFile]) -> dict[str, DocumentRecord]:
+        """What is stored for these files: one query for the whole base on a pass, one per
+        file for a handful (an upload)."""
+        if len(files) > FEW_FILES:
+            return {d.path: d for d in self.store.list_documents(kb.id)}
+        found = (self.store.get_document(kb.id, f.key) for f in files)
+        return {d.path: d for d in found if d is not None}
+
     # -- deciding what to read ---------------------------------------------------------------
     def _changed(
         self,
@@ -182,6 +197,9 @@ class Ingestor:
         todo = []
         for file in files:
             existing = known.get(file.key)
+            if file.data is not None:  # uploads have no mtime: the content hash decides
+                todo.append(file)
+                continue
             if existing is not None and not full and _settled(existing, kb, identity):
                 try:
                     stat = file.path.stat()
@@ -208,12 +226,9 @@ class Ingestor:
         kind_name = kind.value if kind else "other"
         try:
             extractor_for(file.path, self.extract_settings)
-            stat = file.path.stat()
-            if stat.st_size > self.extract_settings.max_file_bytes:
-                raise ExtractionFailed(FailureReason.TOO_LARGE)
-            data = file.path.read_bytes()
+            data, mtime = self._read(file)
         except ExtractionFailed as failure:
-            size = file.path.stat().st_size if file.path.exists() else 0
+            size = file.path.stat().st_size if file.data is None and file.path.exists() else 0
             return self._fail(kb, file, kind_name, size, "", None, failure.reason, report)
         except OSError:
             return self._fail(kb, file, kind_name, 0, "", None, FailureReason.UNREADABLE, report)
@@ -226,28 +241,29 @@ class Ingestor:
                 full and existing.state is DocumentState.FAILED  # type: ignore[union-attr]
             )
         ):
-            if existing.mtime != stat.st_mtime:  # type: ignore[union-attr]
-                self.store.touch_document(kb.id, existing.id, stat.st_mtime)  # type: ignore[union-attr]
+            if existing.mtime != mtime:  # type: ignore[union-attr]
+                self.store.touch_document(kb.id, existing.id, mtime)  # type: ignore[union-attr]
             report.unchanged += 1
             return None
         self.store.set_document_state(kb.id, file.key, DocumentState.EXTRACTING)
         try:
             extracted = extract_bytes(data, file.path, self.extract_settings)
         except ExtractionFailed as failure:
-            return self._fail(kb, file, kind_name, len(data), digest, stat.st_mtime,
-                              failure.reason, report)  # fmt: skip
+            return self._fail(kb, file, kind_name, len(data), digest, mtime, failure.reason,
+                              report)  # fmt: skip
         chunks = chunk_document(extracted, kb.chunk_settings)
         document = NewDocument(
             path=file.key,
             kind=extracted.kind.value,
             size=len(data),
             content_hash=digest,
-            mtime=stat.st_mtime,
+            mtime=mtime,
             title=extracted.title,
             page_count=extracted.page_count,
             encoding=extracted.encoding,
             text=extracted.text,
             source_id=file.source_id,
+            display_name=file.display_name,
         )
         vectors_only = (
             same_content
@@ -260,6 +276,18 @@ class Ingestor:
             and kb.identity_key != identity.key
         )
         return _Pending(document, chunks, existing, vectors_only)
+
+    def _read(self, file: SourceFile) -> tuple[bytes, float | None]:
+        """The file's bytes and mtime; the size limit is checked before reading."""
+        if file.data is not None:
+            data = file.data()
+            if len(data) > self.extract_settings.max_file_bytes:
+                raise ExtractionFailed(FailureReason.TOO_LARGE)
+            return data, None
+        stat = file.path.stat()
+        if stat.st_size > self.extract_settings.max_file_bytes:
+            raise ExtractionFailed(FailureReason.TOO_LARGE)
+        return file.path.read_bytes(), stat.st_mtime
 
     def _fail(
         self,
@@ -276,7 +304,8 @@ class Ingestor:
         if reason is FailureReason.UNSUPPORTED_FORMAT:
             return
         document = NewDocument(path=file.key, kind=kind, size=size, content_hash=digest,
-                               mtime=mtime, source_id=file.source_id)  # fmt: skip
+                               mtime=mtime, source_id=file.source_id,
+                               display_name=file.display_name)  # fmt: skip
         self.store.record_failure(kb.id, document, reason.value)
 
     # -- embedding and writing ---------------------------------------------------------------

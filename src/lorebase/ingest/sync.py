@@ -23,6 +23,8 @@ class Syncer:
     def __init__(self, store: Store, ingestor: Ingestor) -> None:
         self.store = store
         self.ingestor = ingestor
+        # One pass at a time in this process (a server's watcher, "sync now", reindex).
+        self._one_pass = threading.Lock()
 
     def sync(
         self,
@@ -35,6 +37,18 @@ class Syncer:
         on_progress: Callable[[Progress], None] | None = None,
     ) -> IngestReport:
         """One pass over ``sources`` (default: all of the base's) plus ``extra_files``."""
+        with self._one_pass:
+            return self._sync(kb, sources, extra_files, full, stop, on_progress)
+
+    def _sync(
+        self,
+        kb: KnowledgeBase,
+        sources: Sequence[Source] | None,
+        extra_files: Sequence[SourceFile],
+        full: bool,
+        stop: threading.Event | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> IngestReport:
         self.store.set_kb_state(kb.id, KbState.INDEXING, started=True)
         chosen = self.store.list_sources(kb.id) if sources is None else list(sources)
         files: list[SourceFile] = []

@@ -68,6 +68,7 @@ class KnowledgeBase:
     pass_finished_at: float | None = None
     progress_done: int = 0
     progress_total: int = 0
+    team_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ class NewDocument:
     encoding: str | None = None
     text: str = ""  # the canonical extracted text (chunk offsets index into it)
     source_id: int | None = None  # the folder it came from; None for files added directly
+    display_name: str | None = None  # uploads: the file's name, sealed (encrypted) by the caller
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,7 @@ class DocumentRecord:
     settings_key: str | None
     updated_at: float
     source_id: int | None = None
+    display_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,7 @@ class Store(ABC):
         scope: Scope = Scope.PERSONAL,
         owner: str | None = None,
         chunk_settings: ChunkSettings | None = None,
+        team_id: int | None = None,
     ) -> KnowledgeBase:
         """Create a knowledge base; ``Conflict`` when the name is taken."""
 
@@ -216,6 +220,27 @@ class Store(ABC):
         """Atomically mark the path ``failed`` with a reason, dropping any chunks it had."""
 
     @abstractmethod
+    def count_documents_by_state(self) -> dict[DocumentState, int]:
+        """How many documents are in each state, over every base (for metrics)."""
+
+    @abstractmethod
+    def set_display_name(self, kb_id: int, document_id: str, sealed: str) -> None:
+        """Replace an upload's sealed display name (data-key rotation)."""
+
+    @abstractmethod
+    def find_document(self, document_id: str) -> DocumentRecord | None:
+        """A document by id in any base — for callers that check visibility themselves."""
+
+    @abstractmethod
+    def create_upload(self, kb_id: int, document: NewDocument) -> DocumentRecord:
+        """A pending document for an uploaded file (its bytes go to the blob store under the
+        returned id); ``document.path`` must be unique in the base."""
+
+    @abstractmethod
+    def find_by_hash(self, kb_id: int, content_hash: str) -> DocumentRecord | None:
+        """A document of this base with exactly these bytes (upload de-duplication)."""
+
+    @abstractmethod
     def delete_document(self, kb_id: int, document_id: str) -> None:
         """Delete a document and all its rows; ``NotFound`` when not in this base."""
 
@@ -270,6 +295,9 @@ class Store(ABC):
     def remove_source(self, kb_id: int, source_id: int) -> int:
         """Stop following a folder and drop its documents (one transaction); returns how many
         documents were dropped."""
+
+    @abstractmethod
+    def set_kb_description(self, kb_id: int, description: str) -> None: ...
 
     @abstractmethod
     def update_kb_chunking(self, kb_id: int, settings: ChunkSettings) -> None:

@@ -22,7 +22,7 @@ from lorebase.settings import ChunkSettings
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import MAX_SOURCES, DocumentState, KbState, NewDocument, Source
 from lorebase.store.sqlite import writes
-from lorebase.store.sqlite.rows import document_values, placeholders
+from lorebase.store.sqlite.rows import DOCUMENT_VALUE_COLUMNS, document_values, placeholders
 from lorebase.store.vectors import to_blob
 from lorebase.types import Chunk
 
@@ -89,6 +89,14 @@ class LifecycleMixin:
             writes.bump(conn, kb_id)
             return len(ids)
 
+    def set_kb_description(self, kb_id: int, description: str) -> None:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            conn.execute(
+                "UPDATE knowledge_bases SET description = ?, updated_at = ? WHERE id = ?",
+                (description, time.time(), kb_id),
+            )
+
     def update_kb_chunking(self, kb_id: int, settings: ChunkSettings) -> None:
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
@@ -111,10 +119,10 @@ class LifecycleMixin:
                     (str(DocumentState.PENDING), now, kb_id, document.path),
                 ).rowcount
                 if not updated:
+                    columns = ", ".join(DOCUMENT_VALUE_COLUMNS)
                     conn.execute(
-                        "INSERT INTO documents (id, kb_id, path, kind, size, mtime, "
-                        "content_hash, title, page_count, encoding, source_id, state, "
-                        f"created_at, updated_at) VALUES ({placeholders(14)})",
+                        f"INSERT INTO documents (id, kb_id, path, {columns}, state, created_at, "
+                        f"updated_at) VALUES ({placeholders(len(DOCUMENT_VALUE_COLUMNS) + 6)})",
                         (writes.new_document_id(), kb_id, document.path,
                          *document_values(document), str(DocumentState.PENDING), now, now),
                     )  # fmt: skip
@@ -124,6 +132,22 @@ class LifecycleMixin:
             conn.execute(
                 "UPDATE documents SET state = ?, updated_at = ? WHERE kb_id = ? AND path = ?",
                 (str(DocumentState(state)), time.time(), kb_id, path),
+            )
+
+    def count_documents_by_state(self) -> dict[DocumentState, int]:
+        counts = dict.fromkeys(DocumentState, 0)
+        with self._read() as conn:
+            for state, count in conn.execute(
+                "SELECT state, count(*) FROM documents GROUP BY state"
+            ):
+                counts[DocumentState(state)] = count
+        return counts
+
+    def set_display_name(self, kb_id: int, document_id: str, sealed: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE documents SET display_name = ? WHERE id = ? AND kb_id = ?",
+                (sealed, document_id, kb_id),
             )
 
     def touch_document(self, kb_id: int, document_id: str, mtime: float | None) -> None:

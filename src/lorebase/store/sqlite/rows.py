@@ -28,7 +28,7 @@ TEXT_COMPRESSION_LEVEL = 6
 KB_COLUMNS = (
     "id, name, description, scope, owner, chunk_size, max_tokens, overlap, identity_key, "
     "created_at, state, state_reason, pass_started_at, pass_finished_at, progress_done, "
-    "progress_total"
+    "progress_total, team_id"
 )
 KB_TOTALS_SQL = (
     "SELECT kb_id, count(*), coalesce(sum(state = 'indexed'), 0), "
@@ -40,7 +40,7 @@ KB_TOTALS_SQL = (
 
 DOCUMENT_COLUMNS = (
     "id, kb_id, path, kind, size, content_hash, state, mtime, title, page_count, reason, "
-    "chunk_count, identity_key, settings_key, updated_at, source_id"
+    "chunk_count, identity_key, settings_key, updated_at, source_id, display_name"
 )
 
 STORED_CHUNK_SELECT = (
@@ -83,6 +83,7 @@ def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBa
         pass_finished_at=row[13],
         progress_done=row[14],
         progress_total=row[15],
+        team_id=row[16],
     )
 
 
@@ -104,6 +105,7 @@ def document_from_row(row: Sequence[Any]) -> DocumentRecord:
         settings_key=row[13],
         updated_at=row[14],
         source_id=row[15],
+        display_name=row[16],
     )
 
 
@@ -140,6 +142,7 @@ DOCUMENT_VALUE_COLUMNS = (  # the columns document_values() fills, in order
     "page_count",
     "encoding",
     "source_id",
+    "display_name",
 )
 
 
@@ -154,6 +157,7 @@ def document_values(document: NewDocument) -> tuple[Any, ...]:
         document.page_count,
         document.encoding,
         document.source_id,
+        document.display_name,
     )
 
 

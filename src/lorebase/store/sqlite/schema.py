@@ -150,10 +150,52 @@ _LIFE_CYCLE: tuple[Step, ...] = (
     "UPDATE knowledge_bases SET state = 'ready' WHERE id IN (SELECT kb_id FROM documents)",
 )
 
+_ACCOUNTS: tuple[Step, ...] = (
+    """CREATE TABLE users (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+        created_at REAL NOT NULL
+    )""",
+    """CREATE TABLE teams (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at REAL NOT NULL
+    )""",
+    """CREATE TABLE team_members (
+        team_id INTEGER NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+        PRIMARY KEY (team_id, user_id)
+    )""",
+    """CREATE TABLE api_keys (
+        id INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        revoked_at REAL,
+        last_used_at REAL
+    )""",
+    """CREATE TABLE audit_log (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL
+    )""",
+    "ALTER TABLE knowledge_bases ADD COLUMN team_id INTEGER REFERENCES teams(id)",
+    "ALTER TABLE documents ADD COLUMN display_name TEXT",
+    "CREATE INDEX documents_hash ON documents (kb_id, content_hash)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
     Migration(3, "sources and the life cycle", _LIFE_CYCLE),
+    Migration(4, "users, teams, keys, audit log; uploads", _ACCOUNTS),
 )
 
 _CREATE_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS migrations (

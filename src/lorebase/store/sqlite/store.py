@@ -122,6 +122,7 @@ class SqliteStore(LifecycleMixin, Store):
         scope: Scope = Scope.PERSONAL,
         owner: str | None = None,
         chunk_settings: ChunkSettings | None = None,
+        team_id: int | None = None,
     ) -> KnowledgeBase:
         if not name or not name.strip():
             raise InvalidInput("a knowledge base needs a name")
@@ -135,8 +136,8 @@ class SqliteStore(LifecycleMixin, Store):
             try:
                 kb_id = conn.execute(
                     "INSERT INTO knowledge_bases (name, description, scope, owner, chunk_size, "
-                    "max_tokens, overlap, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "max_tokens, overlap, created_at, updated_at, team_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         name,
                         description,
@@ -147,6 +148,7 @@ class SqliteStore(LifecycleMixin, Store):
                         settings.overlap,
                         now,
                         now,
+                        team_id,
                     ),
                 ).lastrowid
             except sqlite3.IntegrityError:
@@ -272,6 +274,43 @@ class SqliteStore(LifecycleMixin, Store):
             )
             writes.bump(conn, kb_id)
             return writes.load_document(conn, kb_id, document_id)
+
+    def find_document(self, document_id: str) -> DocumentRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE id = ?", (document_id,)
+            ).fetchone()
+        return document_from_row(row) if row else None
+
+    def create_upload(self, kb_id: int, document: NewDocument) -> DocumentRecord:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            taken = conn.execute(
+                "SELECT 1 FROM documents WHERE kb_id = ? AND path = ?", (kb_id, document.path)
+            ).fetchone()
+            if taken:
+                raise Conflict("a document with this path already exists in this base")
+            document_id = writes.upsert_document(
+                conn,
+                kb_id,
+                document,
+                state=DocumentState.PENDING,
+                reason=None,
+                chunk_count=0,
+                identity_key=None,
+                settings_key=None,
+                text=None,
+            )
+            return writes.load_document(conn, kb_id, document_id)
+
+    def find_by_hash(self, kb_id: int, content_hash: str) -> DocumentRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE kb_id = ? AND content_hash = ? "
+                "ORDER BY created_at LIMIT 1",
+                (kb_id, content_hash),
+            ).fetchone()
+        return document_from_row(row) if row else None
 
     def delete_document(self, kb_id: int, document_id: str) -> None:
         with self._write() as conn:

@@ -1,0 +1,1 @@
+"""Users, teams, API keys and who may see what (see ``access.py``)."""

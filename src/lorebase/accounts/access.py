@@ -1,0 +1,54 @@
+"""Who may see and change which knowledge base: pure functions, one rule table.
+
+- ``global`` bases: every user sees them; admins create and change them.
+- ``team`` bases: members of the team see them; team admins (and admins) create and change.
+- ``personal`` bases: only the owner sees and changes them.
+
+A base the caller may not see is reported exactly like a missing one (404), so ids and
+names never leak across scopes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lorebase.accounts.base import Role, User
+from lorebase.store.base import KnowledgeBase, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The user behind a request, with their team roles (team id → role)."""
+
+    user: User
+    teams: dict[int, Role] = field(default_factory=dict)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.user.role is Role.ADMIN
+
+
+def can_see(caller: Caller, kb: KnowledgeBase) -> bool:
+    if kb.scope is Scope.GLOBAL:
+        return True
+    if kb.scope is Scope.TEAM:
+        return kb.team_id is not None and kb.team_id in caller.teams
+    return kb.owner == caller.user.name
+
+
+def can_change(caller: Caller, kb: KnowledgeBase) -> bool:
+    """Write access: uploads, deletes, settings, sources."""
+    if kb.scope is Scope.GLOBAL:
+        return caller.is_admin
+    if kb.scope is Scope.TEAM:
+        role = caller.teams.get(kb.team_id) if kb.team_id is not None else None
+        return role is Role.ADMIN or (caller.is_admin and role is not None)
+    return kb.owner == caller.user.name
+
+
+def can_create(caller: Caller, scope: Scope, team_id: int | None) -> bool:
+    if scope is Scope.GLOBAL:
+        return caller.is_admin
+    if scope is Scope.TEAM:
+        return team_id is not None and caller.teams.get(team_id) is Role.ADMIN
+    return True

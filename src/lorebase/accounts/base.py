@@ -1,0 +1,107 @@
+"""The ``AccountStore`` seam: users with roles, teams with members, API keys, the audit log.
+
+API keys are random (``lb_`` + 32 bytes, URL-safe), shown once, and stored only as their
+SHA-256: with that much entropy a fast hash is enough, and lookups stay one indexed query.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    ADMIN = "admin"
+    MEMBER = "member"
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: int
+    name: str
+    role: Role
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    id: int
+    name: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A key's record; the key itself is shown once when created and never stored."""
+
+    id: int
+    user_id: int
+    prefix: str  # the first characters, to tell keys apart in listings
+    name: str
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+    last_used_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: int
+    at: float
+    actor: str
+    action: str
+    target: str
+
+
+class AccountStore(ABC):
+    @abstractmethod
+    def create_user(self, name: str, role: Role = Role.MEMBER) -> User:
+        """``Conflict`` when the name is taken."""
+
+    @abstractmethod
+    def get_user(self, name: str) -> User:
+        """``NotFound`` when there is none."""
+
+    @abstractmethod
+    def list_users(self) -> list[User]: ...
+
+    @abstractmethod
+    def create_team(self, name: str) -> Team: ...
+
+    @abstractmethod
+    def get_team(self, name: str) -> Team: ...
+
+    @abstractmethod
+    def list_teams(self) -> list[Team]: ...
+
+    @abstractmethod
+    def set_member(self, team_id: int, user_id: int, role: Role | None) -> None:
+        """Add or change a membership; ``None`` removes it."""
+
+    @abstractmethod
+    def memberships(self, user_id: int) -> dict[int, Role]:
+        """Team id → the user's role in it."""
+
+    @abstractmethod
+    def create_key(
+        self, user_id: int, name: str = "", expires_at: float | None = None
+    ) -> tuple[str, ApiKey]:
+        """A new key for the user: (the key, shown once; its record)."""
+
+    @abstractmethod
+    def resolve_key(self, key: str) -> User | None:
+        """The user a valid (known, unrevoked, unexpired) key belongs to, else None."""
+
+    @abstractmethod
+    def revoke_key(self, key_id: int) -> None: ...
+
+    @abstractmethod
+    def list_keys(self, user_id: int | None = None) -> list[ApiKey]: ...
+
+    @abstractmethod
+    def audit(self, actor: str, action: str, target: str) -> None:
+        """Record an administrative action (who, what, on what; never document text)."""
+
+    @abstractmethod
+    def audit_log(self, limit: int = 100) -> list[AuditEntry]: ...

@@ -1,0 +1,185 @@
+"""Accounts in the same SQLite file as the index, over the store's connection and locks."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sqlite3
+import time
+from collections.abc import Sequence
+
+from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, Team, User
+from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.store.sqlite.store import SqliteStore
+
+KEY_PREFIX = "lb_"
+KEY_BYTES = 32
+SHOWN_PREFIX_CHARS = 10
+NAME_MAX = 64
+KEY_COLUMNS = "id, user_id, prefix, name, created_at, expires_at, revoked_at, last_used_at"
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _name(name: str, what: str) -> str:
+    cleaned = name.strip()
+    if not cleaned or len(cleaned) > NAME_MAX or any(c in cleaned for c in "\n\r\t\x00"):
+        raise InvalidInput(f"a {what} name must be 1-{NAME_MAX} characters on one line")
+    return cleaned
+
+
+class SqliteAccounts(AccountStore):
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    def _write(self):  # type: ignore[no-untyped-def]
+        return self._store._write()
+
+    def _read(self):  # type: ignore[no-untyped-def]
+        return self._store._read()
+
+    # -- users and teams ---------------------------------------------------------------------
+    def create_user(self, name: str, role: Role = Role.MEMBER) -> User:
+        name = _name(name, "user")
+        now = time.time()
+        with self._write() as conn:
+            try:
+                user_id = conn.execute(
+                    "INSERT INTO users (name, role, created_at) VALUES (?, ?, ?)",
+                    (name, str(Role(role)), now),
+                ).lastrowid
+            except sqlite3.IntegrityError:
+                raise Conflict(f"a user named {name!r} already exists") from None
+        return User(int(user_id), name, Role(role), now)  # type: ignore[arg-type]
+
+    def get_user(self, name: str) -> User:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT id, name, role, created_at FROM users WHERE name = ?", (name,)
+            ).fetchone()
+        if row is None:
+            raise NotFound("no such user; `lorebase users list` shows them")
+        return _user(row)
+
+    def list_users(self) -> list[User]:
+        with self._read() as conn:
+            rows = conn.execute("SELECT id, name, role, created_at FROM users ORDER BY name")
+            return [_user(row) for row in rows.fetchall()]
+
+    def create_team(self, name: str) -> Team:
+        name = _name(name, "team")
+        now = time.time()
+        with self._write() as conn:
+            try:
+                team_id = conn.execute(
+                    "INSERT INTO teams (name, created_at) VALUES (?, ?)", (name, now)
+                ).lastrowid
+            except sqlite3.IntegrityError:
+                raise Conflict(f"a team named {name!r} already exists") from None
+        return Team(int(team_id), name, now)  # type: ignore[arg-type]
+
+    def get_team(self, name: str) -> Team:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT id, name, created_at FROM teams WHERE name = ?", (name,)
+            ).fetchone()
+        if row is None:
+            raise NotFound("no such team; `lorebase teams list` shows them")
+        return Team(*row)
+
+    def list_teams(self) -> list[Team]:
+        with self._read() as conn:
+            rows = conn.execute("SELECT id, name, created_at FROM teams ORDER BY name")
+            return [Team(*row) for row in rows.fetchall()]
+
+    def set_member(self, team_id: int, user_id: int, role: Role | None) -> None:
+        with self._write() as conn:
+            if role is None:
+                conn.execute(
+                    "DELETE FROM team_members WHERE team_id = ? AND user_id = ?",
+                    (team_id, user_id),
+                )
+                return
+            conn.execute(
+                "INSERT INTO team_members (team_id, user_id, role) VALUES (?, ?, ?) "
+                "ON CONFLICT (team_id, user_id) DO UPDATE SET role = excluded.role",
+                (team_id, user_id, str(Role(role))),
+            )
+
+    def memberships(self, user_id: int) -> dict[int, Role]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT team_id, role FROM team_members WHERE user_id = ?", (user_id,)
+            ).fetchall()
+        return {int(team_id): Role(role) for team_id, role in rows}
+
+    # -- keys --------------------------------------------------------------------------------
+    def create_key(
+        self, user_id: int, name: str = "", expires_at: float | None = None
+    ) -> tuple[str, ApiKey]:
+        key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+        now = time.time()
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone() is None:
+                raise NotFound("no such user")
+            key_id = conn.execute(
+                "INSERT INTO api_keys (user_id, prefix, hash, name, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (user_id, key[:SHOWN_PREFIX_CHARS], key_hash(key), name, now, expires_at),
+            ).lastrowid
+        record = ApiKey(int(key_id), user_id, key[:SHOWN_PREFIX_CHARS], name, now, expires_at,  # type: ignore[arg-type]
+                        None, None)  # fmt: skip
+        return key, record
+
+    def resolve_key(self, key: str) -> User | None:
+        if not key.startswith(KEY_PREFIX):
+            return None
+        now = time.time()
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT u.id, u.name, u.role, u.created_at, k.id, k.expires_at, k.revoked_at "
+                "FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
+                (key_hash(key),),
+            ).fetchone()
+        if row is None or row[6] is not None or (row[5] is not None and row[5] <= now):
+            return None
+        return _user(row[:4])
+
+    def revoke_key(self, key_id: int) -> None:
+        with self._write() as conn:
+            changed = conn.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (time.time(), key_id),
+            ).rowcount
+        if not changed:
+            raise NotFound("no such active key; `lorebase keys list` shows them")
+
+    def list_keys(self, user_id: int | None = None) -> list[ApiKey]:
+        sql = f"SELECT {KEY_COLUMNS} FROM api_keys"
+        params: Sequence[object] = ()
+        if user_id is not None:
+            sql, params = sql + " WHERE user_id = ?", (user_id,)
+        with self._read() as conn:
+            return [ApiKey(*row) for row in conn.execute(sql + " ORDER BY id", params)]
+
+    # -- audit -------------------------------------------------------------------------------
+    def audit(self, actor: str, action: str, target: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO audit_log (at, actor, action, target) VALUES (?, ?, ?, ?)",
+                (time.time(), actor, action, target),
+            )
+
+    def audit_log(self, limit: int = 100) -> list[AuditEntry]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, at, actor, action, target FROM audit_log ORDER BY id DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [AuditEntry(*row) for row in rows]
+
+
+def _user(row: Sequence[object]) -> User:
+    return User(int(row[0]), str(row[1]), Role(row[2]), float(row[3]))  # type: ignore[arg-type]

@@ -1,0 +1,329 @@
+"""The knowledge-base tools, written once for every transport.
+
+:class:`ToolBox` is what the MCP server, ``lorebase ask`` and the HTTP routes call:
+``schemas()`` for OpenAI function calling, ``specs()`` for MCP, and ``call(name, arguments)``,
+which validates the arguments against the advertised schema and returns a :class:`ToolResult`:
+a structured dict (for programs) and a text (for a model), both carrying retrieved text and
+document-controlled metadata only inside fences (see :mod:`lorebase.agent.fence`).
+
+A toolbox is scoped to a set of knowledge bases (a profile, or all of them): a base outside the
+scope answers exactly like a base that does not exist, and a document or chunk id is looked up
+only inside the base named with it. Bad calls raise a :class:`ToolError` whose message says
+what is wrong and never quotes a query or document text. Nothing here logs content: only the
+tool name, the time taken and how many sources were handed out.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lorebase.agent.citations import Citations, Source
+from lorebase.agent.fence import CONTENT_TRUST, Fence, NonceCollision, one_line
+from lorebase.agent.profiles import Profiles, system_prompt_hint
+from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, ToolSpec, validate
+from lorebase.errors import InvalidInput, LorebaseError, NotFound, Unavailable
+from lorebase.store.base import KnowledgeBase
+
+if TYPE_CHECKING:
+    from lorebase.app import Lorebase
+    from lorebase.search.types import Hit
+    from lorebase.store.base import StoredChunk
+
+logger = logging.getLogger(__name__)
+
+# A fresh fence is drawn when content happens to hold the nonce (odds 2**-96 per try).
+FENCE_ATTEMPTS = 3
+
+
+class ToolError(LorebaseError):
+    """A tool call that cannot be answered; ``code`` names the kind for transports."""
+
+    code = "tool_error"
+
+
+class ToolArgumentError(ToolError, InvalidInput):
+    code = "invalid_arguments"
+
+
+class UnknownTool(ToolError, NotFound):
+    code = "unknown_tool"
+
+
+class ToolNotFound(ToolError, NotFound):
+    code = "not_found"
+
+
+class ToolUnavailable(ToolError, Unavailable):
+    code = "unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """``structured`` for programs (JSON-ready), ``text`` for a model; ``sources`` is lorebase's
+    own record of what was handed out (for citations; not meant to be sent anywhere)."""
+
+    tool: str
+    structured: dict[str, Any]
+    text: str
+    sources: tuple[Source, ...] = ()
+
+
+class ToolBox:
+    """The four tools over one :class:`~lorebase.app.Lorebase`, scoped to ``knowledge_bases``
+    (names; ``None`` means every base, including ones created later)."""
+
+    def __init__(
+        self,
+        lb: Lorebase,
+        knowledge_bases: Collection[str] | None = None,
+        *,
+        citations: Citations | None = None,
+    ) -> None:
+        self.lb = lb
+        self.scope = frozenset(knowledge_bases) if knowledge_bases is not None else None
+        self.citations = citations or Citations()
+
+    @classmethod
+    def for_profile(cls, lb: Lorebase, profile: str | None) -> ToolBox:
+        """Scoped to a profile's bases (read once, now), or to all bases when ``None``."""
+        if profile is None:
+            return cls(lb)
+        return cls(lb, Profiles(lb.settings.data_dir).get(profile).knowledge_bases)
+
+    # -- what the transports show -------------------------------------------------------------
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return SPECS
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools in OpenAI function-calling format."""
+        return [spec.openai() for spec in SPECS]
+
+    def visible(self) -> list[KnowledgeBase]:
+        bases = self.lb.knowledge_bases()
+        return bases if self.scope is None else [kb for kb in bases if kb.name in self.scope]
+
+    def hint(self) -> str:
+        """The system-prompt hint for this scope."""
+        return system_prompt_hint(self.visible())
+
+    # -- calling ------------------------------------------------------------------------------
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+        spec = SPECS_BY_NAME.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise UnknownTool(f"there is no such tool; the tools are: {', '.join(SPECS_BY_NAME)}")
+        try:
+            args = validate(spec, arguments)
+        except ArgumentError as error:
+            raise ToolArgumentError(str(error)) from None
+        handler: Callable[[dict[str, Any], Fence], ToolResult] = getattr(self, f"_{name}")
+        started = time.perf_counter()
+        try:
+            result = self._fenced(handler, args)
+        except ToolError:
+            raise
+        except NotFound as error:
+            raise ToolNotFound(str(error)) from None
+        except InvalidInput as error:
+            raise ToolArgumentError(str(error)) from None
+        except Unavailable as error:
+            raise ToolUnavailable(str(error)) from None
+        elapsed = (time.perf_counter() - started) * 1000
+        logger.debug(
+            "tool %s answered in %.1f ms with %d sources", name, elapsed, len(result.sources)
+        )
+        return result
+
+    def _fenced(
+        self, handler: Callable[[dict[str, Any], Fence], ToolResult], args: dict[str, Any]
+    ) -> ToolResult:
+        for _ in range(FENCE_ATTEMPTS):
+            try:
+                return handler(args, Fence())
+            except NonceCollision:
+                continue
+        raise ToolUnavailable("could not fence the result; try again")  # pragma: no cover
+
+    def _kb(self, name: str) -> KnowledgeBase:
+        visible = self.visible()
+        for kb in visible:
+            if kb.name == name:
+                return kb
+        names = ", ".join(one_line(kb.name) for kb in visible) or "none"
+        raise ToolNotFound(f"that knowledge base is not available here; available: {names}")
+
+    # -- the tools ----------------------------------------------------------------------------
+    def _list_knowledge_bases(self, args: dict[str, Any], fence: Fence) -> ToolResult:
+        bases = [_kb_json(kb) for kb in self.visible()]
+        lines = [self.hint(), *(_kb_line(kb) for kb in bases)]
+        return ToolResult("list_knowledge_bases", {"knowledge_bases": bases}, "\n".join(lines))
+
+    def _search_knowledge_base(self, args: dict[str, Any], fence: Fence) -> ToolResult:
+        bases = [self._kb(args["knowledge_base"])] if args["knowledge_base"] else self.visible()
+        if not bases:
+            raise ToolNotFound("no knowledge base is available in this conversation")
+        document = args["document_id"]
+        response = self.lb.search(
+            args["query"],
+            kb=[kb.name for kb in bases],
+            top_k=args["top_k"],
+            mode=args["mode"],
+            document_ids=[document] if document else None,
+        )
+        hits, blocks, sources = [], [], []
+        for rank, hit in enumerate(response.hits, start=1):
+            source = self._register(hit.knowledge_base, hit.chunk_id, hit)
+            block = fence.block(hit.text, attributes={"id": source.number}, header=_header(hit))
+            best = hit.scores.get("fused") or next(iter(hit.scores.values()))
+            found = {"rank": rank, "content_kind": hit.content_kind, "score": best.score}
+            hits.append(_ids(source) | _where(source) | found | {"content": block})
+            blocks.append(f"{_trusted_line(source)}\n{block}")
+            sources.append(source)
+        summary = f"{_count(len(hits), 'passage')} ({response.mode.value} search)."
+        if hits:
+            summary += " Cite a passage you use as [n]."
+        summary += "".join(f"\nwarning: {w}" for w in response.warnings)
+        structured = _envelope(fence) | {
+            "mode": response.mode.value,
+            "warnings": list(response.warnings),
+            "hits": hits,
+        }
+        text = "\n\n".join([fence.notice, summary, *blocks])
+        return ToolResult("search_knowledge_base", structured, text, tuple(sources))
+
+    def _read_document(self, args: dict[str, Any], fence: Fence) -> ToolResult:
+        kb = self._kb(args["knowledge_base"])
+        record = self.lb.store.get_document_by_id(kb.id, args["document_id"])
+        text = self.lb.store.document_text(kb.id, record.id)
+        start, total = args["start"], len(text)
+        if start > total:
+            raise ToolArgumentError(f"start is past the end of the document ({total} characters)")
+        end = min(total, start + args["max_chars"])
+        source = self.citations.register(
+            knowledge_base=kb.name,
+            document_id=record.id,
+            chunk_id=None,
+            path=record.path,
+            title=record.title,
+        )
+        block = fence.block(
+            text[start:end],
+            attributes={"id": source.number},
+            header=[("path", record.path), ("title", record.title)],
+        )
+        window = {
+            "start": start,
+            "end": end,
+            "total_chars": total,
+            "next_start": end if end < total else None,
+        }
+        more = f"; continue with start={end}" if end < total else "; this is the end"
+        trusted = f"{_trusted_line(source)} · characters {start}–{end} of {total}{more}"
+        structured = _envelope(fence) | _ids(source) | window
+        structured |= {"kind": record.kind, "content": block}
+        text_out = "\n\n".join([fence.notice, f"{trusted}\n{block}"])
+        return ToolResult("read_document", structured, text_out, (source,))
+
+    def _read_surrounding_chunks(self, args: dict[str, Any], fence: Fence) -> ToolResult:
+        kb = self._kb(args["knowledge_base"])
+        chunks = self.lb.store.neighbors([kb.id], args["chunk_id"], args["window"])
+        items, blocks, sources = [], [], []
+        for chunk in chunks:
+            source = self._register(chunk.kb_name, chunk.id, chunk)
+            block = fence.block(chunk.text, attributes={"id": source.number}, header=_header(chunk))
+            target = chunk.id == args["chunk_id"]
+            place = {"ordinal": chunk.ordinal, "is_target": target, "content": block}
+            items.append(_ids(source) | _where(source) | place)
+            mark = " · the chunk asked for" if target else ""
+            blocks.append(f"{_trusted_line(source)}{mark}\n{block}")
+            sources.append(source)
+        structured = _envelope(fence) | {"chunk_id": args["chunk_id"], "chunks": items}
+        text = "\n\n".join(
+            [fence.notice, f"{_count(len(items), 'chunk')} in document order.", *blocks]
+        )
+        return ToolResult("read_surrounding_chunks", structured, text, tuple(sources))
+
+    def _register(self, kb_name: str, chunk_id: str, item: Hit | StoredChunk) -> Source:
+        return self.citations.register(
+            knowledge_base=kb_name,
+            document_id=item.document_id,
+            chunk_id=chunk_id,
+            path=item.path,
+            title=item.title,
+            trail=tuple(item.trail),
+            page=item.page,
+            page_end=item.page_end,
+            line=item.line,
+        )
+
+
+def _header(item: Hit | StoredChunk) -> list[tuple[str, str | None]]:
+    """The document-controlled metadata of a passage: goes inside the fence."""
+    return [
+        ("path", item.path),
+        ("title", item.title),
+        ("headings", " › ".join(item.trail)),
+        ("symbol", item.symbol),
+        ("language", item.language),
+    ]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _envelope(fence: Fence) -> dict[str, Any]:
+    return {"content_trust": CONTENT_TRUST, "nonce": fence.nonce, "notice": fence.notice}
+
+
+def _ids(source: Source) -> dict[str, Any]:
+    return {
+        "citation": source.number,
+        "knowledge_base": source.knowledge_base,
+        "document_id": source.document_id,
+        **({"chunk_id": source.chunk_id} if source.chunk_id else {}),
+    }
+
+
+def _where(source: Source) -> dict[str, Any]:
+    return {"page": source.page, "page_end": source.page_end, "line": source.line}
+
+
+def _trusted_line(source: Source) -> str:
+    """What lorebase itself says about a source: ids and location, outside the fence."""
+    parts = [
+        f"[{source.number}] knowledge_base: {one_line(source.knowledge_base)}",
+        f"document_id: {source.document_id}",
+    ]
+    if source.chunk_id:
+        parts.append(f"chunk_id: {source.chunk_id}")
+    if source.location:
+        parts.append(source.location)
+    return " · ".join(parts)
+
+
+def _kb_json(kb: KnowledgeBase) -> dict[str, Any]:
+    return {
+        "name": kb.name,
+        "id": kb.id,
+        "description": one_line(kb.description),
+        "scope": kb.scope.value,
+        "state": kb.state.value,
+        "documents": kb.documents,
+        "indexed": kb.indexed,
+        "failed": kb.failed,
+        "chunks": kb.chunks,
+        "bytes": kb.bytes,
+        "last_indexed_at": kb.pass_finished_at,
+    }
+
+
+def _kb_line(kb: dict[str, Any]) -> str:
+    description = f": {kb['description']}" if kb["description"] else ""
+    return (
+        f"- {one_line(kb['name'])}{description} ({kb['indexed']} documents, "
+        f"{kb['chunks']} chunks, {kb['state']})"
+    )

@@ -1,0 +1,64 @@
+"""The FastAPI application: routes, problem responses, and access logs without content."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+
+from lorebase import __version__
+from lorebase.api import problems
+from lorebase.api.routes import documents, knowledge_bases, search, system, tools
+from lorebase.api.server import Server
+
+access_log = logging.getLogger("lorebase.access")
+
+
+def create_app(server: Server, *, manage: bool = True) -> FastAPI:
+    """The app over ``server``. With ``manage`` the app starts and stops the server's
+    workers with its own life span."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if manage:
+            server.start()
+        try:
+            yield
+        finally:
+            if manage:
+                server.stop()
+
+    app = FastAPI(
+        title="lorebase",
+        version=__version__,
+        description="A local-first knowledge base with hybrid retrieval and cited answers.",
+        lifespan=lifespan,
+    )
+    app.state.server = server
+    problems.install(app)
+    for module in (knowledge_bases, documents, search, system, tools):
+        app.include_router(module.router)
+
+    @app.middleware("http")
+    async def log_access(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        """Method, route template, status, duration and a request id — never the query
+        string, a file name or a body."""
+        request_id = uuid.uuid4().hex[:12]
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        template = getattr(route, "path", "unmatched")
+        elapsed = (time.perf_counter() - started) * 1000
+        server.metrics.requests.labels(template, str(response.status_code)).inc()
+        access_log.info("%s %s %s %.1fms id=%s", request.method, template,
+                        response.status_code, elapsed, request_id)  # fmt: skip
+        response.headers["X-Request-Id"] = request_id
+        return response
+
+    return app

@@ -1,0 +1,71 @@
+"""Library values to API bodies."""
+
+from __future__ import annotations
+
+from lorebase.api.schemas import (
+    ChunkingIn,
+    DocumentOut,
+    HitOut,
+    KnowledgeBaseOut,
+    NeighborOut,
+    SearchOut,
+    StepScoreOut,
+)
+from lorebase.api.server import Server
+from lorebase.search.types import Hit, SearchResponse
+from lorebase.store.base import DocumentRecord, KnowledgeBase
+
+
+def kb_out(kb: KnowledgeBase) -> KnowledgeBaseOut:
+    settings = kb.chunk_settings
+    return KnowledgeBaseOut(
+        id=kb.id, name=kb.name, description=kb.description, scope=kb.scope.value,
+        team_id=kb.team_id, owner=kb.owner, state=kb.state.value, state_reason=kb.state_reason,
+        documents=kb.documents, indexed=kb.indexed, pending=kb.pending, failed=kb.failed,
+        chunks=kb.chunks, bytes=kb.bytes,
+        chunking=ChunkingIn(chunk_size=settings.chunk_size, max_tokens=settings.max_tokens,
+                            overlap=settings.overlap),
+        embedding_identity=kb.identity_key, last_pass_finished_at=kb.pass_finished_at,
+    )  # fmt: skip
+
+
+def document_out(server: Server, document: DocumentRecord) -> DocumentOut:
+    return DocumentOut(
+        id=document.id, knowledge_base_id=document.kb_id, name=server.display_name(document),
+        kind=document.kind, size=document.size, state=document.state.value,
+        reason=document.reason, chunks=document.chunk_count, title=document.title,
+        page_count=document.page_count, updated_at=document.updated_at,
+    )  # fmt: skip
+
+
+def hit_out(server: Server, hit: Hit, names: dict[str, str]) -> HitOut:
+    path = names.get(hit.document_id, hit.path)
+    citation = hit.citation.replace(hit.path, path, 1)
+    return HitOut(
+        chunk_id=hit.chunk_id, knowledge_base=hit.knowledge_base,
+        knowledge_base_id=hit.knowledge_base_id, document_id=hit.document_id, path=path,
+        title=hit.title, kind=hit.kind, trail=list(hit.trail), page=hit.page,
+        page_end=hit.page_end, line=hit.line, start=hit.start, end=hit.end,
+        content_kind=hit.content_kind, language=hit.language, symbol=hit.symbol, text=hit.text,
+        snippet=hit.snippet, citation=citation,
+        scores={k: StepScoreOut(score=v.score, rank=v.rank) for k, v in hit.scores.items()},
+        before=[NeighborOut(chunk_id=n.chunk_id, ordinal=n.ordinal, text=n.text)
+                for n in hit.before],
+        after=[NeighborOut(chunk_id=n.chunk_id, ordinal=n.ordinal, text=n.text)
+               for n in hit.after],
+    )  # fmt: skip
+
+
+def search_out(server: Server, response: SearchResponse) -> SearchOut:
+    names: dict[str, str] = {}
+    for hit in response.hits:
+        if hit.path.startswith("uploads/") and hit.document_id not in names:
+            document = server.lb.store.find_document(hit.document_id)
+            if document is not None:
+                names[hit.document_id] = server.display_name(document)
+    return SearchOut(
+        hits=[hit_out(server, hit, names) for hit in response.hits],
+        mode=response.mode.value,
+        timings_ms=response.timings_ms,
+        warnings=response.warnings,
+    )

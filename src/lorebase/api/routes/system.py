@@ -1,0 +1,42 @@
+"""Health, readiness, metrics and the event stream."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from lorebase.api.deps import CallerDep, ServerDep
+
+router = APIRouter(tags=["system"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(server: ServerDep) -> Response:
+    """The store answers and the workers run."""
+    try:
+        server.lb.store.list_kbs()
+    except Exception:
+        return Response('{"status": "unavailable"}', status_code=503,
+                        media_type="application/json")  # fmt: skip
+    return Response('{"status": "ready"}', media_type="application/json")
+
+
+@router.get("/metrics")
+def metrics(server: ServerDep) -> Response:
+    """Prometheus text format."""
+    return Response(generate_latest(server.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/v1/events")
+async def events(server: ServerDep, caller: CallerDep) -> StreamingResponse:
+    """Server-sent events: document and knowledge-base state changes (ids, states, counts —
+    never names or text) for the bases the caller may see."""
+    visible = {kb.id for kb in server.visible_kbs(caller)}
+    return StreamingResponse(server.events.stream(visible), media_type="text/event-stream")

@@ -1,0 +1,150 @@
+"""Request and response bodies of the REST API (they make the OpenAPI document)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lorebase.search.types import MAX_NEIGHBORS, MAX_QUERY_CHARS, MAX_TOP_K
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChunkingIn(Strict):
+    chunk_size: int = Field(1200, ge=200, le=4000)
+    max_tokens: int = Field(320, ge=32, le=8192)
+    overlap: int = Field(200, ge=0, le=2000)
+
+
+class KnowledgeBaseIn(Strict):
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f/]+$")
+    description: str = Field("", max_length=2000)
+    scope: Literal["global", "team", "personal"] = "personal"
+    team: str | None = Field(None, max_length=64)
+    chunking: ChunkingIn | None = None
+
+
+class KnowledgeBaseUpdate(Strict):
+    description: str | None = Field(None, max_length=2000)
+    chunking: ChunkingIn | None = None
+
+
+class KnowledgeBaseOut(BaseModel):
+    id: int
+    name: str
+    description: str
+    scope: str
+    team_id: int | None
+    owner: str | None
+    state: str
+    state_reason: str | None
+    documents: int
+    indexed: int
+    pending: int
+    failed: int
+    chunks: int
+    bytes: int
+    chunking: ChunkingIn
+    embedding_identity: str | None
+    last_pass_finished_at: float | None
+
+
+class DocumentOut(BaseModel):
+    id: str
+    knowledge_base_id: int
+    name: str
+    kind: str
+    size: int
+    state: str
+    reason: str | None
+    chunks: int
+    title: str | None
+    page_count: int | None
+    updated_at: float
+
+
+class UploadOut(BaseModel):
+    documents: list[DocumentOut]
+    created: list[bool]
+
+
+class SourceIn(Strict):
+    path: str = Field(min_length=1, max_length=4096)
+
+
+class SourceOut(BaseModel):
+    id: int
+    path: str
+    label: str
+
+
+class SearchIn(Strict):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    knowledge_bases: list[int] | None = Field(None, max_length=100)
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K)
+    mode: Literal["hybrid", "keyword", "dense"] = "hybrid"
+    rerank: bool = False
+    document_ids: list[str] | None = Field(None, max_length=1000)
+    neighbors: int = Field(0, ge=0, le=MAX_NEIGHBORS)
+
+
+class StepScoreOut(BaseModel):
+    score: float
+    rank: int
+
+
+class NeighborOut(BaseModel):
+    chunk_id: str
+    ordinal: int
+    text: str
+
+
+class HitOut(BaseModel):
+    chunk_id: str
+    knowledge_base: str
+    knowledge_base_id: int
+    document_id: str
+    path: str
+    title: str | None
+    kind: str
+    trail: list[str]
+    page: int | None
+    page_end: int | None
+    line: int | None
+    start: int
+    end: int
+    content_kind: str
+    language: str | None
+    symbol: str | None
+    text: str
+    snippet: str
+    citation: str
+    scores: dict[str, StepScoreOut]
+    before: list[NeighborOut]
+    after: list[NeighborOut]
+
+
+class SearchOut(BaseModel):
+    hits: list[HitOut]
+    mode: str
+    timings_ms: dict[str, float]
+    warnings: list[str]
+
+
+class ChunkOut(BaseModel):
+    chunk_id: str
+    ordinal: int
+    text: str
+    trail: list[str]
+    page: int | None
+    line: int | None
+
+
+class TextOut(BaseModel):
+    document_id: str
+    start: int
+    text: str
+    total_chars: int

@@ -1,0 +1,371 @@
+"""Encrypted storage for uploaded originals: one file per blob, named by the blob id only.
+
+Why chunks: AES-GCM in ``cryptography`` is one-shot, so a blob is encrypted as independent
+chunks of ``chunk_size`` plaintext bytes (1 MiB by default). Writing and reading then hold at
+most two chunks in memory, whatever the upload size.
+
+File format, version 1 (all integers big-endian)::
+
+    header   magic  b"LOREBLOB"                      8 bytes
+             version  1                              1 byte
+             key id  first 4 bytes of sha256(key)    4 bytes   (8 hex characters)
+             chunk size  plaintext bytes per chunk   4 bytes
+    chunks   nonce (12 random bytes) | AES-256-GCM ciphertext | tag (16 bytes), repeated
+
+Every chunk but the last holds exactly ``chunk size`` plaintext bytes; the last holds 1 to
+``chunk size`` bytes, or 0 for an empty blob (which still has one chunk, so that "empty" is
+authenticated too). Each chunk's associated data is::
+
+    header (17 bytes) | chunk index (8 bytes) | final flag (1 byte: 1 on the last chunk) | blob id
+
+so altering the header, reordering chunks, dropping trailing chunks (the new last chunk was not
+sealed as final), appending any, or renaming one blob's file to another's id all fail
+authentication. The key id in the header tells a wrong key (``WrongKey``) apart from damage
+(``DamagedBlob``); neither ever deletes or rewrites the file.
+
+Every chunk has its own random nonce: with 1 MiB chunks the 2**32-messages-per-key bound for
+random nonces is reached only after about 4 PiB under one key.
+
+Writes go to a temporary file in the same folder (``.<id>.<random>.tmp``), are fsynced, then
+renamed over the final name, so a crash leaves the old blob or the new one, never a mix.
+Rotation (``rotate``) re-encrypts blob by blob the same way; a blob is always wholly under the
+old key or wholly under the new one, and rerunning ``rotate`` finishes an interrupted rotation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from cryptography.exceptions import InvalidTag
+
+from lorebase.crypto import NONCE_BYTES, TAG_BYTES, DataKey, WrongKey, fsync_dir, pick_key
+from lorebase.errors import InvalidInput, LorebaseError, NotFound, Unsupported
+
+MAGIC = b"LOREBLOB"
+FORMAT_VERSION = 1
+HEADER_BYTES = len(MAGIC) + 1 + 4 + 4
+CHUNK_SIZE = 1024 * 1024
+MAX_CHUNK_SIZE = 16 * 1024 * 1024  # bounds what a reader allocates for a chunk
+BLOB_ID_PATTERN = re.compile(r"[0-9a-f]{16,64}")
+TEMP_PATTERN = re.compile(r"\.[0-9a-f]{16,64}\.[0-9a-f]{16}\.tmp")
+SWEEP_GRACE_SECONDS = 3600.0
+"""Files younger than this survive a sweep: an upload in flight has written its blob (or is
+writing its temp file) before its record is committed, so it is not in ``keep`` yet."""
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
+
+BlobData = bytes | bytearray | memoryview | Iterable[bytes]
+
+
+class DamagedBlob(InvalidInput):
+    """A blob failed authentication or is not a blob file; it is left in place."""
+
+    def __init__(self, blob_id: str, detail: str) -> None:
+        self.blob_id = blob_id
+        super().__init__(
+            f"blob {blob_id} is damaged or was altered ({detail}); it was left as it is: "
+            "restore it from a backup, or delete it and upload the original again"
+        )
+
+
+class RotationIncomplete(InvalidInput):
+    """Some blobs could not be re-encrypted; the rest were. ``failed`` maps each blob id to its
+    ``WrongKey`` or ``DamagedBlob``; those files are untouched."""
+
+    def __init__(self, rotated: int, failed: dict[str, LorebaseError]) -> None:
+        self.rotated = rotated
+        self.failed = failed
+        first_id, first = next(iter(failed.items()))
+        super().__init__(
+            f"{len(failed)} blob(s) could not be re-encrypted and were left as they were "
+            f"({rotated} were); the first, {first_id}: {first}. Fix that and run the rotation "
+            "again: it skips blobs already under the new key"
+        )
+
+
+def check_blob_id(blob_id: str) -> str:
+    """Blob ids become file names, so only 16-64 lowercase hex characters pass."""
+    if not isinstance(blob_id, str) or not BLOB_ID_PATTERN.fullmatch(blob_id):
+        raise InvalidInput("a blob id must be 16 to 64 lowercase hexadecimal characters")
+    return blob_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Header:
+    raw: bytes
+    key_id: str
+    chunk_size: int
+
+
+def _encode_header(key: DataKey, chunk_size: int) -> bytes:
+    return MAGIC + bytes([FORMAT_VERSION]) + key.id_bytes + chunk_size.to_bytes(4, "big")
+
+
+def _chunk_aad(header: bytes, blob_id: str, index: int, final: bool) -> bytes:
+    return header + index.to_bytes(8, "big") + (b"\x01" if final else b"\x00") + blob_id.encode()
+
+
+def _plain_chunks(data: BlobData, size: int) -> Iterator[tuple[bytes, bool]]:
+    """Cut ``data`` into ``(chunk, final)`` pairs of ``size`` bytes. A full chunk is yielded
+    only once a further byte is known to exist, so the last one is always marked final."""
+    pieces: Iterable[bytes] = [data] if isinstance(data, bytes | bytearray | memoryview) else data
+    pending = bytearray()
+    for piece in pieces:
+        try:
+            view = memoryview(piece).cast("B")
+        except TypeError:
+            raise InvalidInput("blob data must be bytes or an iterator of bytes") from None
+        offset = 0
+        while len(pending) + len(view) - offset > size:
+            take = size - len(pending)
+            pending += view[offset : offset + take]
+            offset += take
+            yield bytes(pending), False
+            pending.clear()
+        pending += view[offset:]
+    yield bytes(pending), True
+
+
+class BlobStore:
+    """Blobs in ``root``, written with ``key``. ``previous`` keys are read too, so blobs still
+    under an old key stay readable while a rotation is unfinished."""
+
+    def __init__(
+        self,
+        root: Path,
+        key: DataKey,
+        previous: Sequence[DataKey] = (),
+        chunk_size: int = CHUNK_SIZE,
+    ) -> None:
+        if not 1 <= chunk_size <= MAX_CHUNK_SIZE:
+            raise InvalidInput(f"chunk_size must be between 1 and {MAX_CHUNK_SIZE} bytes")
+        self.root = root
+        self.chunk_size = chunk_size
+        self._key = key
+        self._previous = tuple(k for k in previous if k != key)
+
+    @property
+    def key(self) -> DataKey:
+        """The key new blobs are written with."""
+        return self._key
+
+    @property
+    def keys(self) -> tuple[DataKey, ...]:
+        """Every key this store reads with, the current one first."""
+        return (self._key, *self._previous)
+
+    def _path(self, blob_id: str) -> Path:
+        return self.root / check_blob_id(blob_id)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def put(self, blob_id: str, data: BlobData) -> int:
+        """Store ``data`` (bytes, or an iterator of bytes for streaming) under ``blob_id``,
+        replacing any blob of that id atomically. Returns the plaintext size in bytes."""
+        path = self._path(blob_id)
+        temp, size = self._write_temp(blob_id, self._key, data)
+        self._publish(temp, path)
+        return size
+
+    def _write_temp(self, blob_id: str, key: DataKey, data: BlobData) -> tuple[Path, int]:
+        self.root.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
+        temp = self.root / f".{blob_id}.{secrets.token_hex(8)}.tmp"
+        header = _encode_header(key, self.chunk_size)
+        size = 0
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(header)
+                for index, (plain, final) in enumerate(_plain_chunks(data, self.chunk_size)):
+                    nonce = secrets.token_bytes(NONCE_BYTES)
+                    aad = _chunk_aad(header, blob_id, index, final)
+                    out.write(nonce + key.encrypt(nonce, plain, aad))
+                    size += len(plain)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        return temp, size
+
+    def _publish(self, temp: Path, path: Path) -> None:
+        try:
+            os.replace(temp, path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        fsync_dir(self.root)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _open(self, blob_id: str) -> BinaryIO:
+        path = self._path(blob_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except (FileNotFoundError, NotADirectoryError):
+            raise NotFound(f"blob {blob_id} does not exist") from None
+        return os.fdopen(fd, "rb")
+
+    def _read_header(self, handle: BinaryIO, blob_id: str) -> _Header:
+        raw = handle.read(HEADER_BYTES)
+        if len(raw) < HEADER_BYTES or not raw.startswith(MAGIC):
+            raise DamagedBlob(blob_id, "no lorebase blob header")
+        version = raw[len(MAGIC)]
+        if version != FORMAT_VERSION:
+            raise Unsupported(
+                f"blob {blob_id} has format version {version}, which this lorebase does not "
+                "read; upgrade lorebase"
+            )
+        chunk_size = int.from_bytes(raw[-4:], "big")
+        if not 1 <= chunk_size <= MAX_CHUNK_SIZE:
+            raise DamagedBlob(blob_id, "impossible chunk size in the header")
+        return _Header(raw, raw[len(MAGIC) + 1 : -4].hex(), chunk_size)
+
+    def _decrypt(
+        self, handle: BinaryIO, blob_id: str, header: _Header, key: DataKey
+    ) -> Iterator[bytes]:
+        """Yield authenticated plaintext chunks. Reads one record ahead to know which chunk is
+        the last, since only that one may carry the final flag."""
+        record_size = NONCE_BYTES + header.chunk_size + TAG_BYTES
+        record = handle.read(record_size)
+        index = 0
+        while True:
+            following = handle.read(record_size) if len(record) == record_size else b""
+            final = not following
+            if len(record) < NONCE_BYTES + TAG_BYTES:
+                raise DamagedBlob(blob_id, "truncated")
+            aad = _chunk_aad(header.raw, blob_id, index, final)
+            try:
+                yield key.decrypt(record[:NONCE_BYTES], record[NONCE_BYTES:], aad)
+            except InvalidTag:
+                raise DamagedBlob(blob_id, f"chunk {index} fails authentication") from None
+            if final:
+                return
+            record, index = following, index + 1
+
+    def stream(self, blob_id: str) -> Iterator[bytes]:
+        """The blob's plaintext, chunk by chunk, in bounded memory. The header and key are
+        checked now (``NotFound``, ``WrongKey``); damage may surface only mid-iteration, after
+        earlier chunks were yielded, so use ``get`` where all-or-nothing matters."""
+        handle = self._open(blob_id)
+        try:
+            header = self._read_header(handle, blob_id)
+            key = pick_key(header.key_id, self.keys)
+        except BaseException:
+            handle.close()
+            raise
+
+        def chunks() -> Iterator[bytes]:
+            with handle:
+                yield from self._decrypt(handle, blob_id, header, key)
+
+        return chunks()
+
+    def get(self, blob_id: str) -> bytes:
+        """The whole plaintext, returned only once every chunk is authenticated."""
+        return b"".join(self.stream(blob_id))
+
+    def key_id_of(self, blob_id: str) -> str:
+        """Which key a blob was written with (its key id), for diagnostics and rotation."""
+        with self._open(blob_id) as handle:
+            return self._read_header(handle, blob_id).key_id
+
+    def exists(self, blob_id: str) -> bool:
+        return self._path(blob_id).is_file()
+
+    def ids(self) -> set[str]:
+        """Ids of the stored blobs (temporary and foreign files are not blobs)."""
+        if not self.root.is_dir():
+            return set()
+        with os.scandir(self.root) as entries:
+            return {
+                entry.name
+                for entry in entries
+                if BLOB_ID_PATTERN.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
+            }
+
+    # -- removing ------------------------------------------------------------------------
+
+    def delete(self, blob_id: str) -> bool:
+        """Remove a blob; False when there was none."""
+        try:
+            self._path(blob_id).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def sweep_orphans(self, keep: set[str], grace: float = SWEEP_GRACE_SECONDS) -> int:
+        """Delete blobs whose id is not in ``keep`` and leftover temporary files, if older than
+        ``grace`` seconds (see ``SWEEP_GRACE_SECONDS``). Returns how many files went."""
+        if not self.root.is_dir():
+            return 0
+        cutoff = time.time() - grace
+        removed = 0
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                orphan = BLOB_ID_PATTERN.fullmatch(entry.name) and entry.name not in keep
+                if not (orphan or TEMP_PATTERN.fullmatch(entry.name)):
+                    continue
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    if entry.stat(follow_symlinks=False).st_mtime > cutoff:
+                        continue
+                    os.unlink(entry.path)
+                except FileNotFoundError:  # removed meanwhile
+                    continue
+                removed += 1
+        return removed
+
+    # -- rotation ------------------------------------------------------------------------
+
+    def rotate(self, new_key: DataKey) -> int:
+        """Re-encrypt every blob under ``new_key``, one atomic file at a time; returns how many
+        were re-encrypted. From the call on, this store writes with ``new_key`` and still reads
+        the keys it had. Idempotent: blobs already under ``new_key`` are skipped, so rerunning
+        after a crash (with the old key as ``key`` or in ``previous``) finishes the job.
+        Pause uploads from other processes meanwhile: they would still write with the old key.
+        Raises ``RotationIncomplete`` when some blobs could not be read; those are untouched.
+        """
+        if new_key != self._key:
+            self._previous = tuple(k for k in self.keys if k != new_key)
+            self._key = new_key
+        rotated = 0
+        failed: dict[str, LorebaseError] = {}
+        for blob_id in sorted(self.ids()):
+            try:
+                rotated += self._rotate_one(blob_id, new_key)
+            except (WrongKey, DamagedBlob, Unsupported) as exc:
+                failed[blob_id] = exc
+            except NotFound:  # deleted meanwhile
+                continue
+        if failed:
+            raise RotationIncomplete(rotated, failed)
+        return rotated
+
+    def _rotate_one(self, blob_id: str, new_key: DataKey) -> bool:
+        path = self._path(blob_id)
+        with self._open(blob_id) as handle:
+            before = os.fstat(handle.fileno())
+            header = self._read_header(handle, blob_id)
+            if header.key_id == new_key.id:
+                return False
+            old_key = pick_key(header.key_id, self.keys)
+            plain = self._decrypt(handle, blob_id, header, old_key)
+            temp, _ = self._write_temp(blob_id, new_key, plain)
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            now = None
+        if now is None or (now.st_ino, now.st_mtime_ns) != (before.st_ino, before.st_mtime_ns):
+            temp.unlink(missing_ok=True)  # replaced or deleted meanwhile: that write wins
+            return False
+        self._publish(temp, path)
+        return True

@@ -1,0 +1,225 @@
+"""`lorebase serve` and the operator commands `users`, `teams`, `keys`."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from lorebase.accounts.base import Role
+from lorebase.cli import render
+from lorebase.cli.common import JsonOption, handles_errors, open_from
+
+users_app = typer.Typer(help="Users of the HTTP service (operators only).", no_args_is_help=True)
+teams_app = typer.Typer(help="Teams and their members.", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys and the data key.", no_args_is_help=True)
+
+DAY = 86_400
+
+
+def accounts_of(lb):  # type: ignore[no-untyped-def]
+    from lorebase.accounts.sqlite import SqliteAccounts
+
+    return SqliteAccounts(lb.store)
+
+
+@handles_errors
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 7700,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="No API keys (allowed on loopback only).")
+    ] = False,
+    workers: Annotated[int | None, typer.Option(help="Ingestion worker threads.")] = None,
+    queue_size: Annotated[int, typer.Option(help="Most uploads waiting at once.")] = 256,
+    max_upload_mb: Annotated[int, typer.Option(help="Largest upload, in MB.")] = 64,
+) -> None:
+    """Serve the REST API (OpenAPI at /docs) on HOST:PORT; it also indexes uploads and follows
+    the knowledge bases' folders. The first start creates an admin key and prints it once."""
+    import uvicorn
+
+    from lorebase.api.app import create_app
+    from lorebase.api.server import Server, ServeSettings
+    from lorebase.crypto import DataKey
+    from lorebase.settings import MB
+
+    settings = ServeSettings(
+        host=host, port=port, auth=not no_auth, max_upload_bytes=max_upload_mb * MB,
+        queue_size=queue_size, **({"workers": workers} if workers else {}),
+    )  # fmt: skip
+    console = Console()
+    with open_from(ctx, holder="lorebase serve") as lb:
+        accounts = accounts_of(lb)
+        if settings.auth and not accounts.list_users():
+            admin = accounts.create_user("admin", Role.ADMIN)
+            key, _ = accounts.create_key(admin.id, "first start")
+            console.print(Text("An admin API key was created; it is shown this once:"))
+            console.print(Text(key, style="bold"))
+        server = Server(lb, accounts, DataKey.load(lb.settings.data_dir), settings)
+        console.print(Text(f"lorebase serving on http://{host}:{port} (docs at /docs)"))
+        uvicorn.run(create_app(server), host=host, port=port, log_level="warning",
+                    access_log=False)  # fmt: skip
+
+
+@users_app.command("list")
+@handles_errors
+def users_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List users and their roles."""
+    with open_from(ctx) as lb:
+        users = accounts_of(lb).list_users()
+    if as_json:
+        render.print_json(Console(), render.to_jsonable(users))
+        return
+    for user in users:
+        Console().print(Text(f"{user.name}\t{user.role.value}"))
+
+
+@users_app.command("create")
+@handles_errors
+def users_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="User name.")],
+    admin: Annotated[bool, typer.Option("--admin", help="Make an administrator.")] = False,
+) -> None:
+    """Create a user (member by default) and print a first API key for them, once."""
+    with open_from(ctx) as lb:
+        accounts = accounts_of(lb)
+        user = accounts.create_user(name, Role.ADMIN if admin else Role.MEMBER)
+        key, _ = accounts.create_key(user.id, "created with the user")
+        accounts.audit("cli", "create_user", f"user:{user.id}")
+    Console().print(Text(f"created {user.name}; API key (shown once): {key}"))
+
+
+@teams_app.command("list")
+@handles_errors
+def teams_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List teams."""
+    with open_from(ctx) as lb:
+        teams = accounts_of(lb).list_teams()
+    if as_json:
+        render.print_json(Console(), render.to_jsonable(teams))
+        return
+    for team in teams:
+        Console().print(Text(team.name))
+
+
+@teams_app.command("create")
+@handles_errors
+def teams_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Name.")]) -> None:
+    """Create a team."""
+    with open_from(ctx) as lb:
+        accounts = accounts_of(lb)
+        team = accounts.create_team(name)
+        accounts.audit("cli", "create_team", f"team:{team.id}")
+    Console().print(Text(f"created team {team.name}"))
+
+
+@teams_app.command("add")
+@handles_errors
+def teams_add(
+    ctx: typer.Context,
+    team: Annotated[str, typer.Argument(help="The team.")],
+    user: Annotated[str, typer.Argument(help="The user.")],
+    admin: Annotated[bool, typer.Option("--admin", help="As a team admin.")] = False,
+) -> None:
+    """Add a user to a team (or change their role in it)."""
+    with open_from(ctx) as lb:
+        accounts = accounts_of(lb)
+        found_team, found_user = accounts.get_team(team), accounts.get_user(user)
+        role = Role.ADMIN if admin else Role.MEMBER
+        accounts.set_member(found_team.id, found_user.id, role)
+        accounts.audit("cli", "set_member", f"team:{found_team.id} user:{found_user.id}")
+    Console().print(Text(f"{user} is now {role.value} of {team}"))
+
+
+@teams_app.command("remove")
+@handles_errors
+def teams_remove(
+    ctx: typer.Context,
+    team: Annotated[str, typer.Argument(help="The team.")],
+    user: Annotated[str, typer.Argument(help="The user.")],
+) -> None:
+    """Remove a user from a team."""
+    with open_from(ctx) as lb:
+        accounts = accounts_of(lb)
+        found_team, found_user = accounts.get_team(team), accounts.get_user(user)
+        accounts.set_member(found_team.id, found_user.id, None)
+        accounts.audit("cli", "remove_member", f"team:{found_team.id} user:{found_user.id}")
+    Console().print(Text(f"{user} left {team}"))
+
+
+@keys_app.command("list")
+@handles_errors
+def keys_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List API keys (their prefixes, never the keys)."""
+    with open_from(ctx) as lb:
+        accounts = accounts_of(lb)
+        names = {u.id: u.name for u in accounts.list_users()}
+        keys = accounts.list_keys()
+    if as_json:
+        render.print_json(Console(), render.to_jsonable(keys))
+        return
+    table = Table(title="API keys", title_justify="left")
+    for column in ("id", "user", "prefix", "name", "state"):
+        table.add_column(column)
+    now = time.time()
+    for key in keys:
+        state = "revoked" if key.revoked_at else (
+            "expired" if key.expires_at and key.expires_at <= now else "active")  # fmt: skip
+        table.add_row(str(key.id), Text(names.get(key.user_id, "?")), key.prefix + "…",
+                      Text(key.name), state)  # fmt: skip
+    Console().print(table)
+
+
+@keys_app.command("create")
+@handles_errors
+def keys_create(
+    ctx: typer.Context,
+    user: Annotated[str, typer.Argument(help="The key's user.")],
+    name: Annotated[str, typer.Option(help="What the key is for.")] = "",
+    days: Annotated[int | None, typer.Option(help="Expires after this many days.")] = None,
+) -> None:
+    """Create an API key for a user; it is printed once and stored only as a hash."""
+    with open_from(ctx) as lb:
+        accounts = accounts_of(lb)
+        found = accounts.get_user(user)
+        expires = time.time() + days * DAY if days else None
+        key, record = accounts.create_key(found.id, name, expires)
+        accounts.audit("cli", "create_key", f"key:{record.id}")
+    Console().print(Text(f"API key for {user} (shown once): {key}"))
+
+
+@keys_app.command("revoke")
+@handles_errors
+def keys_revoke(
+    ctx: typer.Context, key_id: Annotated[int, typer.Argument(help="The key's id.")]
+) -> None:
+    """Revoke an API key at once."""
+    with open_from(ctx) as lb:
+        accounts = accounts_of(lb)
+        accounts.revoke_key(key_id)
+        accounts.audit("cli", "revoke_key", f"key:{key_id}")
+    Console().print(Text(f"revoked key {key_id}"))
+
+
+@keys_app.command("rotate-data-key")
+@handles_errors
+def keys_rotate_data_key(ctx: typer.Context) -> None:
+    """Re-encrypt every uploaded original and display name under a new data key (stop the
+    server first). Safe to run again if it was interrupted."""
+    from lorebase.keyring import rotate_data_key
+
+    with open_from(ctx, holder="lorebase keys rotate-data-key") as lb, lb.ingesting():
+        rotation = rotate_data_key(lb.settings.data_dir, lb.store)
+        accounts_of(lb).audit("cli", "rotate_data_key", f"key:{rotation.new_key.id}")
+    console = Console()
+    console.print(Text(f"re-encrypted {rotation.blobs} files and {rotation.names} names "
+                       f"under key {rotation.new_key.id}"))  # fmt: skip
+    if rotation.key_file is None:
+        console.print(Text("LOREBASE_DATA_KEY is set: put the new key there now (shown once):"))
+        console.print(Text(rotation.new_key.to_base64(), style="bold"))

@@ -1,0 +1,355 @@
+"""The REST API through the real app: scopes, uploads, the queue, deletes, errors, logs."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from lorebase.accounts.base import Role
+from lorebase.accounts.sqlite import SqliteAccounts
+from lorebase.api.app import create_app
+from lorebase.api.server import Server, ServeSettings
+from lorebase.app import Lorebase, open_lorebase
+from lorebase.crypto import DataKey
+from lorebase.embed.fake import FakeEmbedder
+from lorebase.errors import InvalidInput
+from lorebase.settings import Settings
+
+SECRET_NAME = "quarterly-merger-plans.md"
+SECRET_TEXT = "# Merger\n\nThe codename for the merger is BLUEHERON and it closes in May.\n"
+
+
+@dataclass
+class Env:
+    lb: Lorebase
+    server: Server
+    client: TestClient
+    keys: dict[str, str]
+
+    def as_(self, user: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys[user]}"}
+
+
+def build(tmp_path: Path, *, start: bool = True, queue_size: int = 16) -> Env:
+    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder())
+    accounts = SqliteAccounts(lb.store)
+    keys = {}
+    users = {"admin": Role.ADMIN, "alice": Role.MEMBER, "bob": Role.MEMBER, "carol": Role.MEMBER}
+    ids = {}
+    for name, role in users.items():
+        user = accounts.create_user(name, role)
+        ids[name] = user.id
+        keys[name], _ = accounts.create_key(user.id)
+    eng = accounts.create_team("eng")
+    accounts.set_member(eng.id, ids["alice"], Role.ADMIN)
+    accounts.set_member(eng.id, ids["bob"], Role.MEMBER)
+    settings = ServeSettings(workers=1, watch=False, queue_size=queue_size)
+    server = Server(lb, accounts, DataKey.generate(), settings)
+    if start:
+        server.start()
+    client = TestClient(create_app(server, manage=False), raise_server_exceptions=False)
+    return Env(lb, server, client, keys)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    environment = build(tmp_path)
+    yield environment
+    environment.server.stop()
+    environment.lb.close()
+
+
+def create_kb(env: Env, user: str, name: str, scope: str, team: str | None = None) -> int:
+    body = {"name": name, "scope": scope} | ({"team": team} if team else {})
+    response = env.client.post("/v1/knowledge-bases", json=body, headers=env.as_(user))
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def upload(env: Env, user: str, kb_id: int, name: str, data: bytes) -> dict:  # type: ignore[type-arg]
+    files = {"files": (name, io.BytesIO(data), "application/octet-stream")}
+    return env.client.post(f"/v1/knowledge-bases/{kb_id}/documents", files=files,
+                           headers=env.as_(user))  # type: ignore[return-value]  # fmt: skip
+
+
+def test_requests_without_a_valid_key_get_401_problems(env: Env) -> None:
+    for headers in ({}, {"Authorization": "Bearer lb_wrong"}, {"X-API-Key": "nope"}):
+        response = env.client.get("/v1/knowledge-bases", headers=headers)
+        assert response.status_code == 401
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert response.json()["type"] == "/problems/unauthorized"
+    assert env.client.get("/v1/knowledge-bases", headers={"X-API-Key": env.keys["bob"]}).is_success
+
+
+def test_scopes_decide_who_sees_and_changes_what(env: Env) -> None:
+    kbs = {
+        "global": create_kb(env, "admin", "handbook", "global"),
+        "team": create_kb(env, "alice", "eng-notes", "team", team="eng"),
+        "alice": create_kb(env, "alice", "alice-private", "personal"),
+        "bob": create_kb(env, "bob", "bob-private", "personal"),
+    }
+    sees = {
+        "admin": {"global"},
+        "alice": {"global", "team", "alice"},
+        "bob": {"global", "team", "bob"},
+        "carol": {"global"},
+    }
+    changes = {"admin": {"global"}, "alice": {"team", "alice"}, "bob": {"bob"}, "carol": set()}
+    for user in sees:
+        listed = {kb["id"] for kb in env.client.get("/v1/knowledge-bases",
+                                                    headers=env.as_(user)).json()}  # fmt: skip
+        assert listed == {kbs[k] for k in sees[user]}, user
+        for key, kb_id in kbs.items():
+            get = env.client.get(f"/v1/knowledge-bases/{kb_id}", headers=env.as_(user))
+            assert get.status_code == (200 if key in sees[user] else 404), (user, key)
+            patch = env.client.patch(f"/v1/knowledge-bases/{kb_id}", json={"description": "x"},
+                                     headers=env.as_(user))  # fmt: skip
+            expected = 200 if key in changes[user] else (403 if key in sees[user] else 404)
+            assert patch.status_code == expected, (user, key, patch.text)
+
+
+def test_only_the_right_roles_create_global_and_team_bases(env: Env) -> None:
+    body = {"name": "x", "scope": "global"}
+    assert (
+        env.client.post("/v1/knowledge-bases", json=body, headers=env.as_("alice")).status_code
+        == 403
+    )
+    body = {"name": "y", "scope": "team", "team": "eng"}
+    assert (
+        env.client.post("/v1/knowledge-bases", json=body, headers=env.as_("bob")).status_code == 403
+    )
+    assert (
+        env.client.post("/v1/knowledge-bases", json=body, headers=env.as_("alice")).status_code
+        == 201
+    )
+
+
+def test_upload_index_search_and_isolation(env: Env) -> None:
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    response = upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
+    assert response.status_code == 202, response.text
+    document = response.json()["documents"][0]
+    assert document["name"] == SECRET_NAME and response.json()["created"] == [True]
+    assert env.server.queue.join(30)
+    got = env.client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
+    assert got["state"] == "indexed" and got["chunks"] == 1
+    search = env.client.post("/v1/search", json={"query": "BLUEHERON codename"},
+                             headers=env.as_("alice")).json()  # fmt: skip
+    hit = search["hits"][0]
+    assert hit["path"] == SECRET_NAME and hit["citation"].startswith(SECRET_NAME)
+    assert hit["scores"]["fused"]["rank"] == 1
+    # Bob sees none of it: every route answers as if it did not exist.
+    bob = env.as_("bob")
+    assert (
+        env.client.post("/v1/search", json={"query": "BLUEHERON"}, headers=bob).status_code == 404
+    )
+    create_kb(env, "bob", "bob-private", "personal")
+    assert (
+        env.client.post("/v1/search", json={"query": "BLUEHERON"}, headers=bob).json()["hits"] == []
+    )
+    for path in (f"/v1/documents/{document['id']}", f"/v1/documents/{document['id']}/text",
+                 f"/v1/documents/{document['id']}/chunks?around={hit['chunk_id']}"):  # fmt: skip
+        assert env.client.get(path, headers=bob).status_code == 404
+    assert env.client.post("/v1/search", json={"query": "x", "knowledge_bases": [kb_id]},
+                           headers=bob).status_code == 404  # fmt: skip
+    text = env.client.get(f"/v1/documents/{document['id']}/text", headers=env.as_("alice"))
+    assert "BLUEHERON" in text.json()["text"]
+
+
+def test_the_stored_original_is_encrypted_name_and_all(env: Env, tmp_path: Path) -> None:
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
+    assert env.server.queue.join(30)
+    blobs = list((tmp_path / "data" / "blobs").iterdir())
+    assert len(blobs) == 1
+    raw = blobs[0].read_bytes()
+    assert b"BLUEHERON" not in raw and SECRET_NAME.encode() not in raw
+    db = (tmp_path / "data" / "lorebase.db").read_bytes()
+    assert SECRET_NAME.encode() not in db
+
+
+def test_identical_bytes_are_one_document(env: Env) -> None:
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    first = upload(env, "alice", kb_id, "a.md", SECRET_TEXT.encode()).json()
+    again = upload(env, "alice", kb_id, "b.md", SECRET_TEXT.encode()).json()
+    assert again["created"] == [False]
+    assert again["documents"][0]["id"] == first["documents"][0]["id"]
+    results: list[int] = []
+
+    def concurrent() -> None:
+        results.append(upload(env, "alice", kb_id, "c.md", b"# Same\n\nconcurrent\n").status_code)
+
+    threads = [threading.Thread(target=concurrent) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [202] * 4
+    assert env.server.queue.join(30)
+    listed = env.client.get(f"/v1/knowledge-bases/{kb_id}/documents", headers=env.as_("alice"))
+    assert len(listed.json()) == 2
+
+
+def test_delete_purges_every_row_and_the_blob(env: Env, tmp_path: Path) -> None:
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    document = upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode()).json()["documents"][0]
+    assert env.server.queue.join(30)
+    assert (
+        env.client.delete(f"/v1/documents/{document['id']}", headers=env.as_("alice")).status_code
+        == 204
+    )
+    conn = sqlite3.connect(tmp_path / "data" / "lorebase.db")
+    try:
+        for table in ("documents", "chunks", "vectors", "sections"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+        assert conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0] == 0
+    finally:
+        conn.close()
+    assert list((tmp_path / "data" / "blobs").glob("*")) == []
+    assert (
+        env.client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).status_code
+        == 404
+    )
+
+
+def test_a_full_queue_answers_503_and_loses_nothing(tmp_path: Path) -> None:
+    env = build(tmp_path, start=False, queue_size=1)  # no workers yet: the queue fills
+    try:
+        kb_id = create_kb(env, "alice", "alice-private", "personal")
+        assert upload(env, "alice", kb_id, "one.md", b"# One\n\nfirst file\n").status_code == 202
+        busy = upload(env, "alice", kb_id, "two.md", b"# Two\n\nsecond file\n")
+        assert busy.status_code == 503 and busy.headers["Retry-After"] == "5"
+        assert busy.json()["type"] == "/problems/overloaded"
+        env.server.start()  # workers drain the queue, the sweep re-admits the second file
+        assert env.server.queue.join(30)
+        env.server.queue.sweep_now()
+        assert env.server.queue.join(30)
+        listed = env.client.get(f"/v1/knowledge-bases/{kb_id}/documents", headers=env.as_("alice"))
+        assert sorted(d["state"] for d in listed.json()) == ["indexed", "indexed"]
+    finally:
+        env.server.stop()
+        env.lb.close()
+
+
+def test_bad_requests_name_the_field(env: Env) -> None:
+    response = env.client.post("/v1/search", json={"query": "", "top_k": 500},
+                               headers=env.as_("alice"))  # fmt: skip
+    assert response.status_code == 422
+    fields = {e["field"] for e in response.json()["errors"]}
+    assert {"query", "top_k"} <= fields
+    assert env.client.post("/v1/search", json={"query": "x", "extra": 1},
+                           headers=env.as_("alice")).status_code == 422  # fmt: skip
+    assert env.client.get("/v1/documents/nope", headers=env.as_("alice")).status_code == 404
+
+
+def test_health_readiness_metrics(env: Env) -> None:
+    assert env.client.get("/healthz").json() == {"status": "ok"}
+    assert env.client.get("/readyz").status_code == 200
+    kb_id = create_kb(env, "alice", "k", "personal")
+    upload(env, "alice", kb_id, "m.md", b"# M\n\nmetrics\n")
+    assert env.server.queue.join(30)
+    env.client.post("/v1/search", json={"query": "metrics"}, headers=env.as_("alice"))
+    text = env.client.get("/metrics").text
+    assert 'lorebase_documents{state="indexed"} 1.0' in text
+    assert 'lorebase_admissions{outcome="accepted"} 1.0' in text
+    assert 'lorebase_search_seconds_count{mode="hybrid"} 1.0' in text
+
+
+def test_access_logs_carry_no_content(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
+    assert env.server.queue.join(30)
+    env.client.post("/v1/search", json={"query": "BLUEHERON codename"}, headers=env.as_("alice"))
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "/v1/search" in logged
+    for needle in ("BLUEHERON", SECRET_NAME, "codename", env.keys["alice"]):
+        assert needle not in logged
+
+
+def test_binding_beyond_loopback_needs_keys() -> None:
+    with pytest.raises(InvalidInput):
+        ServeSettings(host="0.0.0.0", auth=False)
+    assert ServeSettings(host="0.0.0.0", auth=True).auth
+
+
+def test_rotating_the_data_key_keeps_every_upload_readable(tmp_path: Path) -> None:
+    from lorebase.keyring import rotate_data_key
+
+    env = build(tmp_path)
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    document = upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode()).json()["documents"][0]
+    assert env.server.queue.join(30)
+    env.server.stop()
+    data = tmp_path / "data"
+    old_key = DataKey.generate()
+    # The server above used a generated key; put it where rotation finds it.
+    env.server.key.save(data / "data.key")
+    rotation = rotate_data_key(data, env.lb.store, environ={})
+    assert (rotation.blobs, rotation.names) == (1, 1)
+    new_key = DataKey.load(data, environ={})
+    assert new_key == rotation.new_key and new_key != env.server.key and old_key != new_key
+    server = Server(env.lb, env.server.accounts, new_key, ServeSettings(workers=1, watch=False))
+    server.start()
+    try:
+        client = TestClient(create_app(server, manage=False))
+        got = client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
+        assert got["name"] == SECRET_NAME
+        assert server.blobs.get(document["id"]) == SECRET_TEXT.encode()
+    finally:
+        server.stop()
+        env.lb.close()
+
+
+def test_events_carry_states_not_content() -> None:
+    import asyncio
+
+    from lorebase.api.events import EventBus
+
+    async def scenario() -> list[str]:
+        bus = EventBus()
+        stream = bus.stream({1})
+        first = await stream.__anext__()
+        bus.publish("document", 1, document_id="abc", state="indexed")
+        bus.publish("document", 2, document_id="hidden", state="indexed")
+        second = await asyncio.wait_for(stream.__anext__(), 2)
+        await stream.aclose()
+        return [first, second]
+
+    connected, event = asyncio.run(scenario())
+    assert connected.startswith(": connected")
+    assert '"document_id": "abc"' in event and "hidden" not in event
+
+
+def test_agent_tools_over_http_are_scoped_and_fenced(env: Env) -> None:
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
+    assert env.server.queue.join(30)
+    listed = env.client.get("/v1/tools", headers=env.as_("alice")).json()
+    names = {tool["function"]["name"] for tool in listed["tools"]}
+    assert names == {"list_knowledge_bases", "search_knowledge_base", "read_document",
+                     "read_surrounding_chunks"}  # fmt: skip
+    assert "alice-private" in listed["system_prompt_hint"]
+    called = env.client.post("/v1/tools/search_knowledge_base", json={"query": "BLUEHERON"},
+                             headers=env.as_("alice")).json()  # fmt: skip
+    assert called["structured"]["content_trust"] == "untrusted-document"
+    assert "<untrusted-document" in called["text"] and "BLUEHERON" in called["text"]
+    bob = env.client.post("/v1/tools/search_knowledge_base",
+                          json={"query": "BLUEHERON", "knowledge_base": "alice-private"},
+                          headers=env.as_("bob"))  # fmt: skip
+    assert bob.status_code == 404
+    bad = env.client.post("/v1/tools/search_knowledge_base", json={"top_k": 99},
+                          headers=env.as_("alice"))  # fmt: skip
+    assert bad.status_code == 422 and "query" in bad.json()["detail"]
+    assert env.client.post("/v1/tools/nope", json={}, headers=env.as_("alice")).status_code in (
+        404,
+        422,
+    )

@@ -1,0 +1,51 @@
+"""`lorebase serve` as a real process on 127.0.0.1: first-start key, health, a search."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "lorebase", "--data-dir", str(tmp_path), "--embedder",
+               "fake", "serve", "--port", str(port), "--workers", "1"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        key = lines[1].strip()
+        assert key.startswith("lb_"), lines
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        headers = {"Authorization": f"Bearer {key}"}
+        assert httpx.get(f"{base}/v1/knowledge-bases", timeout=5).status_code == 401
+        created = httpx.post(f"{base}/v1/knowledge-bases", json={"name": "k", "scope": "global"},
+                             headers=headers, timeout=5)  # fmt: skip
+        assert created.status_code == 201
+        assert httpx.get(f"{base}/openapi.json", timeout=5).json()["info"]["title"] == "lorebase"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    again = subprocess.run([*command[:-5], "users", "list"], capture_output=True, text=True)
+    assert "admin" in again.stdout

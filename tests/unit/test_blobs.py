@@ -1,0 +1,576 @@
+"""The encrypted blob store and the data key: round trips, tamper evidence, key handling,
+hostile ids, sweeping and rotation."""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lorebase.blobs import (
+    HEADER_BYTES,
+    BlobStore,
+    DamagedBlob,
+    RotationIncomplete,
+    check_blob_id,
+)
+from lorebase.crypto import (
+    KEY_ENV,
+    KEY_FILE,
+    NONCE_BYTES,
+    TAG_BYTES,
+    WRONG_KEY_MESSAGE,
+    DataKey,
+    WrongKey,
+    open_text,
+    seal_text,
+)
+from lorebase.errors import InvalidInput, NotFound, Unsupported
+
+CHUNK = 16  # small chunks make multi-chunk blobs cheap
+RECORD = NONCE_BYTES + CHUNK + TAG_BYTES
+A = "a" * 16
+B = "b" * 16
+C = "c" * 32
+
+
+@pytest.fixture
+def key() -> DataKey:
+    return DataKey.generate()
+
+
+@pytest.fixture
+def store(tmp_path: Path, key: DataKey) -> BlobStore:
+    return BlobStore(tmp_path / "blobs", key, chunk_size=CHUNK)
+
+
+def flip(path: Path, offset: int) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[offset] ^= 0x01
+    path.write_bytes(bytes(raw))
+
+
+# -- round trips -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"x", b"hello world", bytes(range(CHUNK)), bytes(range(256)) * 3 + b"tail"],
+    ids=["empty", "one-byte", "small", "exactly-one-chunk", "multi-chunk"],
+)
+def test_round_trip(store: BlobStore, data: bytes) -> None:
+    assert store.put(A, data) == len(data)
+    assert store.get(A) == data
+    assert b"".join(store.stream(A)) == data
+
+
+def test_round_trip_from_an_iterator_of_odd_pieces(store: BlobStore) -> None:
+    data = os.urandom(CHUNK * 5 + 3)
+
+    def pieces() -> Iterator[bytes]:
+        for start in range(0, len(data), 7):
+            yield data[start : start + 7]
+        yield b""
+
+    assert store.put(A, pieces()) == len(data)
+    assert store.get(A) == data
+    assert all(len(chunk) == CHUNK for chunk in list(store.stream(A))[:-1])
+
+
+def test_default_chunk_size_round_trip(tmp_path: Path, key: DataKey) -> None:
+    store = BlobStore(tmp_path, key)
+    data = os.urandom(2 * 1024 * 1024 + 5)  # three 1 MiB chunks
+    store.put(A, [data[:100], data[100:]])
+    assert store.get(A) == data
+
+
+def test_file_layout_is_header_plus_one_record_per_chunk(store: BlobStore, key: DataKey) -> None:
+    store.put(A, b"z" * (CHUNK * 2 + 1))
+    raw = (store.root / A).read_bytes()
+    assert raw.startswith(b"LOREBLOB\x01" + key.id_bytes)
+    assert len(raw) == HEADER_BYTES + 2 * RECORD + (NONCE_BYTES + 1 + TAG_BYTES)
+    assert store.key_id_of(A) == key.id
+
+
+def test_disk_holds_neither_plaintext_nor_display_name(store: BlobStore, key: DataKey) -> None:
+    secret = b"quarterly salary figures: alice 123456 " * 4
+    name = "salaries-2024-confidential.xlsx"
+    store.put(A, secret)
+    sealed = seal_text(key, name, context=f"upload-name:{A}")
+    for path in store.root.iterdir():
+        raw = path.read_bytes()
+        assert path.name == A
+        assert b"salary" not in raw and b"alice" not in raw
+        assert name.encode() not in raw and b"salaries" not in raw
+    assert name not in sealed and "salaries" not in sealed
+    assert open_text(key, sealed, context=f"upload-name:{A}") == name
+
+
+def test_files_and_folder_are_private(store: BlobStore) -> None:
+    store.put(A, b"data")
+    assert stat.S_IMODE((store.root / A).stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.root.stat().st_mode) & 0o077 == 0
+
+
+def test_put_replaces_and_leaves_no_temp_files(store: BlobStore) -> None:
+    store.put(A, b"first")
+    store.put(A, b"second")
+    assert store.get(A) == b"second"
+    assert [p.name for p in store.root.iterdir()] == [A]
+
+
+def test_failed_put_keeps_the_old_blob_and_no_temp(store: BlobStore) -> None:
+    store.put(A, b"old")
+
+    def broken() -> Iterator[bytes]:
+        yield b"x" * (CHUNK * 3)
+        raise OSError("upload interrupted")
+
+    with pytest.raises(OSError, match="interrupted"):
+        store.put(A, broken())
+    assert store.get(A) == b"old"
+    assert [p.name for p in store.root.iterdir()] == [A]
+
+
+def test_non_bytes_data_is_rejected(store: BlobStore) -> None:
+    with pytest.raises(InvalidInput, match="bytes"):
+        store.put(A, ["text, not bytes"])  # type: ignore[list-item]
+    assert store.ids() == set()
+
+
+def test_missing_blob(store: BlobStore) -> None:
+    with pytest.raises(NotFound):
+        store.get(A)
+    assert not store.exists(A)
+    assert store.delete(A) is False
+
+
+def test_exists_delete_ids(store: BlobStore) -> None:
+    assert store.ids() == set()
+    store.put(A, b"1")
+    store.put(C, b"2")
+    (store.root / "README").write_text("not a blob")
+    assert store.ids() == {A, C}
+    assert store.exists(A)
+    assert store.delete(A) is True
+    assert not store.exists(A)
+    assert store.ids() == {C}
+
+
+# -- tampering -------------------------------------------------------------------------------
+
+
+def damaged(store: BlobStore, blob_id: str, before: bytes) -> None:
+    """Reading fails as damage, and the file is kept exactly as it was."""
+    with pytest.raises(DamagedBlob, match=f"blob {blob_id} is damaged"):
+        store.get(blob_id)
+    assert (store.root / blob_id).read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "offset",
+    [HEADER_BYTES + NONCE_BYTES + 2, HEADER_BYTES, -1, HEADER_BYTES + RECORD + 5, 15],
+    ids=["ciphertext", "nonce", "last-tag", "second-chunk", "chunk-size-in-header"],
+)
+def test_flipped_byte_is_detected(store: BlobStore, offset: int) -> None:
+    store.put(A, os.urandom(CHUNK * 3 + 4))
+    path = store.root / A
+    flip(path, offset)
+    damaged(store, A, path.read_bytes())
+
+
+@pytest.mark.parametrize("records", [1, 2, 3], ids=["to-one-chunk", "to-two", "to-three"])
+def test_truncation_at_a_chunk_boundary_is_detected(store: BlobStore, records: int) -> None:
+    store.put(A, os.urandom(CHUNK * 3 + 4))
+    path = store.root / A
+    path.write_bytes(path.read_bytes()[: HEADER_BYTES + records * RECORD])
+    damaged(store, A, path.read_bytes())
+
+
+@pytest.mark.parametrize("keep", [0, 5, HEADER_BYTES, HEADER_BYTES + 20], ids=str)
+def test_truncation_elsewhere_is_detected(store: BlobStore, keep: int) -> None:
+    store.put(A, b"some data")
+    path = store.root / A
+    path.write_bytes(path.read_bytes()[:keep])
+    damaged(store, A, path.read_bytes())
+
+
+def test_appended_chunk_is_detected(store: BlobStore) -> None:
+    store.put(A, b"x" * CHUNK)
+    path = store.root / A
+    raw = path.read_bytes()
+    path.write_bytes(raw + raw[HEADER_BYTES:])
+    damaged(store, A, path.read_bytes())
+
+
+def test_swapped_chunks_are_detected(store: BlobStore) -> None:
+    store.put(A, os.urandom(CHUNK * 3))
+    path = store.root / A
+    raw = path.read_bytes()
+    first = raw[HEADER_BYTES : HEADER_BYTES + RECORD]
+    second = raw[HEADER_BYTES + RECORD : HEADER_BYTES + 2 * RECORD]
+    path.write_bytes(raw[:HEADER_BYTES] + second + first + raw[HEADER_BYTES + 2 * RECORD :])
+    damaged(store, A, path.read_bytes())
+
+
+def test_swapped_blob_files_are_detected(store: BlobStore) -> None:
+    store.put(A, b"alpha's document")
+    store.put(B, b"bravo's document")
+    a, b = (store.root / A).read_bytes(), (store.root / B).read_bytes()
+    (store.root / A).write_bytes(b)
+    (store.root / B).write_bytes(a)
+    damaged(store, A, b)
+    damaged(store, B, a)
+
+
+def test_streaming_reports_damage_too(store: BlobStore) -> None:
+    store.put(A, os.urandom(CHUNK * 3))
+    path = store.root / A
+    path.write_bytes(path.read_bytes()[: HEADER_BYTES + 2 * RECORD])
+    with pytest.raises(DamagedBlob):
+        list(store.stream(A))
+
+
+def test_not_a_blob_and_future_version(store: BlobStore) -> None:
+    (store.root).mkdir(parents=True)
+    (store.root / A).write_bytes(b"just some file that is long enough")
+    damaged(store, A, (store.root / A).read_bytes())
+    store.put(B, b"data")
+    flip(store.root / B, 8)  # version 1 -> 0
+    with pytest.raises(Unsupported, match="upgrade lorebase"):
+        store.get(B)
+
+
+# -- wrong key -------------------------------------------------------------------------------
+
+
+def test_wrong_key_is_reported_and_the_file_kept(store: BlobStore, tmp_path: Path) -> None:
+    store.put(A, b"secret")
+    before = (store.root / A).read_bytes()
+    other = BlobStore(store.root, DataKey.generate(), chunk_size=CHUNK)
+    with pytest.raises(WrongKey) as caught:
+        other.get(A)
+    assert str(caught.value).startswith(WRONG_KEY_MESSAGE)
+    assert "set LOREBASE_DATA_KEY to the right key" in str(caught.value)
+    assert store.key.id in str(caught.value)
+    assert isinstance(caught.value, InvalidInput)
+    with pytest.raises(WrongKey):
+        other.stream(A)
+    assert (store.root / A).read_bytes() == before
+    assert store.get(A) == b"secret"
+
+
+def test_key_never_appears_in_repr_or_errors(key: DataKey) -> None:
+    assert repr(key) == f"DataKey(id={key.id})"
+    assert key.to_base64() not in repr(key)
+    assert len(key.id) == 8
+
+
+# -- key loading -----------------------------------------------------------------------------
+
+
+def test_key_file_is_created_0600_and_reused(tmp_path: Path) -> None:
+    old_umask = os.umask(0)  # even a permissive umask must not widen the mode
+    try:
+        first = DataKey.load(tmp_path, environ={})
+    finally:
+        os.umask(old_umask)
+    path = tmp_path / KEY_FILE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert DataKey.load(tmp_path, environ={}) == first
+    assert [p.name for p in tmp_path.iterdir()] == [KEY_FILE]  # no temp file left
+
+
+def test_key_file_is_created_in_a_new_data_dir(tmp_path: Path) -> None:
+    key = DataKey.load(tmp_path / "new" / "home", environ={})
+    assert (tmp_path / "new" / "home" / KEY_FILE).is_file()
+    assert DataKey.from_file(tmp_path / "new" / "home" / KEY_FILE) == key
+
+
+def test_env_key_takes_precedence_and_creates_no_file(tmp_path: Path) -> None:
+    env_key = DataKey.generate()
+    loaded = DataKey.load(tmp_path, environ={KEY_ENV: env_key.to_base64()})
+    assert loaded == env_key
+    assert not (tmp_path / KEY_FILE).exists()
+    file_key = DataKey.load(tmp_path, environ={})
+    assert DataKey.load(tmp_path, environ={KEY_ENV: env_key.to_base64()}) == env_key != file_key
+
+
+def test_env_key_accepts_urlsafe_base64_without_padding(tmp_path: Path) -> None:
+    key = DataKey.generate()
+    text = base64.urlsafe_b64encode(key._secret).decode().rstrip("=")
+    assert DataKey.load(tmp_path, environ={KEY_ENV: f" {text}\n"}) == key
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["not base64!!", base64.b64encode(b"short").decode(), base64.b64encode(b"x" * 48).decode()],
+    ids=["not-base64", "too-short", "too-long"],
+)
+def test_bad_env_key_says_what_is_expected(tmp_path: Path, value: str) -> None:
+    with pytest.raises(InvalidInput, match="base64 of exactly 32 random bytes") as caught:
+        DataKey.load(tmp_path, environ={KEY_ENV: value})
+    assert KEY_ENV in str(caught.value)
+    assert value not in str(caught.value)
+    assert not (tmp_path / KEY_FILE).exists()
+
+
+def test_empty_env_key_falls_back_to_the_file(tmp_path: Path) -> None:
+    key = DataKey.load(tmp_path, environ={KEY_ENV: ""})
+    assert (tmp_path / KEY_FILE).is_file()
+    assert DataKey.load(tmp_path, environ={}) == key
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_loose_key_file_permissions_are_refused(tmp_path: Path, mode: int) -> None:
+    DataKey.load(tmp_path, environ={})
+    path = tmp_path / KEY_FILE
+    path.chmod(mode)
+    with pytest.raises(InvalidInput, match=r"chmod 600") as caught:
+        DataKey.load(tmp_path, environ={})
+    assert str(path) in str(caught.value)
+    assert stat.S_IMODE(path.stat().st_mode) == mode  # refused, not silently changed
+
+
+def test_malformed_key_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / KEY_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, b"garbage")
+    os.close(fd)
+    with pytest.raises(InvalidInput, match="key file"):
+        DataKey.load(tmp_path, environ={})
+    assert path.read_bytes() == b"garbage"
+
+
+def test_symlinked_key_file_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere.key"
+    DataKey.generate().save(real)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / KEY_FILE).symlink_to(real)
+    with pytest.raises(InvalidInput, match="cannot be opened"):
+        DataKey.load(tmp_path / "home", environ={})
+
+
+def test_save_never_overwrites(tmp_path: Path) -> None:
+    first = DataKey.load(tmp_path, environ={})
+    from lorebase.errors import Conflict
+
+    with pytest.raises(Conflict, match="already exists"):
+        DataKey.generate().save(tmp_path / KEY_FILE)
+    assert DataKey.load(tmp_path, environ={}) == first
+
+
+def test_raw_key_of_wrong_length() -> None:
+    with pytest.raises(InvalidInput, match="32 bytes"):
+        DataKey(b"x" * 16)
+
+
+# -- blob ids --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "blob_id",
+    ["../x", "a/b", "", "A" * 16, "ab" * 8 + "/", "../" + "a" * 16, "a" * 65, "a" * 15,
+     "a" * 16 + "\n", "g" * 16, "." + "a" * 16, "/" + "a" * 16, None, 123],
+    ids=repr,
+)  # fmt: skip
+def test_hostile_ids_are_rejected(store: BlobStore, blob_id: object) -> None:
+    with pytest.raises(InvalidInput, match="16 to 64 lowercase hexadecimal"):
+        check_blob_id(blob_id)  # type: ignore[arg-type]
+    for call in (store.get, store.exists, store.delete, store.stream, store.key_id_of):
+        with pytest.raises(InvalidInput):
+            call(blob_id)  # type: ignore[operator]
+    with pytest.raises(InvalidInput):
+        store.put(blob_id, b"x")  # type: ignore[arg-type]
+    assert not store.root.exists() or store.ids() == set()
+
+
+def test_longest_id_is_accepted(store: BlobStore) -> None:
+    blob_id = "0123456789abcdef" * 4
+    store.put(blob_id, b"ok")
+    assert store.ids() == {blob_id}
+
+
+# -- sweeping --------------------------------------------------------------------------------
+
+
+def age(path: Path, seconds: float = 7200) -> None:
+    stamp = path.stat().st_mtime - seconds
+    os.utime(path, (stamp, stamp))
+
+
+def test_sweep_orphans_removes_unkept_blobs_and_stale_temps(store: BlobStore) -> None:
+    for blob_id in (A, B, C):
+        store.put(blob_id, b"data")
+        age(store.root / blob_id)
+    stale = store.root / f".{A}.{'0' * 16}.tmp"
+    fresh = store.root / f".{B}.{'1' * 16}.tmp"
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    age(stale)
+    other = store.root / "notes.txt"
+    other.write_text("not ours")
+    age(other)
+
+    assert store.sweep_orphans(keep={A}) == 3  # B, C and the stale temp file
+    assert store.ids() == {A}
+    assert fresh.exists() and other.exists() and not stale.exists()
+    assert store.get(A) == b"data"
+    assert store.sweep_orphans(keep={A}) == 0
+
+
+def test_sweep_spares_young_blobs_of_uploads_in_flight(store: BlobStore) -> None:
+    store.put(A, b"just uploaded")
+    assert store.sweep_orphans(keep=set()) == 0
+    assert store.sweep_orphans(keep=set(), grace=-1) == 1
+    assert store.ids() == set()
+
+
+def test_sweep_of_a_missing_folder(tmp_path: Path, key: DataKey) -> None:
+    assert BlobStore(tmp_path / "none", key).sweep_orphans(set()) == 0
+
+
+# -- rotation --------------------------------------------------------------------------------
+
+
+def fill(store: BlobStore) -> dict[str, bytes]:
+    blobs = {f"{n:016x}": os.urandom(n * 7) for n in range(6)}
+    for blob_id, data in blobs.items():
+        store.put(blob_id, data)
+    return blobs
+
+
+def test_rotate_reencrypts_everything(store: BlobStore, key: DataKey) -> None:
+    blobs = fill(store)
+    new = DataKey.generate()
+    assert store.rotate(new) == len(blobs)
+    assert store.key == new
+    fresh = BlobStore(store.root, new, chunk_size=CHUNK)
+    stale = BlobStore(store.root, key, chunk_size=CHUNK)
+    for blob_id, data in blobs.items():
+        assert fresh.get(blob_id) == data
+        assert fresh.key_id_of(blob_id) == new.id
+        with pytest.raises(WrongKey):
+            stale.get(blob_id)
+    assert store.ids() == set(blobs)  # no temp files left
+    assert {p.name for p in store.root.iterdir()} == set(blobs)
+
+
+def test_rotate_is_idempotent(store: BlobStore) -> None:
+    blobs = fill(store)
+    new = DataKey.generate()
+    assert store.rotate(new) == len(blobs)
+    before = {blob_id: (store.root / blob_id).read_bytes() for blob_id in blobs}
+    assert store.rotate(new) == 0
+    assert {blob_id: (store.root / blob_id).read_bytes() for blob_id in blobs} == before
+
+
+def test_interrupted_rotation_reads_both_and_completes_on_rerun(
+    store: BlobStore, key: DataKey
+) -> None:
+    blobs = fill(store)
+    new = DataKey.generate()
+    done = sorted(blobs)[:2]
+    for blob_id in done:  # a rotation that crashed after two blobs
+        assert store._rotate_one(blob_id, new)
+
+    mixed = BlobStore(store.root, new, previous=[key], chunk_size=CHUNK)
+    assert all(mixed.get(blob_id) == data for blob_id, data in blobs.items())
+    assert {store.key_id_of(b) for b in done} == {new.id}
+
+    restarted = BlobStore(store.root, key, chunk_size=CHUNK)  # still configured with the old key
+    assert restarted.rotate(new) == len(blobs) - len(done)
+    only_new = BlobStore(store.root, new, chunk_size=CHUNK)
+    assert all(only_new.get(blob_id) == data for blob_id, data in blobs.items())
+
+
+def test_rotation_writes_new_uploads_with_the_new_key(store: BlobStore, key: DataKey) -> None:
+    store.put(A, b"before")
+    new = DataKey.generate()
+    store.rotate(new)
+    store.put(B, b"after")
+    assert store.key_id_of(B) == new.id
+    assert store.keys == (new, key)
+
+
+def test_rotation_leaves_damaged_and_foreign_blobs_untouched(store: BlobStore) -> None:
+    blobs = fill(store)
+    ids = sorted(blobs)
+    flip(store.root / ids[1], -1)
+    BlobStore(store.root, DataKey.generate(), chunk_size=CHUNK).put(ids[3], b"foreign")
+    kept = {i: (store.root / i).read_bytes() for i in (ids[1], ids[3])}
+    new = DataKey.generate()
+
+    with pytest.raises(RotationIncomplete) as caught:
+        store.rotate(new)
+    assert caught.value.rotated == len(blobs) - 2
+    assert isinstance(caught.value.failed[ids[1]], DamagedBlob)
+    assert isinstance(caught.value.failed[ids[3]], WrongKey)
+    assert {i: (store.root / i).read_bytes() for i in (ids[1], ids[3])} == kept
+    assert {p.name for p in store.root.iterdir()} == set(blobs)
+    for blob_id in (ids[0], ids[2], ids[4], ids[5]):
+        assert store.get(blob_id) == blobs[blob_id]
+
+
+def test_rotation_does_not_clobber_a_concurrent_put(
+    store: BlobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put(A, b"old content")
+    new = DataKey.generate()
+    real_write = store._write_temp
+
+    def write_then_race(blob_id: str, key: DataKey, data: object) -> tuple[Path, int]:
+        result = real_write(blob_id, key, data)  # type: ignore[arg-type]
+        os.unlink(store.root / A)  # another writer replaces the blob meanwhile
+        BlobStore(store.root, new, chunk_size=CHUNK).put(A, b"newer content")
+        return result
+
+    monkeypatch.setattr(store, "_write_temp", write_then_race)
+    assert store.rotate(new) == 0
+    monkeypatch.undo()
+    assert store.get(A) == b"newer content"
+    assert store.ids() == {A} and len(list(store.root.iterdir())) == 1
+
+
+# -- sealed names ----------------------------------------------------------------------------
+
+
+def test_seal_and_open_text(key: DataKey) -> None:
+    for text in ("", "report.pdf", "Überblick – 日本語.docx", "x" * 2000):
+        token = seal_text(key, text, "upload-name:1")
+        assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        assert open_text(key, token, "upload-name:1") == text
+    assert seal_text(key, "same", "c") != seal_text(key, "same", "c")  # random nonce
+
+
+def test_sealed_text_in_the_wrong_context_fails(key: DataKey) -> None:
+    token = seal_text(key, "report.pdf", "upload-name:1")
+    with pytest.raises(InvalidInput, match="does not open in this context"):
+        open_text(key, token, "upload-name:2")
+
+
+def test_sealed_text_with_the_wrong_key(key: DataKey) -> None:
+    token = seal_text(key, "report.pdf", "ctx")
+    other = DataKey.generate()
+    with pytest.raises(WrongKey, match="set LOREBASE_DATA_KEY"):
+        open_text(other, token, "ctx")
+    assert open_text([other, key], token, "ctx") == "report.pdf"
+
+
+@pytest.mark.parametrize("token", ["", "!!!", "AQ", "A" * 30])
+def test_malformed_tokens(key: DataKey, token: str) -> None:
+    with pytest.raises(InvalidInput):
+        open_text(key, token, "ctx")
+
+
+def test_tampered_token(key: DataKey) -> None:
+    token = seal_text(key, "report.pdf", "ctx")
+    raw = bytearray(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    raw[-1] ^= 1
+    bad = base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+    with pytest.raises(InvalidInput, match="damaged"):
+        open_text(key, bad, "ctx")
