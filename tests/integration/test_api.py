@@ -247,7 +247,8 @@ def test_bad_requests_name_the_field(env: Env) -> None:
     assert {"query", "top_k"} <= fields
     assert env.client.post("/v1/search", json={"query": "x", "extra": 1},
                            headers=env.as_("alice")).status_code == 422  # fmt: skip
-    assert env.client.get("/v1/documents/nope", headers=env.as_("alice")).status_code == 404
+    assert env.client.get("/v1/documents/0123abcd", headers=env.as_("alice")).status_code == 404
+    assert env.client.get("/v1/documents/nope", headers=env.as_("alice")).status_code == 422
 
 
 def test_health_readiness_metrics(env: Env) -> None:

@@ -2,7 +2,8 @@
 
 - ``global`` bases: every user sees them; admins create and change them.
 - ``team`` bases: members of the team see them; team admins (and admins) create and change.
-- ``personal`` bases: only the owner sees and changes them.
+- ``personal`` bases: only the owner sees and changes them; one without an owner (made
+  with the command line on the server's machine) belongs to the administrators.
 
 A base the caller may not see is reported exactly like a missing one (404), so ids and
 names never leak across scopes.
@@ -33,7 +34,11 @@ def can_see(caller: Caller, kb: KnowledgeBase) -> bool:
         return True
     if kb.scope is Scope.TEAM:
         return kb.team_id is not None and kb.team_id in caller.teams
-    return kb.owner == caller.user.name
+    return _owns(caller, kb)
+
+
+def _owns(caller: Caller, kb: KnowledgeBase) -> bool:
+    return kb.owner == caller.user.name if kb.owner is not None else caller.is_admin
 
 
 def can_change(caller: Caller, kb: KnowledgeBase) -> bool:
@@ -43,7 +48,7 @@ def can_change(caller: Caller, kb: KnowledgeBase) -> bool:
     if kb.scope is Scope.TEAM:
         role = caller.teams.get(kb.team_id) if kb.team_id is not None else None
         return role is Role.ADMIN or (caller.is_admin and role is not None)
-    return kb.owner == caller.user.name
+    return _owns(caller, kb)
 
 
 def can_create(caller: Caller, scope: Scope, team_id: int | None) -> bool:

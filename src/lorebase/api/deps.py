@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Path, Request
 
 from lorebase.accounts.access import Caller
 from lorebase.api.server import Server
@@ -27,3 +27,9 @@ def get_caller(
 
 ServerDep = Annotated[Server, Depends(get_server)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
+
+# Row ids fit SQLite's signed 64-bit integers; document and chunk ids are hex.
+MAX_ROW_ID = 2**63 - 1
+KbId = Annotated[int, Path(ge=1, le=MAX_ROW_ID, description="A knowledge base id.")]
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
+DocumentId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$")]

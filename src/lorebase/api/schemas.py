@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -83,7 +83,9 @@ class SourceOut(BaseModel):
 
 class SearchIn(Strict):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    knowledge_bases: list[int] | None = Field(None, max_length=100)
+    knowledge_bases: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None = Field(
+        None, max_length=100
+    )
     top_k: int = Field(10, ge=1, le=MAX_TOP_K)
     mode: Literal["hybrid", "keyword", "dense"] = "hybrid"
     rerank: bool = False

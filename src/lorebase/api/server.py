@@ -95,7 +95,8 @@ class Server:
         """Take the ingestion lock, sweep orphaned blobs, start workers and the watcher."""
         self.lb.lock.acquire()
         self.lb.store.reset_unfinished()
-        self.blobs.sweep_orphans(self._upload_ids())
+        # Holding the lock, no upload is half-stored: orphans of any age can go.
+        self.blobs.sweep_orphans(self._upload_ids(), grace=0)
         self.queue.start()
         self.queue.sweep_now()
         if self.settings.watch:

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, UploadFile, status
 
 from lorebase.api.convert import document_out
-from lorebase.api.deps import CallerDep, ServerDep
+from lorebase.api.deps import CallerDep, DocumentId, KbId, ServerDep
 from lorebase.api.schemas import ChunkOut, DocumentOut, TextOut, UploadOut
 from lorebase.errors import InvalidInput
 from lorebase.store.base import DocumentState
@@ -31,7 +31,7 @@ def _chunks(upload: UploadFile) -> Iterator[bytes]:
     status_code=status.HTTP_202_ACCEPTED,
 )
 def upload_documents(
-    kb_id: int, files: list[UploadFile], server: ServerDep, caller: CallerDep
+    kb_id: KbId, files: list[UploadFile], server: ServerDep, caller: CallerDep
 ) -> UploadOut:
     """Upload files (multipart, field `files`). Each is stored encrypted and queued: the answer
     comes at once with the document ids; `GET /v1/documents/{id}` or the event stream tells
@@ -49,7 +49,7 @@ def upload_documents(
 
 @router.get("/v1/knowledge-bases/{kb_id}/documents", response_model=list[DocumentOut])
 def list_documents(
-    kb_id: int,
+    kb_id: KbId,
     server: ServerDep,
     caller: CallerDep,
     state: Annotated[DocumentState | None, Query()] = None,
@@ -59,7 +59,7 @@ def list_documents(
 
 
 @router.post("/v1/knowledge-bases/{kb_id}/reindex", status_code=status.HTTP_202_ACCEPTED)
-def reindex_all(kb_id: int, server: ServerDep, caller: CallerDep) -> dict[str, int]:
+def reindex_all(kb_id: KbId, server: ServerDep, caller: CallerDep) -> dict[str, int]:
     kb = server.kb_for(caller, kb_id, write=True)
     documents = server.lb.store.list_documents(kb.id)
     for document in documents:
@@ -68,13 +68,13 @@ def reindex_all(kb_id: int, server: ServerDep, caller: CallerDep) -> dict[str, i
 
 
 @router.get("/v1/documents/{document_id}", response_model=DocumentOut)
-def get_document(document_id: str, server: ServerDep, caller: CallerDep) -> DocumentOut:
+def get_document(document_id: DocumentId, server: ServerDep, caller: CallerDep) -> DocumentOut:
     _, document = server.document_for(caller, document_id)
     return document_out(server, document)
 
 
 @router.delete("/v1/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_document(document_id: str, server: ServerDep, caller: CallerDep) -> Response:
+def delete_document(document_id: DocumentId, server: ServerDep, caller: CallerDep) -> Response:
     """Purge every row of the document in one transaction, then its stored original."""
     kb, document = server.document_for(caller, document_id, write=True)
     server.delete_document(kb, document)
@@ -83,7 +83,9 @@ def delete_document(document_id: str, server: ServerDep, caller: CallerDep) -> R
 
 
 @router.post("/v1/documents/{document_id}/reindex", status_code=status.HTTP_202_ACCEPTED)
-def reindex_document(document_id: str, server: ServerDep, caller: CallerDep) -> dict[str, str]:
+def reindex_document(
+    document_id: DocumentId, server: ServerDep, caller: CallerDep
+) -> dict[str, str]:
     kb, document = server.document_for(caller, document_id, write=True)
     server.requeue(kb, document)
     return {"status": "queued"}
@@ -91,7 +93,7 @@ def reindex_document(document_id: str, server: ServerDep, caller: CallerDep) -> 
 
 @router.get("/v1/documents/{document_id}/text", response_model=TextOut)
 def document_text(
-    document_id: str,
+    document_id: DocumentId,
     server: ServerDep,
     caller: CallerDep,
     start: Annotated[int, Query(ge=0)] = 0,
@@ -106,7 +108,7 @@ def document_text(
 
 @router.get("/v1/documents/{document_id}/chunks", response_model=list[ChunkOut])
 def surrounding_chunks(
-    document_id: str,
+    document_id: DocumentId,
     around: str,
     server: ServerDep,
     caller: CallerDep,

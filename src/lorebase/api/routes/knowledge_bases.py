@@ -8,7 +8,7 @@ from pathlib import Path
 from fastapi import APIRouter, Response, status
 
 from lorebase.api.convert import kb_out
-from lorebase.api.deps import CallerDep, ServerDep
+from lorebase.api.deps import CallerDep, KbId, RowId, ServerDep
 from lorebase.api.schemas import (
     KnowledgeBaseIn,
     KnowledgeBaseOut,
@@ -54,13 +54,13 @@ def create_knowledge_base(
 
 
 @router.get("/{kb_id}", response_model=KnowledgeBaseOut)
-def get_knowledge_base(kb_id: int, server: ServerDep, caller: CallerDep) -> KnowledgeBaseOut:
+def get_knowledge_base(kb_id: KbId, server: ServerDep, caller: CallerDep) -> KnowledgeBaseOut:
     return kb_out(server.kb_for(caller, kb_id))
 
 
 @router.patch("/{kb_id}", response_model=KnowledgeBaseOut)
 def update_knowledge_base(
-    kb_id: int, body: KnowledgeBaseUpdate, server: ServerDep, caller: CallerDep
+    kb_id: KbId, body: KnowledgeBaseUpdate, server: ServerDep, caller: CallerDep
 ) -> KnowledgeBaseOut:
     """Change the description or the chunking (documents become stale and are re-chunked by
     the next pass)."""
@@ -78,7 +78,7 @@ def update_knowledge_base(
 
 
 @router.delete("/{kb_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_knowledge_base(kb_id: int, server: ServerDep, caller: CallerDep) -> Response:
+def delete_knowledge_base(kb_id: KbId, server: ServerDep, caller: CallerDep) -> Response:
     """Delete the base and everything in it: rows, vectors, lexical rows, blobs."""
     kb = server.kb_for(caller, kb_id, write=True)
     server.delete_kb(kb)
@@ -87,7 +87,7 @@ def delete_knowledge_base(kb_id: int, server: ServerDep, caller: CallerDep) -> R
 
 
 @router.get("/{kb_id}/sources", response_model=list[SourceOut])
-def list_sources(kb_id: int, server: ServerDep, caller: CallerDep) -> list[SourceOut]:
+def list_sources(kb_id: KbId, server: ServerDep, caller: CallerDep) -> list[SourceOut]:
     kb = server.kb_for(caller, kb_id)
     return [
         SourceOut(id=s.id, path=s.path, label=s.label) for s in server.lb.store.list_sources(kb.id)
@@ -95,7 +95,7 @@ def list_sources(kb_id: int, server: ServerDep, caller: CallerDep) -> list[Sourc
 
 
 @router.post("/{kb_id}/sources", response_model=SourceOut, status_code=status.HTTP_201_CREATED)
-def add_source(kb_id: int, body: SourceIn, server: ServerDep, caller: CallerDep) -> SourceOut:
+def add_source(kb_id: KbId, body: SourceIn, server: ServerDep, caller: CallerDep) -> SourceOut:
     """Follow a folder on the server's machine (admins only: it reads the server's disk)."""
     kb = server.kb_for(caller, kb_id, write=True)
     if not caller.is_admin:
@@ -108,7 +108,7 @@ def add_source(kb_id: int, body: SourceIn, server: ServerDep, caller: CallerDep)
 
 
 @router.delete("/{kb_id}/sources/{source_id}", status_code=status.HTTP_204_NO_CONTENT)
-def remove_source(kb_id: int, source_id: int, server: ServerDep, caller: CallerDep) -> Response:
+def remove_source(kb_id: KbId, source_id: RowId, server: ServerDep, caller: CallerDep) -> Response:
     kb = server.kb_for(caller, kb_id, write=True)
     server.lb.store.remove_source(kb.id, source_id)
     server.audit(caller, "remove_source", f"kb:{kb.id}")
@@ -116,7 +116,7 @@ def remove_source(kb_id: int, source_id: int, server: ServerDep, caller: CallerD
 
 
 @router.post("/{kb_id}/sync", status_code=status.HTTP_202_ACCEPTED)
-def sync_now(kb_id: int, server: ServerDep, caller: CallerDep) -> dict[str, str]:
+def sync_now(kb_id: KbId, server: ServerDep, caller: CallerDep) -> dict[str, str]:
     """Start a pass over the base's folders now (it runs in the background)."""
     kb = server.kb_for(caller, kb_id, write=True)
     threading.Thread(target=server.lb.sync, kwargs={"kb": kb.name}, daemon=True).start()
