@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -18,6 +19,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def mcp_session(url: str, key: str) -> tuple[set[str], str]:
+    """List the tools and call one over MCP's streamable HTTP with the SDK's own client."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("list_knowledge_bases", {})
+        return tools, result.content[0].text
 
 
 def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
@@ -44,6 +61,11 @@ def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
                              headers=headers, timeout=5)  # fmt: skip
         assert created.status_code == 201
         assert httpx.get(f"{base}/openapi.json", timeout=5).json()["info"]["title"] == "lorebase"
+        tools, listed = asyncio.run(mcp_session(f"{base}/mcp", key))
+        assert tools == {"list_knowledge_bases", "search_knowledge_base", "read_document",
+                         "read_surrounding_chunks"}  # fmt: skip
+        assert "k" in listed
+        assert httpx.post(f"{base}/mcp", json={}, timeout=5).status_code == 401
     finally:
         process.terminate()
         process.wait(timeout=30)

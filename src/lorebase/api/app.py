@@ -9,9 +9,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
+from starlette.routing import Route
 
 from lorebase import __version__
 from lorebase.api import problems
+from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
 from lorebase.api.routes import documents, knowledge_bases, search, system, tools
 from lorebase.api.server import Server
 
@@ -22,12 +24,15 @@ def create_app(server: Server, *, manage: bool = True) -> FastAPI:
     """The app over ``server``. With ``manage`` the app starts and stops the server's
     workers with its own life span."""
 
+    mcp = McpEndpoint(server)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if manage:
             server.start()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             if manage:
                 server.stop()
@@ -40,6 +45,8 @@ def create_app(server: Server, *, manage: bool = True) -> FastAPI:
     )
     app.state.server = server
     problems.install(app)
+    # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     for module in (knowledge_bases, documents, search, system, tools):
         app.include_router(module.router)
 
