@@ -334,3 +334,37 @@ def test_nothing_from_a_tool_session_reaches_a_log(
     for needle in ("zebra", "merger", "carry over", "Staff Handbook", "handbook.md",
                    "Ignore previous", QUESTION, "ten days"):  # fmt: skip
         assert needle.lower() not in logged.lower(), needle
+
+
+def test_ask_over_http_streams_events_and_sources(
+    stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from lorebase.accounts.sqlite import SqliteAccounts
+    from lorebase.api.app import create_app
+    from lorebase.api.server import Server, ServeSettings
+    from lorebase.crypto import DataKey
+
+    stand_in.script = [
+        Turn(calls=[("search_knowledge_base", {"query": "vacation carry over"})]),
+        Turn(text="Up to ten days carry over [1]."),
+    ]
+    monkeypatch.setenv("LOREBASE_CHAT_URL", stand_in.url)
+    monkeypatch.setenv("LOREBASE_CHAT_MODEL", "stand-in")
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "handbook.md").write_text(HANDBOOK)
+    with open_lorebase(settings=Settings(data_dir=tmp_path / "d"), embedder=FakeEmbedder()) as lb:
+        lb.add([folder], kb="team")
+        server = Server(lb, SqliteAccounts(lb.store), DataKey.generate(),
+                        ServeSettings(auth=False, watch=False, workers=1))  # fmt: skip
+        client = TestClient(create_app(server, manage=False))
+        response = client.post("/v1/ask", json={"question": QUESTION})
+        assert response.status_code == 200
+        body = response.text
+        assert "event: notice" in body and "event: tool" in body
+        answer = json.loads(body.split("event: answer\ndata: ")[1].split("\n")[0])
+        assert answer["text"] == "Up to ten days carry over [1]."
+        assert answer["sources"][0]["citation"].startswith("team/handbook.md")
+        assert "<untrusted-document" in stand_in.bodies[1]

@@ -14,7 +14,7 @@ from starlette.routing import Route
 from lorebase import __version__
 from lorebase.api import problems
 from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
-from lorebase.api.routes import documents, knowledge_bases, search, system, tools
+from lorebase.api.routes import ask, documents, knowledge_bases, search, system, tools
 from lorebase.api.server import Server
 
 access_log = logging.getLogger("lorebase.access")
@@ -47,7 +47,7 @@ def create_app(server: Server, *, manage: bool = True) -> FastAPI:
     problems.install(app)
     # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
-    for module in (knowledge_bases, documents, search, system, tools):
+    for module in (knowledge_bases, documents, search, system, tools, ask):
         app.include_router(module.router)
 
     @app.middleware("http")

@@ -1,0 +1,83 @@
+"""POST /v1/ask: an answer from the configured chat model, streamed as server-sent events.
+
+The chat endpoint is the operator's (``LOREBASE_CHAT_URL``…); the locality gate decides, on
+that endpoint, whether knowledge-base content may reach it. Events: ``notice`` (the gate's
+decision, named endpoint), ``delta`` (answer text), ``tool`` (a tool the model used; no
+arguments), ``answer`` (final text and the numbered sources), ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+from pydantic import Field
+
+from lorebase.accounts.access import Caller
+from lorebase.api.deps import CallerDep, ServerDep
+from lorebase.api.routes.tools import toolbox_for
+from lorebase.api.schemas import Strict
+from lorebase.api.server import Server
+from lorebase.errors import LorebaseError
+
+router = APIRouter(tags=["agent tools"])
+
+
+class AskIn(Strict):
+    question: str = Field(min_length=1, max_length=4000)
+    profile: str | None = Field(None, max_length=64)
+    inject: bool = False
+    top_k: int = Field(5, ge=1, le=20)
+
+
+def _event(kind: str, data: dict[str, Any]) -> str:
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _answer_events(server: Server, caller: Caller, body: AskIn) -> Iterator[str]:
+    from lorebase.agent.ask import Answer, Asker, Delta, Notice, ToolUse
+    from lorebase.agent.chat import ChatClient, ChatSettings
+    from lorebase.agent.gate import LocalityGate
+
+    try:
+        toolbox = toolbox_for(server, caller, body.profile)
+        gate = LocalityGate.from_env(os.environ)
+        with ChatClient(ChatSettings.from_env(), gate) as client:
+            asker = Asker(toolbox, client)
+            for event in asker.ask(body.question, inject=body.inject, top_k=body.top_k):
+                if isinstance(event, Notice):
+                    yield _event("notice", {"text": event.text})
+                elif isinstance(event, Delta):
+                    yield _event("delta", {"text": event.text})
+                elif isinstance(event, ToolUse):
+                    yield _event("tool", {"name": event.name, "ok": event.ok})
+                elif isinstance(event, Answer):
+                    yield _event("answer", _answer(event))
+    except LorebaseError as error:
+        yield _event("error", {"message": str(error)})
+
+
+def _answer(answer: Any) -> dict[str, Any]:
+    sources = [
+        {
+            "number": source.number,
+            "citation": source.label,
+            "document_id": source.document_id,
+            "chunk_id": source.chunk_id,
+            "knowledge_base": source.knowledge_base,
+        }
+        for source in answer.sources
+    ]
+    return {"text": answer.text, "sources": sources, "cited": answer.cited,
+            "rounds": answer.rounds}  # fmt: skip
+
+
+@router.post("/v1/ask")
+def ask(body: AskIn, server: ServerDep, caller: CallerDep) -> StreamingResponse:
+    """Answer a question with the configured chat model over the caller's knowledge bases,
+    streamed as server-sent events, ending with the numbered sources it cited."""
+    return StreamingResponse(_answer_events(server, caller, body), media_type="text/event-stream")
