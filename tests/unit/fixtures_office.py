@@ -259,3 +259,27 @@ def png_bytes(width: int = 8, height: int = 8) -> bytes:
         + chunk(b"IDAT", zlib.compress(rows))
         + chunk(b"IEND", b"")
     )
+
+
+def columns_pdf(columns: Sequence[Sequence[str]], *, heading: str | None = None) -> bytes:
+    """One page with side-by-side columns of lines, written row by row across the columns
+    (so pdfium's own order mixes them), under an optional full-width heading."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=10)
+    pdf.add_page()
+    top = 20
+    if heading is not None:
+        pdf.set_font("Helvetica", style="B", size=14)
+        pdf.set_xy(10, top)
+        pdf.cell(w=190, text=heading, align="C")
+        pdf.set_font("Helvetica", size=10)
+        top += 14
+    width = 190 / len(columns)
+    for row in range(max(len(lines) for lines in columns)):  # row by row, as many producers do
+        for number, lines in enumerate(columns):
+            if row < len(lines):
+                pdf.set_xy(10 + number * width, top + row * 5)
+                pdf.cell(w=width - 8, h=5, text=lines[row])
+    return bytes(pdf.output())

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path, PurePath
 
+import pypdfium2 as pdfium
 import pytest
 from fixtures_office import (
     CORPUS_REASON,
     bomb_pdf,
+    columns_pdf,
     encrypted_pdf,
     handmade_pdf,
     image_only_pdf,
@@ -19,6 +21,7 @@ from fixtures_office import (
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.pdf import PdfExtractor, _paragraphs, check_expansion, clean_title
+from lorebase.extract.pdf_layout import page_text
 from lorebase.extract.registry import extract_bytes
 from lorebase.settings import MB, ExtractSettings
 from lorebase.types import ElementKind, Extracted, FailureReason
@@ -303,3 +306,61 @@ def test_corpus_bookmark_heading_and_title() -> None:
     assert first.text.startswith("LayoutParser: A Unified Toolkit")
     assert read(DOCS / "pdf" / "irs-f1040nr-form.pdf").title == "2007 Form 1040NR"
     assert read(DOCS / "pdf" / "scotus-transcript-p1.pdf").title is None  # "10811.exe"
+
+
+# -- columns -------------------------------------------------------------------------------------
+
+
+def _column(name: str, count: int = 30) -> list[str]:
+    """Lines of numbered sentences, each sentence broken over two lines."""
+    lines: list[str] = []
+    for number in range(1, count // 2 + 1):
+        lines += [f"{name} sentence number {number} starts", f"here and ends here {number}."]
+    return lines
+
+
+def test_two_columns_are_read_one_after_the_other() -> None:
+    data = columns_pdf([_column("Alpha"), _column("Beta")], heading="A Heading Across Both")
+    extracted = extract(data)
+    assert_invariants(extracted)
+    text = extracted.text
+    assert text.index("A Heading Across Both") < text.index("Alpha sentence number 1 ")
+    assert text.rindex("Alpha") < text.index("Beta")
+    for line in text.splitlines():
+        assert not ("Alpha" in line and "Beta" in line)
+    for name in ("Alpha", "Beta"):
+        assert f"{name} sentence number 7 starts here and ends here 7." in text
+
+
+def test_single_column_is_unchanged() -> None:
+    data = text_pdf([[LONG, "A second paragraph on page one.", LONG]])
+    textpage = pdfium.PdfDocument(data)[0].get_textpage()
+    assert page_text(textpage, (0, 0, 595, 842)) == textpage.get_text_bounded()
+
+
+def test_number_grid_is_not_split_into_columns() -> None:
+    grid = [
+        [" ".join(f"{row * 7 + col + k:,}" for k in range(990, 996)) for row in range(40)]
+        for col in range(2)
+    ]
+    data = columns_pdf(grid)
+    textpage = pdfium.PdfDocument(data)[0].get_textpage()
+    assert page_text(textpage, (0, 0, 595, 842)) == textpage.get_text_bounded()
+
+
+def _page_text(path: Path, index: int) -> str:
+    pdf = pdfium.PdfDocument(path)
+    page = pdf[index]
+    return " ".join(page_text(page.get_textpage(), page.get_bbox()).split())
+
+
+@corpus
+def test_corpus_columns_read_in_order() -> None:
+    irs = _page_text(DOCS / "pdf" / "irs-i1040nr-instructions.pdf", 3)
+    assert (
+        "Note. If you are claiming a reduced rate of, or exemption from, tax based on a tax "
+        "treaty, you must generally be a resident of the particular treaty country" in irs
+    )
+    assert "You can have the refund deposited in one or more accounts." in irs
+    paper = _page_text(DOCS / "pdf" / "naacl06-shinyama-paper.pdf", 1)
+    assert "In Unrestricted Relation Discovery, the discovery process (i.e. creating new " in paper

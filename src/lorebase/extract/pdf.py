@@ -19,6 +19,7 @@ import pypdfium2 as pdfium
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import DocumentBuilder, Extractor
+from lorebase.extract.pdf_layout import page_text
 from lorebase.types import DocumentKind, ElementKind, Extracted, FailureReason
 
 # pdfium's FPDF_ERR_PASSWORD and FPDF_ERR_SECURITY (an unsupported encryption scheme).
@@ -191,7 +192,7 @@ def _page_lines(pdf: pdfium.PdfDocument, index: int) -> tuple[list[str] | None, 
     try:
         textpage = page.get_textpage()
         try:
-            raw = textpage.get_text_bounded()
+            raw = page_text(textpage, page.get_bbox())
         finally:
             textpage.close()
     except pdfium.PdfiumError:
