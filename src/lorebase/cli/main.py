@@ -11,6 +11,7 @@ from lorebase import __version__
 from lorebase.cli import (
     agents,
     documents,
+    evaluate,
     index,
     inspection,
     knowledge_bases,
@@ -70,6 +71,7 @@ app.command()(index.search)
 app.command()(index.status)
 app.command()(passes.sync)
 app.command()(passes.watch)
+app.command("eval")(evaluate.evaluate)
 app.command()(serving.serve)
 app.add_typer(knowledge_bases.app, name="kb")
 app.add_typer(serving.users_app, name="users")

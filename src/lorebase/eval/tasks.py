@@ -1,0 +1,201 @@
+"""Preparing a task from what the user points at, running it, and keeping the result.
+
+Three inputs: a BEIR folder (its corpus is written out once and indexed into
+``eval-<name>``, reused while the corpus hash is the same: a second run embeds nothing), a
+source folder with ``.lorebase/evals.jsonl`` (indexed into a knowledge base named after it),
+or an existing knowledge base plus an evals file. The last result of each knowledge base is
+kept as JSON in ``<data dir>/evals/<kb>.json`` (:func:`last_result`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from lorebase.app import Lorebase
+from lorebase.errors import Conflict, InvalidInput, NotFound, Unavailable
+from lorebase.eval.datasets import (
+    DEFAULT_SPLIT,
+    EVALS_FOLDER,
+    BeirSet,
+    Question,
+    beir_questions,
+    corpus_hash,
+    corpus_id_from_path,
+    evals_file,
+    is_beir,
+    load_evals,
+    materialize,
+    resolve_documents,
+    slug,
+)
+from lorebase.eval.runner import EvalConfig, EvalResult, EvalTask, run_task
+from lorebase.ingest.pipeline import IngestReport, Progress
+
+EVAL_KB_PREFIX = "eval-"
+EVAL_KB_MARKER = "lorebase eval corpus"
+"""Starts the description of every knowledge base made for a BEIR corpus."""
+RESULTS_FOLDER = "evals"
+CORPORA_FOLDER = "corpora"
+
+
+# -- preparing tasks -------------------------------------------------------------------------
+
+
+def prepare_beir(
+    lb: Lorebase,
+    folder: Path,
+    *,
+    kb: str | None = None,
+    split: str = DEFAULT_SPLIT,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> EvalTask:
+    """Index a BEIR corpus (once per corpus hash) and bind its judged questions to it."""
+    beir = BeirSet(folder, split)
+    questions, notes = beir_questions(beir)
+    if not questions:
+        raise InvalidInput(f"{beir.qrels} judges no query as relevant; nothing to evaluate")
+    digest = corpus_hash(beir)
+    name = kb or f"{EVAL_KB_PREFIX}{slug(beir.name)}"
+    _ensure_eval_kb(lb, name, f"{EVAL_KB_MARKER} {beir.name} sha256:{digest}")
+    corpus = materialize(beir, lb.settings.data_dir / RESULTS_FOLDER / CORPORA_FOLDER, digest)
+    report = _index(lb, corpus, name, on_progress)
+    return EvalTask(beir.name, "beir", str(folder), name, tuple(questions),
+                    corpus_id_from_path, tuple(notes), report)  # fmt: skip
+
+
+def prepare_folder(
+    lb: Lorebase,
+    folder: Path,
+    *,
+    kb: str | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> EvalTask:
+    """Index a source folder and read the questions in its ``.lorebase/evals.jsonl``."""
+    questions = load_evals(evals_file(folder))
+    name = kb or folder.resolve().name
+    report = _index(lb, folder, name, on_progress)
+    return _bind(lb, name, questions, folder.resolve().name, str(folder), report)
+
+
+def prepare_kb(lb: Lorebase, kb: str, evals: Path) -> EvalTask:
+    """Bind an evals file to a knowledge base that is already indexed. Paths in the file are
+    relative to the folder holding ``.lorebase/`` (when the file sits there)."""
+    lb.kb(kb)  # NotFound early
+    questions = load_evals(evals)
+    parent = evals.resolve().parent
+    prefix = parent.parent.name if parent.name == EVALS_FOLDER else None
+    return _bind(lb, kb, questions, prefix, str(evals), None)
+
+
+def _bind(
+    lb: Lorebase,
+    kb: str,
+    questions: list[Question],
+    prefix: str | None,
+    source: str,
+    report: IngestReport | None,
+) -> EvalTask:
+    stored = {document.path for document in lb.documents(kb)}
+    resolved, missing = resolve_documents(questions, stored, prefix)
+    notes = []
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        notes.append(f"{len(missing)} listed documents are not in {kb}: {shown}")
+    return EvalTask(prefix or kb, "evals", source, kb, tuple(resolved), _same,
+                    tuple(notes), report)  # fmt: skip
+
+
+def _same(path: str) -> str:
+    return path
+
+
+def _ensure_eval_kb(lb: Lorebase, name: str, description: str) -> None:
+    """Create the knowledge base of an eval corpus, or check that ``name`` is one; a corpus
+    that changed replaces the old one."""
+    existing = next((kb for kb in lb.knowledge_bases() if kb.name == name), None)
+    if existing is not None and existing.description == description:
+        return
+    if existing is not None:
+        if not existing.description.startswith(EVAL_KB_MARKER):
+            raise Conflict(
+                f"the knowledge base {name} exists and is not an eval corpus; pass --kb with "
+                "another name"
+            )
+        lb.delete_kb(name)
+    lb.create_kb(name, description=description)
+
+
+def _index(
+    lb: Lorebase, folder: Path, kb: str, on_progress: Callable[[Progress], None] | None
+) -> IngestReport:
+    report = lb.add([folder], kb=kb, on_progress=on_progress)
+    if report.stopped:
+        raise Unavailable(report.stopped)
+    return report
+
+
+# -- one call, and the stored last result ----------------------------------------------------
+
+
+def evaluate(
+    lb: Lorebase,
+    source: Path | None = None,
+    *,
+    kb: str | None = None,
+    evals: Path | None = None,
+    split: str = DEFAULT_SPLIT,
+    config: EvalConfig | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_question: Callable[[str, int, int], None] | None = None,
+    save: bool = True,
+) -> EvalResult:
+    """Prepare the task ``source``/``kb``/``evals`` describe, run it and keep the result."""
+    if source is not None:
+        if not source.is_dir():
+            raise NotFound(f"{source} is not a folder; give a BEIR folder or a source folder")
+        if evals is not None:
+            raise InvalidInput("give either a folder or --evals, not both")
+        if is_beir(source):
+            task = prepare_beir(lb, source, kb=kb, split=split, on_progress=on_progress)
+        elif evals_file(source).is_file():
+            task = prepare_folder(lb, source, kb=kb, on_progress=on_progress)
+        else:
+            raise InvalidInput(
+                f"{source} holds neither corpus.jsonl + queries.jsonl (BEIR) nor "
+                f"{EVALS_FOLDER}/evals.jsonl"
+            )
+    elif kb is not None and evals is not None:
+        task = prepare_kb(lb, kb, evals)
+    else:
+        raise InvalidInput("give a folder to evaluate, or --kb with --evals PATH")
+    result = run_task(lb, task, config, on_question)
+    if save:
+        save_result(lb.settings.data_dir, result)
+    return result
+
+
+def result_path(data_dir: Path, kb: str) -> Path:
+    return data_dir / RESULTS_FOLDER / f"{quote(kb, safe='-_.')}.json"
+
+
+def save_result(data_dir: Path, result: EvalResult) -> Path:
+    """Keep ``result`` as the last one of its knowledge base (written atomically)."""
+    path = result_path(data_dir, result.kb)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    staging.write_text(json.dumps(result.to_json(), ensure_ascii=False, indent=1), "utf-8")
+    os.replace(staging, path)
+    return path
+
+
+def last_result(data_dir: Path, kb: str) -> dict[str, Any] | None:
+    """The last result stored for ``kb`` as JSON values, or None when there is none."""
+    path = result_path(data_dir, kb)
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text("utf-8"))

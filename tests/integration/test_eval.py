@@ -1,0 +1,259 @@
+"""`lorebase eval` through the real pipeline: a guard on ranking quality with the bundled model
+(paraphrases, an exact identifier, folded accents, an unanswerable question), BEIR corpora
+indexed once, the stored last result, and the command itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from lorebase.app import Lorebase, open_lorebase
+from lorebase.cli.common import CliContext
+from lorebase.cli.evaluate import evaluate as evaluate_command
+from lorebase.embed.fake import FakeEmbedder
+from lorebase.errors import Conflict, InvalidInput
+from lorebase.eval.runner import EvalConfig, EvalResult
+from lorebase.eval.tasks import evaluate, last_result, prepare_beir
+from lorebase.settings import Settings
+
+DOCS = {
+    "it/accounts.md": "# Accounts\n\n## Password reset\n\nIf you forgot your password, open the "
+    "sign-in page, choose 'Forgot password' and follow the link we e-mail you. The link "
+    "expires after one hour.\n",
+    "hr/leave.md": "# Leave\n\n## Vacation\n\nStaff earn twenty-five days of paid annual "
+    "leave. Requests go to your manager two weeks ahead.\n",
+    "finance/expenses.md": "# Expenses\n\n## Reimbursement\n\nSubmit receipts within thirty "
+    "days; the finance team pays approved claims with the next salary.\n",
+    "ops/outage.md": "# Incidents\n\n## Database outage\n\nWhen the primary database stops "
+    "answering, fail over to the replica and page the on-call engineer.\n",
+    "facilities/parking.md": "# Facilities\n\n## Parking\n\nVisitors park in the north lot; "
+    "employees need a permit from reception.\n",
+    "errors.md": "# Error codes\n\n| code | meaning |\n| --- | --- |\n"
+    "| ERR_4711 | the upstream quota was exhausted |\n| ERR_1234 | the disk is full |\n",
+    "pt/configuracao.md": "# Configuração\n\nA configuração do sistema é feita no arquivo "
+    "principal, com permissões de administrador.\n",
+    "security/badges.txt": "Badges\n======\n\nA lost badge is blocked at the security desk; a "
+    "new one is printed the same day.\n",
+    "dev/auth.py": 'def reset_password(user):\n    """Send a password reset e-mail to the '
+    'user."""\n    return mailer.send(user.email, template="reset")\n',
+}
+QUESTIONS = [
+    # Paraphrases: few or no shared words, the dense arm carries them.
+    ("I can't log in because I lost my credentials", ["it/accounts.md", "dev/auth.py"]),
+    ("how much paid time off do I get each year", ["hr/leave.md"]),
+    ("getting my money back for a business trip", ["finance/expenses.md"]),
+    ("what to do if the main DB goes down", ["ops/outage.md"]),
+    ("where can guests leave their car", ["facilities/parking.md"]),
+    ("my access card is gone", ["security/badges.txt"]),
+    # Exact identifiers and folded accents: the keyword arm carries them.
+    ("ERR_4711", ["errors.md"]),
+    ("configuracao do sistema", ["pt/configuracao.md"]),
+]
+UNANSWERABLE = "What was the final score of the 1954 football world cup?"
+# MRR@10 floors a step under what the bundled model reaches here (hybrid 0.75, dense 0.94,
+# keyword 0.31 when this was written: paraphrases are the dense arm's job), so only a real
+# break in ranking trips them.
+FLOORS = {"hybrid": 0.65, "dense": 0.8, "keyword": 0.25}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sources") / "helpdesk"
+    for name, text in DOCS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    lines = [{"question": q, "documents": docs, "answerable": True} for q, docs in QUESTIONS]
+    lines.append({"id": "none", "question": UNANSWERABLE, "documents": [], "answerable": False})
+    (root / ".lorebase").mkdir()
+    (root / ".lorebase" / "evals.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    return root
+
+
+@pytest.fixture(scope="module")
+def real(onnx_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Lorebase:
+    from lorebase.embed.onnx import OnnxEmbedder
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    instance = open_lorebase(settings=settings, embedder=OnnxEmbedder(onnx_cache))
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="module")
+def result(real: Lorebase, folder: Path) -> EvalResult:
+    return evaluate(real, folder, config=EvalConfig(ks=(1, 5)))
+
+
+def test_ranking_quality_floors(result: EvalResult) -> None:
+    assert result.questions == len(QUESTIONS) + 1 and result.unanswerable == 1
+    for mode, floor in FLOORS.items():
+        assert result.mode(mode).metrics["mrr@10"] >= floor, mode
+    hybrid = result.mode("hybrid")
+    assert hybrid.metrics["recall@5"] == 1.0  # every answer among the first five
+    assert hybrid.metrics["ndcg@10"] >= 0.75
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: in a small base the dense arm returns every chunk, so any chunk sharing one "
+    "word with the question counts as found by both arms and goes first (consensus-first RRF); "
+    "a stray match ('lost', 'leave', Portuguese 'do') outranks the dense arm's right answer",
+)
+def test_hybrid_is_at_least_as_good_as_each_arm(result: EvalResult) -> None:
+    hybrid = result.mode("hybrid").metrics["mrr@10"]
+    assert hybrid >= result.mode("dense").metrics["mrr@10"]
+    assert hybrid >= result.mode("keyword").metrics["mrr@10"]
+
+
+def test_identifiers_and_accents_come_first(result: EvalResult) -> None:
+    for mode in ("keyword", "hybrid"):
+        first = {o.id: o.ranked[:1] for o in result.mode(mode).outcomes}
+        assert first["q7"] == ("helpdesk/errors.md",), mode
+        assert first["q8"] == ("helpdesk/pt/configuracao.md",), mode
+
+
+def test_the_unanswerable_question_finds_nothing(result: EvalResult) -> None:
+    for mode in ("dense", "hybrid"):
+        gate = result.mode(mode).no_answer
+        assert gate is not None and gate["accuracy"] == 1.0, mode
+        assert gate["answerable_kept"] >= 0.75
+    assert result.mode("keyword").no_answer is None  # no dense score to judge by
+
+
+def test_citations_latency_and_the_stored_result(result: EvalResult, real: Lorebase) -> None:
+    for mode in result.modes:
+        assert mode.citation_coverage == 1.0
+        assert mode.hits > 0
+        latency = mode.latency_ms
+        assert 0 < latency["p50"] <= latency["p95"] <= latency["max"]
+    stored = last_result(real.settings.data_dir, result.kb)
+    assert stored is not None and stored == json.loads(json.dumps(result.to_json()))
+    assert "outcomes" not in stored["modes"][0]
+
+
+def test_matches_the_reference_on_this_run(result: EvalResult) -> None:
+    ir_measures = pytest.importorskip(
+        "ir_measures", reason="the reference (ir-measures) is in the dev extra"
+    )
+    from ir_measures import RR, P, R, nDCG
+
+    for mode in result.modes:
+        answered = [o for o in mode.outcomes if o.answerable]
+        qrels = {o.id: {doc: 1 for doc in _relevant(o.id)} for o in answered}
+        run = {o.id: {d: float(-i) for i, d in enumerate(o.ranked)} or {"-": 0.0} for o in answered}
+        expected = ir_measures.calc_aggregate([nDCG @ 10, RR @ 10, R @ 5, P @ 1], qrels, run)
+        assert mode.metrics["ndcg@10"] == pytest.approx(expected[nDCG @ 10], abs=1e-4)
+        assert mode.metrics["mrr@10"] == pytest.approx(expected[RR @ 10], abs=1e-4)
+        assert mode.metrics["recall@5"] == pytest.approx(expected[R @ 5], abs=1e-4)
+        assert mode.metrics["precision@1"] == pytest.approx(expected[P @ 1], abs=1e-4)
+
+
+def _relevant(question_id: str) -> list[str]:
+    _, docs = QUESTIONS[int(question_id[1:]) - 1]
+    return [f"helpdesk/{doc}" for doc in docs]
+
+
+def test_a_second_run_embeds_nothing(real: Lorebase, folder: Path, result: EvalResult) -> None:
+    again = evaluate(real, folder, config=EvalConfig(modes=("keyword",)))
+    assert again.index is not None
+    assert (again.index["embedded"], again.index["unchanged"]) == (0, len(DOCS))
+
+
+# -- BEIR corpora and the command, with the fake embedder -----------------------------------
+
+
+def write_beir(root: Path, extra: str = "") -> Path:
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    corpus = [
+        {"_id": "w1", "title": "Wing flutter", "text": "Flutter of swept wings at high speed."},
+        {"_id": "h2", "title": "Heat transfer", "text": "Heat conduction in composite slabs."},
+        {"_id": "b3", "title": "Boundary layers", "text": "Laminar boundary layer separation."},
+    ]
+    lines = [json.dumps(r) for r in corpus] + ([extra] if extra else [])
+    (root / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    queries = [{"_id": "1", "text": "swept wing flutter"}, {"_id": "2", "text": "heat slabs"}]
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\tw1\t2\n2\th2\t1\n")
+    return root
+
+
+def fake(tmp_path: Path) -> Lorebase:
+    return open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder())
+
+
+def test_beir_corpus_is_indexed_once_and_maps_hits_to_ids(tmp_path: Path) -> None:
+    beir = write_beir(tmp_path / "mini")
+    with fake(tmp_path) as lb:
+        first = evaluate(lb, beir)
+        assert first.kb == "eval-mini" and first.documents == 3
+        assert first.mode("keyword").metrics["mrr@10"] == 1.0
+        assert first.index and first.index["added"] == 3
+        second = evaluate(lb, beir)
+        assert second.index and (second.index["embedded"], second.index["unchanged"]) == (0, 3)
+        # A changed corpus replaces the knowledge base's documents.
+        write_beir(beir, json.dumps({"_id": "n4", "title": "Nozzles", "text": "Nozzle flow."}))
+        third = evaluate(lb, beir)
+        assert third.documents == 4
+        assert third.index and third.index["reused"] >= 3  # vectors of unchanged text kept
+
+
+def test_beir_refuses_a_knowledge_base_it_did_not_make(tmp_path: Path) -> None:
+    beir = write_beir(tmp_path / "mini")
+    with fake(tmp_path) as lb:
+        lb.create_kb("mine")
+        with pytest.raises(Conflict):
+            prepare_beir(lb, beir, kb="mine")
+
+
+def test_inputs_are_checked(tmp_path: Path, folder: Path) -> None:
+    with fake(tmp_path) as lb:
+        with pytest.raises(InvalidInput):
+            evaluate(lb, tmp_path)  # neither BEIR nor evals.jsonl
+        with pytest.raises(InvalidInput):
+            evaluate(lb)
+        with pytest.raises(InvalidInput):
+            EvalConfig(ks=(0,))
+
+
+def test_enough_hits_are_asked_for_to_fill_the_documents() -> None:
+    # Metrics count documents; a document cut in chunks can take several hits.
+    assert EvalConfig().depth == 30
+    assert EvalConfig(ks=(1, 5)).depth == 30
+    assert EvalConfig(ks=(10, 100)).depth == 100  # the search's limit
+
+
+def cli(tmp_path: Path) -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def root(ctx: typer.Context) -> None:
+        ctx.obj = CliContext(data_dir=tmp_path / "data", embedder="fake")
+
+    app.command("eval")(evaluate_command)
+    return app
+
+
+def test_the_command(tmp_path: Path, folder: Path) -> None:
+    app, runner = cli(tmp_path), CliRunner()
+    done = runner.invoke(app, ["eval", str(folder), "--mode", "hybrid", "--k", "3", "--json"])
+    assert done.exit_code == 0, done.output
+    out = json.loads(done.stdout)
+    assert out["kb"] == "helpdesk" and out["config"]["ks"] == [3]
+    assert [m["mode"] for m in out["modes"]] == ["hybrid"]
+    assert set(out["modes"][0]["metrics"]) == {"recall@3", "precision@3", "mrr@10", "ndcg@10"}
+    table = runner.invoke(app, ["eval", "--kb", "helpdesk", "--last"])
+    assert table.exit_code == 0 and "nDCG@10" in table.stdout and "hybrid" in table.stdout
+    evals = folder / ".lorebase" / "evals.jsonl"
+    again = runner.invoke(app, ["eval", "--kb", "helpdesk", "--evals", str(evals), "--json",
+                                "--mode", "dense", "--details"])  # fmt: skip
+    assert again.exit_code == 0, again.output
+    details = json.loads(again.stdout)["modes"][0]["outcomes"]
+    assert details[6]["ranked"][0] == "helpdesk/errors.md"
+    missing = runner.invoke(app, ["eval", "--kb", "nope", "--last"])
+    assert missing.exit_code == 3
+    bad = runner.invoke(app, ["eval", str(tmp_path / "absent")])
+    assert bad.exit_code == 3
