@@ -17,6 +17,8 @@ _ELLIPSIS = "…"
 
 def fold(text: str) -> str:
     """Lower-case and strip accents, as the lexical index does."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
@@ -27,9 +29,9 @@ def query_terms(query: str) -> set[str]:
     return kept or terms
 
 
-def _matches(word: str, terms: set[str]) -> bool:
-    # A shared 4-letter stem counts ("indexing" ~ "indexed"), like the stemmed lexical index.
-    return word in terms or any(len(t) > 4 and word[:5] == t[:5] for t in terms)
+# Words sharing their first letters count as the same word ("indexing" ~ "indexed"), like
+# the stemmed lexical index; only for terms longer than this.
+_STEM_CHARS = 5
 
 
 def snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
@@ -39,10 +41,11 @@ def snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
     if len(flat) <= limit:
         return flat
     terms = query_terms(query)
+    stems = {t[:_STEM_CHARS] for t in terms if len(t) > _STEM_CHARS - 1}
     best_start, best_end, best_score = 0, 0, -1
     for match in _SENTENCE.finditer(flat):
-        words = {fold(w) for w in _WORD.findall(match.group())}
-        score = sum(1 for w in words if _matches(w, terms))
+        words = set(_WORD.findall(fold(match.group())))
+        score = sum(1 for w in words if w in terms or w[:_STEM_CHARS] in stems)
         if score > best_score:
             best_start, best_end, best_score = match.start(), match.end(), score
     return _window(flat, best_start, best_end, limit)
