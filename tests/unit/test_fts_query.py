@@ -116,3 +116,10 @@ def test_stop_words_are_left_out_when_other_words_remain() -> None:
 
 def test_a_query_of_stop_words_only_still_searches() -> None:
     assert fts.build_match_query("to be or not to be") == '"to" OR "be" OR "or" OR "not"'
+
+
+def test_stop_words_go_before_the_term_cap() -> None:
+    question = " ".join(["the"] * 5 + [f"word{n} of the" for n in range(40)])
+    terms = fts.search_terms(question)
+    assert len(terms) == fts.MAX_QUERY_TERMS
+    assert all(term.startswith("word") for term in terms)

@@ -2,7 +2,8 @@
 
 User text never reaches FTS5 as syntax: every whitespace-separated term becomes a quoted FTS5
 string (a phrase of whatever tokens the tokenizer finds in it), so ``AND``, ``NEAR(``, ``*``,
-``col:term``, ``^`` and stray quotes are just words. Terms are OR-joined and ranked by BM25.
+``col:term``, ``^`` and stray quotes are just words. Terms are OR-joined and ranked by BM25;
+on large indexes the OR query is split by term frequency (see :func:`split_match_queries`).
 
 The index is an *external-content* FTS5 table over the view ``chunks_fts_source``: the chunk
 text is stored once (in ``chunks``); FTS5 keeps only its inverted index and per-row sizes.
@@ -42,8 +43,8 @@ _DROPPED_CHARACTERS = {0: " "}
 """NUL ends a string inside FTS5's query parser ("unterminated string"); it becomes a space."""
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct search terms of raw user text, in order, at most ``MAX_QUERY_TERMS``.
+def query_terms(text: str, limit: int | None = MAX_QUERY_TERMS) -> list[str]:
+    """The distinct search terms of raw user text, in order, at most ``limit``.
 
     Split on whitespace; a term without any letter or digit cannot match a token and is
     dropped; duplicates (ignoring case) are dropped.
@@ -59,7 +60,7 @@ def query_terms(text: str) -> list[str]:
             continue
         seen.add(folded)
         terms.append(term)
-        if len(terms) == MAX_QUERY_TERMS:
+        if limit is not None and len(terms) == limit:
             break
     return terms
 
@@ -69,14 +70,108 @@ def quote_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def search_terms(text: str) -> list[str]:
+    """The terms a keyword search uses: :func:`query_terms` without stop words (unless that
+    leaves nothing), at most ``MAX_QUERY_TERMS``. Stop words go *before* the cap, so a long
+    question keeps its content words (the cap used to cut half of CISI's questions short)."""
+    return without_stop_words(query_terms(text, limit=None))[:MAX_QUERY_TERMS]
+
+
+def match_any(terms: Sequence[str]) -> str:
+    """Rows holding any of the terms: quoted terms OR-joined."""
+    return " OR ".join(quote_term(term) for term in terms)
+
+
 def build_match_query(text: str) -> str | None:
     """The FTS5 MATCH expression for raw user text (terms OR-joined, stop words left out when
     other words remain), or None when nothing searchable is left, in which case the caller
     returns no hits without querying."""
-    terms = without_stop_words(query_terms(text))
+    terms = search_terms(text)
     if not terms:
         return None
-    return " OR ".join(quote_term(term) for term in terms)
+    return match_any(terms)
+
+
+# -- the query plan for large indexes ---------------------------------------------------------
+#
+# ``ORDER BY bm25 LIMIT n`` over an OR query scores every row holding any term: at 100k+
+# chunks a word like "what" (in a third of the rows) costs hundreds of milliseconds. The plan
+# below takes the rarest terms as *anchors* (as many as fit a budget of rows) and runs
+#
+#   (others OR ...) AND (anchor OR ...)     rows with anchors and other terms
+#   (anchor OR ...) NOT (others OR ...)     rows with anchors only
+#
+# Each phrase appears once per expression, and bm25() takes each phrase's document frequency
+# from the whole index (not from the rows matched), so a row's score in either query equals
+# its plain-OR score; the two row sets are disjoint, and merging them by score gives the
+# plain-OR order *of every row holding an anchor*. What is left out is rows holding only the
+# frequent terms, which carry the least weight (BM25's idf falls with document frequency), and
+# the frequent terms' long row lists are only seeked into where an anchor is, never walked.
+
+ANCHOR_SHARE = 0.01
+"""The anchors' summed document frequency may reach this share of the rows (10k at 1M): the
+rows the split plan scores, against all rows holding any term for the plain query."""
+DF_CAP_SHARE = 0.1
+"""Document frequencies are counted up to this share of the rows (a bounded walk); anything
+above is simply frequent."""
+SPLIT_FROM_ROWS = 50_000
+"""Below this many indexed rows the plain OR query is fast enough: no plan, no counting."""
+TERM_STATS_TABLE = "temp.lorebase_term_stats"
+
+
+def choose_anchors(frequencies: dict[str, int], budget: int) -> list[str]:
+    """The rarest terms whose document frequencies sum to at most ``budget`` (always at least
+    the rarest one), in query order. Pure: frequencies in, terms out."""
+    terms = list(frequencies)
+    ranked = sorted(terms, key=lambda term: (frequencies[term], terms.index(term)))
+    chosen, total = [], 0
+    for term in ranked:
+        if chosen and total + frequencies[term] > budget:
+            break
+        chosen.append(term)
+        total += frequencies[term]
+    return [term for term in terms if term in chosen]
+
+
+def split_match_queries(anchors: Sequence[str], others: Sequence[str]) -> tuple[str, str]:
+    """The two MATCH expressions of the split plan: rows with anchors and other terms, then
+    rows with anchors only."""
+    anchor, other = f"({match_any(anchors)})", f"({match_any(others)})"
+    return f"{other} AND {anchor}", f"{anchor} NOT {other}"
+
+
+def indexed_rows_sql() -> str:
+    """An upper bound on the rows in the index, read in O(log n): the largest chunk rowid."""
+    return "SELECT coalesce(max(rowid), 0) FROM chunks"
+
+
+def term_count_sql() -> str:
+    """How many rows match a term, counted up to a cap (parameters: MATCH expression, cap):
+    walks at most ``cap`` entries of the term's row list."""
+    return f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?)"
+
+
+def term_stats_sql() -> tuple[str, str, str]:
+    """Create, read and write the per-connection cache of term frequencies: a TEMP table, so
+    it lives and dies with the connection and needs no migration. Keyed by the case-folded
+    term and the (bucketed) row count it was counted at."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {TERM_STATS_TABLE} "
+        "(term TEXT NOT NULL, rows INTEGER NOT NULL, df INTEGER NOT NULL, "
+        "PRIMARY KEY (term, rows))",
+        f"SELECT df FROM {TERM_STATS_TABLE} WHERE term = ? AND rows = ?",
+        f"INSERT OR REPLACE INTO {TERM_STATS_TABLE} (term, rows, df) VALUES (?, ?, ?)",
+    )
+
+
+def stats_bucket(rows: int) -> int:
+    """The row count a cached term frequency stands for, rounded down to two significant
+    digits: the cache survives small writes (the plan needs magnitudes, not exact counts;
+    scores never use them) and is counted afresh as the index grows."""
+    if rows < 100:
+        return rows
+    scale = 10 ** (len(str(rows)) - 2)
+    return rows // scale * scale
 
 
 # The path column: separators as spaces, so `handbook` matches `docs/handbook.docx` (the
@@ -151,12 +246,14 @@ def keyword_search_sql(*, with_documents: bool) -> str:
 
     Parameters, in order: the MATCH expression, a JSON array of knowledge base ids, [a JSON
     array of document ids,] the limit. JSON arrays keep the parameter count fixed however many
-    ids there are. Scores come back negated: FTS5's bm25 is lower-is-better.
+    ids there are. Rows are ``(chunk id, score, rowid)``; scores come back negated (FTS5's
+    bm25 is lower-is-better) and ties are broken by rowid, so results of several queries merge
+    into the order one query would give.
     """
     weights = ", ".join(repr(weight) for weight in COLUMN_WEIGHTS)
     documents = " AND c.document_id IN (SELECT value FROM json_each(?))" if with_documents else ""
     return (
-        f"SELECT c.id, -bm25({FTS_TABLE}, {weights}) AS score "
+        f"SELECT c.id, -bm25({FTS_TABLE}, {weights}) AS score, c.rowid "
         f"FROM {FTS_TABLE} CROSS JOIN chunks AS c ON c.rowid = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH ? AND c.kb_id IN (SELECT value FROM json_each(?))"
         f"{documents} ORDER BY score DESC, c.rowid LIMIT ?"

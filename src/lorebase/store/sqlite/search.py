@@ -9,10 +9,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from lorebase.errors import NotFound
+from lorebase.store.ann import ANN_THRESHOLD, GraphSlot, SideFile, build_ann_index, chunk_keys
 from lorebase.store.base import Scored, StoredChunk
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import (
@@ -22,7 +24,7 @@ from lorebase.store.sqlite.rows import (
     placeholders,
     stored_chunk_from_row,
 )
-from lorebase.store.vectors import VectorIndex, build_index, matrix_from_blobs
+from lorebase.store.vectors import VECTOR_DTYPE, VectorIndex, build_index, matrix_from_blobs
 
 _KB_FILTER = "c.kb_id IN (SELECT value FROM json_each(?))"
 
@@ -34,16 +36,75 @@ def keyword_search(
     limit: int,
     document_ids: Sequence[str] | None,
 ) -> Scored:
-    """BM25 hits for raw user text; nothing is queried when no searchable term is left."""
-    match = fts.build_match_query(query)
-    if match is None or limit <= 0 or not kb_ids or document_ids == []:
+    """BM25 hits for raw user text; nothing is queried when no searchable term is left.
+
+    On a large index the OR query runs as the split plan of :mod:`fts` (common terms counted
+    only in rows that hold a rare one); the results of its queries are merged by score, then
+    rowid, as one query orders them.
+    """
+    terms = fts.search_terms(query)
+    if not terms or limit <= 0 or not kb_ids or document_ids == []:
         return []
-    params: list[object] = [match, json_ids(kb_ids)]
+    base: list[object] = [json_ids(kb_ids)]
     if document_ids is not None:
-        params.append(json_ids(document_ids))
-    params.append(limit)
+        base.append(json_ids(document_ids))
     sql = fts.keyword_search_sql(with_documents=document_ids is not None)
-    return [(chunk_id, float(score)) for chunk_id, score in conn.execute(sql, params)]
+    plan = keyword_plan(conn, terms)
+    rows: list[tuple[str, float, int]] = []
+    for match in plan:
+        rows.extend(conn.execute(sql, [match, *base, limit]))
+    if len(plan) > 1:
+        rows = merge_ranked(rows, limit)
+    return [(chunk_id, float(score)) for chunk_id, score, _ in rows]
+
+
+def keyword_plan(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
+    """The MATCH expressions to run for these terms: the plain OR query, or on a large index
+    whose terms would make it score many rows, the two queries of the split plan."""
+    if len(terms) < 2:
+        return [fts.match_any(terms)]
+    rows = conn.execute(fts.indexed_rows_sql()).fetchone()[0]
+    if rows < fts.SPLIT_FROM_ROWS:
+        return [fts.match_any(terms)]
+    frequencies = term_frequencies(conn, terms, rows)
+    budget = int(fts.ANCHOR_SHARE * rows)
+    if sum(frequencies.values()) <= budget:
+        return [fts.match_any(terms)]
+    anchors = fts.choose_anchors(frequencies, budget)
+    others = [term for term in terms if term not in anchors]
+    if not others:
+        return [fts.match_any(terms)]
+    return list(fts.split_match_queries(anchors, others))
+
+
+def term_frequencies(conn: sqlite3.Connection, terms: Sequence[str], rows: int) -> dict[str, int]:
+    """Each term's document frequency, counted up to ``DF_CAP_SHARE`` of the rows and
+    remembered per connection (see :func:`fts.term_stats_sql`)."""
+    create, read, write = fts.term_stats_sql()
+    conn.execute(create)
+    bucket = fts.stats_bucket(rows)
+    cap = max(1, int(fts.DF_CAP_SHARE * rows))
+    frequencies: dict[str, int] = {}
+    for term in terms:
+        folded = term.casefold()
+        cached = conn.execute(read, (folded, bucket)).fetchone()
+        if cached is None:
+            cached = conn.execute(fts.term_count_sql(), (fts.quote_term(term), cap)).fetchone()
+            conn.execute(write, (folded, bucket, cached[0]))
+        frequencies[term] = int(cached[0])
+    return frequencies
+
+
+def merge_ranked(rows: list[tuple[str, float, int]], limit: int) -> list[tuple[str, float, int]]:
+    """The best ``limit`` of several ranked lists: score descending, then rowid (the order of
+    one ``keyword_search_sql`` query), each chunk once."""
+    seen: set[str] = set()
+    merged = []
+    for row in sorted(rows, key=lambda row: (-row[1], row[2])):
+        if row[0] not in seen:
+            seen.add(row[0])
+            merged.append(row)
+    return merged[:limit]
 
 
 def get_chunks(
@@ -114,7 +175,7 @@ class LoadedIndex:
 
 
 _LOAD_VECTORS_SQL = (
-    "SELECT c.id, c.document_id, v.vector FROM documents AS d "
+    "SELECT c.id, c.document_id, v.vector, c.content_hash FROM documents AS d "
     "JOIN chunks AS c ON c.document_id = d.id "
     "JOIN vectors AS v ON v.chunk_rowid = c.rowid AND v.identity_id = ? "
     "WHERE d.kb_id = ?"
@@ -123,18 +184,37 @@ _LOAD_VECTORS_SQL = (
 tripled the load time (0.27 s -> 0.9 s at 100k x 384)."""
 
 
+LOAD_BATCH_ROWS = 20_000
+"""Vectors are read in batches straight into a preallocated matrix: reading them all first
+held every blob twice more (the row tuples, then the joined bytes), ~3x the matrix at peak."""
+
+
 class DenseIndexes:
     """In-memory vector indexes per ``(kb_id, identity_id)``, each tagged with the knowledge
     base generation it was loaded at. Every write to a base bumps its generation, so one
     SELECT of generations tells which indexes are stale; those are reloaded from the vectors
     table (the source of truth), in the same read transaction as that SELECT.
 
+    From ``ann_threshold`` rows, the index is an ANN graph (:mod:`lorebase.store.ann`) kept per
+    base and identity across reloads, saved under ``ann_folder`` (default: ``<db>.ann`` next to
+    the database file) and built in the background unless ``ann_background`` is false.
+
     Not thread-safe on its own: the store calls :meth:`indexes_for` under its lock. The
     returned indexes are immutable and may be searched outside it.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        ann_threshold: int = ANN_THRESHOLD,
+        ann_folder: Path | None = None,
+        ann_background: bool = True,
+    ) -> None:
         self._loaded: dict[tuple[int, int], LoadedIndex] = {}
+        self._graphs: dict[tuple[int, int], GraphSlot] = {}
+        self.ann_threshold = ann_threshold
+        self.ann_folder = ann_folder
+        self.ann_background = ann_background
 
     def indexes_for(
         self, conn: sqlite3.Connection, kb_ids: Sequence[int], identity_id: int, dim: int
@@ -152,30 +232,100 @@ class DenseIndexes:
             key = (kb_id, identity_id)
             loaded = self._loaded.get(key)
             if loaded is None or loaded.generation != generation:
-                loaded = load_index(conn, kb_id, identity_id, dim, generation)
+                loaded = self._load(conn, kb_id, identity_id, dim, generation)
                 self._loaded[key] = loaded
             indexes.append(loaded)
         return indexes
+
+    def graph(self, kb_id: int, identity_id: int) -> GraphSlot | None:
+        """The ANN graph slot of a base and identity, if it has one (benchmarks wait on it)."""
+        return self._graphs.get((kb_id, identity_id))
 
     def forget(self, kb_ids: set[int]) -> None:
         """Drop the indexes of these knowledge bases (deleted ones)."""
         for key in [key for key in self._loaded if key[0] in kb_ids]:
             del self._loaded[key]
+        for key in [key for key in self._graphs if key[0] in kb_ids]:
+            del self._graphs[key]
+
+    def _load(
+        self, conn: sqlite3.Connection, kb_id: int, identity_id: int, dim: int, generation: int
+    ) -> LoadedIndex:
+        vectors = load_vectors(conn, kb_id, identity_id, dim, self.ann_threshold)
+        key = (kb_id, identity_id)
+        if vectors.keys is None:
+            self._graphs.pop(key, None)
+            index: VectorIndex = build_index(vectors.matrix)
+        else:
+            slot = self._graphs.get(key)
+            if slot is None:
+                side = self._side_file(conn, kb_id, identity_id)
+                slot = GraphSlot(dim, side, background=self.ann_background)
+                self._graphs[key] = slot
+            index = build_ann_index(vectors.matrix, vectors.keys, slot, generation)
+        return LoadedIndex(
+            generation, index, vectors.chunk_ids, vectors.document_ids, vectors.codes
+        )
+
+    def _side_file(self, conn: sqlite3.Connection, kb_id: int, identity_id: int) -> SideFile | None:
+        folder = self.ann_folder
+        if folder is None:
+            database = conn.execute("PRAGMA database_list").fetchone()[2]
+            if not database:  # an in-memory database: nothing to keep a file next to
+                return None
+            folder = Path(database).with_suffix(".ann")
+        return SideFile.at(folder, kb_id, identity_id)
 
 
-def load_index(
-    conn: sqlite3.Connection, kb_id: int, identity_id: int, dim: int, generation: int
-) -> LoadedIndex:
-    """Build the index of one knowledge base and identity from the vectors table."""
-    rows = conn.execute(_LOAD_VECTORS_SQL, (identity_id, kb_id)).fetchall()
+@dataclass(frozen=True, slots=True)
+class LoadedVectors:
+    """One knowledge base's vectors under one identity, as read from the vectors table."""
+
+    matrix: np.ndarray  # (rows, dim) float32
+    chunk_ids: list[str]  # of each row
+    document_ids: list[str]  # distinct, in first-seen order
+    codes: np.ndarray  # each row's document, as an index into document_ids
+    keys: np.ndarray | None  # ANN keys of each row (see ann.chunk_keys), when asked for
+
+
+def load_vectors(
+    conn: sqlite3.Connection, kb_id: int, identity_id: int, dim: int, keys_from: int
+) -> LoadedVectors:
+    """Read the vectors of a base and identity; ANN keys too when there are ``keys_from``
+    rows or more.
+
+    The matrix is allocated once from the documents' chunk counts (an upper bound, read from
+    the small documents table) and filled batch by batch.
+    """
+    capacity = conn.execute(
+        "SELECT coalesce(sum(chunk_count), 0) FROM documents WHERE kb_id = ?", (kb_id,)
+    ).fetchone()[0]
+    matrix = np.empty((capacity, dim), dtype=VECTOR_DTYPE)
+    chunk_ids: list[str] = []
     code_of: dict[str, int] = {}
-    codes = [code_of.setdefault(row[1], len(code_of)) for row in rows]
-    return LoadedIndex(
-        generation=generation,
-        index=build_index(matrix_from_blobs([row[2] for row in rows], dim)),
-        chunk_ids=[row[0] for row in rows],
+    codes: list[int] = []
+    keys: list[np.ndarray] = []
+    want_keys = capacity >= keys_from
+    cursor = conn.execute(_LOAD_VECTORS_SQL, (identity_id, kb_id))
+    while batch := cursor.fetchmany(LOAD_BATCH_ROWS):
+        start = len(chunk_ids)
+        if start + len(batch) > matrix.shape[0]:  # counts disagree: grow (never expected)
+            matrix = np.concatenate([matrix, np.empty((len(batch), dim), VECTOR_DTYPE)])
+        matrix[start : start + len(batch)] = matrix_from_blobs([row[2] for row in batch], dim)
+        ids = [row[0] for row in batch]
+        chunk_ids.extend(ids)
+        codes.extend(code_of.setdefault(row[1], len(code_of)) for row in batch)
+        if want_keys:
+            keys.append(chunk_keys(ids, [row[3] for row in batch]))
+    if len(chunk_ids) < matrix.shape[0]:
+        matrix = matrix[: len(chunk_ids)].copy()  # let the unused rows go
+    with_keys = want_keys and len(chunk_ids) >= keys_from
+    return LoadedVectors(
+        matrix=matrix,
+        chunk_ids=chunk_ids,
         document_ids=list(code_of),
-        document_codes=np.asarray(codes, dtype=np.int32),
+        codes=np.asarray(codes, dtype=np.int32),
+        keys=np.concatenate(keys) if with_keys and keys else None,
     )
 
 

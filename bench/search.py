@@ -1,0 +1,405 @@
+"""Query latency of keyword, dense and hybrid search at 10k, 100k and 1M chunks, plus bytes per
+chunk on disk and in memory.
+
+Stores are built from synthetic chunks cut from real text (see ``bench/synthetic.py``) with
+**fake-embedder vectors at 384 dimensions**, and kept in ``--data-dir`` so later runs reuse
+them. Up to 100k chunks they are written through the product's write path
+(``SqliteStore.replace_document``, one transaction per document of 10-50 chunks, vectors and
+the embedding reuse cache included); the 1M store is written by ``synthetic.bulk_build`` (the
+product's row helpers, no embedding cache, FTS5 built once at the end), which is ~10x faster.
+
+Each size is measured in a fresh process (so resident-memory growth belongs to that store):
+open the store, time the first dense search (it loads the in-memory matrix, or the ANN index),
+then run every query in every mode through ``SearchService.search`` (top 10, 50 candidates
+per arm, hydration and snippets included). The query embedder is the fake one with the query
+vectors computed before the clock starts, so **query embedding time is excluded** (MiniLM int8
+adds ~3.6 ms per query on this machine, see ``bench/embed.py``).
+
+Queries: the Cranfield and CISI questions, each cut to its first 2-10 words (seeded), e.g.
+"what similarity laws must be obeyed": natural phrasing, so common words like *what* and *how*
+stay in, as users type them.
+
+Also measured, per size: the keyword arm's plan against the plain OR-of-terms query on the
+same store (latency and top-10 overlap), and dense recall@10 against exact inner product when
+an ANN index answers.
+
+    python bench/search.py [--sizes 10000,100000,1000000] [--queries 200] [--data-dir DIR]
+                           [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import synthetic  # bench/synthetic.py: python puts the script's folder first on sys.path
+from lorebase.embed.base import Embedder, EmbedderIdentity, EmbedKind
+from lorebase.embed.fake import FakeEmbedder
+from lorebase.search.service import SearchService
+from lorebase.search.types import Mode, SearchRequest
+from lorebase.stopwords import without_stop_words
+from lorebase.store.ann import ANN_THRESHOLD
+from lorebase.store.sqlite import fts
+from lorebase.store.sqlite.store import SqliteStore
+from lorebase.store.vectors import ExactIndex
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = Path("/tmp/lorebase-bench-search")
+DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
+KB = "bench"
+SEED = 20240601
+QUERY_WORDS = (2, 10)
+TOP_K = 10
+CANDIDATES = 50  # what each arm returns inside SearchService (CANDIDATES there)
+MODES = (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID)
+GOAL_P95_MS = 30.0
+ANN_WAIT_SECONDS = 3600
+
+
+# -- queries -----------------------------------------------------------------------------------
+def queries(count: int) -> list[str]:
+    """Cranfield then CISI questions, each cut to its first 2-10 words (seeded)."""
+    rng = np.random.default_rng(SEED)
+    out: list[str] = []
+    for name in ("cranfield", "cisi"):
+        path = synthetic.SHARED / "ir" / name / "queries.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            words = json.loads(line)["text"].split()
+            keep = int(rng.integers(QUERY_WORDS[0], QUERY_WORDS[1] + 1))
+            if len(words) >= QUERY_WORDS[0]:
+                out.append(" ".join(words[:keep]))
+    picked = rng.permutation(len(out))[:count]
+    return [out[i] for i in sorted(picked)]
+
+
+class QueryEmbedder(Embedder):
+    """The fake embedder at 384 dimensions with every vector computed once up front, so the
+    search clock measures search, not embedding."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self._fake = FakeEmbedder(synthetic.DIM)
+        self._known = dict(zip(texts, self._fake.embed(list(texts), "query"), strict=True))
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        return self._fake.identity
+
+    def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
+        return np.stack([self._known[t] for t in texts])
+
+
+# -- measuring (in a fresh process) -------------------------------------------------------------
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50": float(np.percentile(ordered, 50)),
+        "p95": float(np.percentile(ordered, 95)),
+        "max": ordered[-1],
+        "mean": statistics.fmean(ordered),
+    }
+
+
+def plain_or_search(conn: sqlite3.Connection, kb_id: int, query: str, limit: int) -> list[str]:
+    """The keyword arm as first shipped: every term OR-ed, ranked by BM25, one statement. The
+    baseline the current plan is compared against (latency and top-10 overlap)."""
+    terms = without_stop_words(fts.query_terms(query))
+    if not terms:
+        return []
+    match = " OR ".join(fts.quote_term(t) for t in terms)
+    sql = fts.keyword_search_sql(with_documents=False)
+    return [row[0] for row in conn.execute(sql, (match, json.dumps([kb_id]), limit))]
+
+
+def disk_breakdown(db: Path) -> dict[str, int]:
+    """Bytes per table family (dbstat), to tell vectors from the cache, text and FTS."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall()
+    except sqlite3.OperationalError:
+        return {}
+    finally:
+        conn.close()
+    families = {"vectors": 0, "embedding_cache": 0, "chunks": 0, "fts": 0, "documents": 0}
+    other = 0
+    for name, size in rows:
+        if name.startswith("chunks_fts"):
+            families["fts"] += size
+        elif "embedding_cache" in name:
+            families["embedding_cache"] += size
+        elif "vectors" in name:
+            families["vectors"] += size
+        elif "chunks" in name:
+            families["chunks"] += size
+        elif "documents" in name or "sections" in name:
+            families["documents"] += size
+        else:
+            other += size
+    families["other"] = other
+    return families
+
+
+def exact_top(
+    db: Path, kb_id: int, vectors: dict[str, np.ndarray], k: int
+) -> tuple[dict[str, list[str]], list[float]]:
+    """Exact top-k chunk ids per query from the vectors table (the reference for ANN recall),
+    and the time of each exact search (the product's ``ExactIndex``, ``CANDIDATES`` rows, as
+    the dense arm asks) over the same matrix."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = conn.execute(
+        "SELECT c.id, v.vector FROM chunks AS c JOIN vectors AS v ON v.chunk_rowid = c.rowid "
+        "WHERE c.kb_id = ?",
+        (kb_id,),
+    )
+    ids: list[str] = []
+    parts: list[np.ndarray] = []
+    while batch := rows.fetchmany(50_000):
+        ids.extend(r[0] for r in batch)
+        parts.append(np.frombuffer(b"".join(r[1] for r in batch), dtype="<f4"))
+    conn.close()
+    matrix = np.concatenate(parts).reshape(len(ids), synthetic.DIM)
+    index = ExactIndex(matrix)
+    out, times = {}, []
+    for query, vector in vectors.items():
+        started = time.perf_counter()
+        positions, _ = index.search(vector, CANDIDATES)
+        times.append((time.perf_counter() - started) * 1000)
+        out[query] = [ids[i] for i in positions[:k]]
+    return out, times
+
+
+def measure(db: Path, texts: list[str], modes: Sequence[Mode] = MODES) -> dict[str, Any]:
+    """Everything measured on one built store (run in its own process). Keyword work (the
+    keyword and hybrid modes, the plan comparison) is left out unless ``modes`` has it."""
+    embedder = QueryEmbedder(texts)
+    store = SqliteStore(db)
+    service = SearchService(store, embedder)
+    kb = store.get_kb(KB)
+    service.search(SearchRequest(texts[0], (KB,), TOP_K, Mode.KEYWORD))
+    rss_before = rss_bytes()
+    started = time.perf_counter()
+    store.dense_search([kb.id], embedder.identity, embedder.embed_query(texts[0]), TOP_K)
+    load_seconds = time.perf_counter() - started
+    memory: dict[str, Any] = {
+        "dense_load_seconds": load_seconds,
+        "rss_growth_bytes": rss_bytes() - rss_before,
+        "peak_rss_bytes": peak_rss_bytes(),
+    }
+    if kb.chunks >= ANN_THRESHOLD:  # the graph builds in the background: wait, then time it
+        memory["ann_build_seconds"] = wait_for_side_file(db, started)
+        store.dense_search([kb.id], embedder.identity, embedder.embed_query(texts[1]), TOP_K)
+        memory["rss_growth_with_graph_bytes"] = rss_bytes() - rss_before
+    latency: dict[str, list[float]] = {str(m): [] for m in modes}
+    cpu: dict[str, list[float]] = {str(m): [] for m in modes}
+    steps: dict[str, dict[str, list[float]]] = {str(m): {} for m in modes}
+    dense_ids: dict[str, list[str]] = {}
+    keyword_ids: dict[str, list[str]] = {}
+    for text in texts:
+        for mode in modes:
+            started, cpu_started = time.perf_counter(), time.process_time()
+            response = service.search(SearchRequest(text, (KB,), TOP_K, mode))
+            latency[str(mode)].append((time.perf_counter() - started) * 1000)
+            cpu[str(mode)].append((time.process_time() - cpu_started) * 1000)
+            for step, ms in response.timings_ms.items():
+                steps[str(mode)].setdefault(step, []).append(ms)
+    # Arm-level results (not deduplicated) for overlap and recall, outside the timed loop.
+    for text in texts:
+        vector = embedder.embed_query(text)
+        dense_ids[text] = [c for c, _ in store.dense_search([kb.id], embedder.identity, vector,
+                                                            TOP_K)]  # fmt: skip
+        if Mode.KEYWORD in modes:
+            keyword_ids[text] = [c for c, _ in store.keyword_search([kb.id], text, TOP_K)]
+    keyword_plan = (
+        compare_keyword_plans(store, db, kb.id, texts, keyword_ids) if Mode.KEYWORD in modes else {}
+    )
+    store.close()
+    service.close()
+    result: dict[str, Any] = {
+        "memory": memory,
+        "latency_ms": {mode: percentiles(values) for mode, values in latency.items()},
+        "cpu_ms": {mode: percentiles(values) for mode, values in cpu.items()},
+        "load_average": os.getloadavg(),
+        "steps_ms": {
+            mode: {step: percentiles(v) for step, v in by_step.items()}
+            for mode, by_step in steps.items()
+        },
+        "keyword_plan": keyword_plan,
+    }
+    vectors = {t: embedder.embed_query(t) for t in texts}
+    reference, exact_ms = exact_top(db, kb.id, vectors, TOP_K)
+    result["exact_dense_ms"] = percentiles(exact_ms)
+    result["dense_recall_at_10"] = statistics.fmean(
+        len(set(dense_ids[t]) & set(reference[t])) / TOP_K for t in texts
+    )
+    if kb.chunks >= ANN_THRESHOLD:  # a new process's first search: matrix + saved graph
+        started = time.perf_counter()
+        with SqliteStore(db) as reopened:
+            reopened.dense_search([kb.id], embedder.identity, vectors[texts[0]], TOP_K)
+            result["reopen_dense_seconds"] = time.perf_counter() - started
+    return result
+
+
+def wait_for_side_file(db: Path, started: float) -> float:
+    """Seconds from ``started`` until the ANN graph's side file is saved (the graph is in
+    memory by then: it is saved after it is swapped in)."""
+    folder = db.with_suffix(".ann")
+    while not any(folder.glob("*.usearch")):
+        if time.perf_counter() - started > ANN_WAIT_SECONDS:
+            sys.exit("the ANN graph did not finish building")
+        time.sleep(0.5)
+    return time.perf_counter() - started
+
+
+def compare_keyword_plans(
+    store: SqliteStore, db: Path, kb_id: int, texts: list[str], current: dict[str, list[str]]
+) -> dict[str, Any]:
+    """The store's keyword arm against the plain OR query on the same store: latency of each
+    (arm only, ``CANDIDATES`` rows, as search asks) and top-10 overlap."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    plain_ms: list[float] = []
+    store_ms: list[float] = []
+    overlap: list[float] = []
+    for text in texts:
+        started = time.perf_counter()
+        plain = plain_or_search(conn, kb_id, text, CANDIDATES)
+        plain_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        store.keyword_search([kb_id], text, CANDIDATES)
+        store_ms.append((time.perf_counter() - started) * 1000)
+        reference = set(plain[:TOP_K])
+        if reference:
+            overlap.append(len(reference & set(current[text])) / len(reference))
+    conn.close()
+    return {
+        "plain_or_ms": percentiles(plain_ms),
+        "store_ms": percentiles(store_ms),
+        "top10_overlap_mean": statistics.fmean(overlap) if overlap else 1.0,
+        "top10_identical_share": sum(o == 1.0 for o in overlap) / max(1, len(overlap)),
+    }
+
+
+def measure_in_child(db: Path, count: int, modes: str) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--measure", str(db), "--queries", str(count)]
+    out = subprocess.run(
+        [*command, "--modes", modes],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        sys.exit(f"measuring {db} failed:\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
+def db_bytes(db: Path) -> int:
+    return sum(p.stat().st_size for p in db.parent.glob("lorebase.db*"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--rebuild", action="store_true", help="build even when a store exists")
+    parser.add_argument("--bulk-from", type=int, default=1_000_000,
+                        help="build stores this large with the bulk loader")  # fmt: skip
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--modes", default=",".join(str(m) for m in MODES))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    texts = queries(args.queries)
+    modes = [Mode(m) for m in args.modes.split(",")]
+    if args.measure:
+        print(json.dumps(measure(args.measure, texts, modes)))
+        return
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        db = args.data_dir / f"chunks-{size}" / "lorebase.db"
+        marker = db.parent / synthetic.BUILT_MARKER
+        if args.rebuild or not marker.is_file():
+            print(f"building {size} chunks in {db.parent}", file=sys.stderr)
+            (synthetic.bulk_build if size >= args.bulk_from else synthetic.build)(
+                db, size, KB, SEED
+            )
+        info = json.loads(marker.read_text())
+        measured = measure_in_child(db, args.queries, args.modes)
+        chunks = info["chunks"]
+        results.append(
+            {
+                "size": size,
+                "build": info,
+                "disk_bytes_per_chunk": db_bytes(db) / chunks,
+                "disk_breakdown_per_chunk": {k: v / chunks for k, v in disk_breakdown(db).items()},
+                "memory_bytes_per_chunk": measured["memory"]["rss_growth_bytes"] / chunks,
+                **measured,
+            }
+        )
+        print(json.dumps(results[-1]), file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print_tables(results)
+
+
+def print_tables(results: list[dict[str, Any]]) -> None:
+    print("| chunks | mode | p50 ms | p95 ms | max ms | arm p50/p95 ms | hydrate p50 ms |"
+          " CPU p50/p95 ms |")  # fmt: skip
+    print("|" + " --- |" * 8)
+    for r in results:
+        for mode in [m for m in MODES if str(m) in r["latency_ms"]]:
+            row, used = r["latency_ms"][str(mode)], r["cpu_ms"][str(mode)]
+            steps = r["steps_ms"][str(mode)]
+            arm = steps.get("dense" if mode is Mode.DENSE else "keyword", {})
+            cells = [
+                f"{r['size']:,}", str(mode), f"{row['p50']:.1f}", f"{row['p95']:.1f}",
+                f"{row['max']:.1f}", f"{arm.get('p50', 0):.1f}/{arm.get('p95', 0):.1f}",
+                f"{steps['hydrate']['p50']:.1f}", f"{used['p50']:.1f}/{used['p95']:.1f}",
+            ]  # fmt: skip
+            print("| " + " | ".join(cells) + " |")
+    print()
+    print(
+        "| chunks | disk B/chunk | memory B/chunk | dense load s | exact dense p50/p95 ms | "
+        "recall@10 | plain OR p50/p95 ms | store keyword p50/p95 ms | top-10 overlap |"
+    )
+    print("|" + " --- |" * 9)
+    for r in results:
+        exact = r["exact_dense_ms"]
+        none = {"p50": float("nan"), "p95": float("nan")}
+        plan = r["keyword_plan"] or {"plain_or_ms": none, "store_ms": none,
+                                     "top10_overlap_mean": float("nan")}  # fmt: skip
+        print(
+            f"| {r['size']:,} | {r['disk_bytes_per_chunk']:.0f} | "
+            f"{r['memory_bytes_per_chunk']:.0f} | {r['memory']['dense_load_seconds']:.2f} | "
+            f"{exact['p50']:.1f}/{exact['p95']:.1f} | {r['dense_recall_at_10']:.3f} | "
+            f"{plan['plain_or_ms']['p50']:.1f}/{plan['plain_or_ms']['p95']:.1f} | "
+            f"{plan['store_ms']['p50']:.1f}/{plan['store_ms']['p95']:.1f} | "
+            f"{plan['top10_overlap_mean']:.3f} |"
+        )
+    for r in [r for r in results if str(Mode.HYBRID) in r["latency_ms"]]:
+        hybrid = r["latency_ms"][str(Mode.HYBRID)]["p95"]
+        verdict = "meets" if hybrid <= GOAL_P95_MS else "misses"
+        print(f"- {r['size']:,}: hybrid p95 {hybrid:.1f} ms {verdict} the {GOAL_P95_MS} ms goal")
+
+
+if __name__ == "__main__":
+    main()
