@@ -1,4 +1,4 @@
-# Quick start: `make run` (index + inspect the sample folder), `make test` (the whole suite).
+# Quick start: `make run` (index the sample documents, answer a question with citations), `make test` (the whole suite).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
