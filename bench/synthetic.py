@@ -219,12 +219,12 @@ def build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     store.set_kb_identity(kb.id, fake.identity)
     settings_key = kb.chunk_settings.key
     started = time.perf_counter()
-    written = documents = 0
+    written = made = 0
     for doc in documents(pool, size, seed + size):
         store.replace_document(
             kb.id, doc.document, doc.chunks, doc.vectors, fake.identity, settings_key
         )
-        documents += 1
+        made += 1
         before, written = written, written + len(doc.chunks)
         if written // PROGRESS_EVERY != before // PROGRESS_EVERY:
             rate = written / (time.perf_counter() - started)
@@ -234,7 +234,7 @@ def build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     info = {
         "loader": "replace_document (product write path)",
         "chunks": written,
-        "documents": documents,
+        "documents": made,
         "sentences_in_pool": len(pool.sentences),
         "pool_seconds": pool_seconds,
         "write_seconds": write_seconds,
@@ -275,7 +275,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     conn = connect(db)
     identity_id = conn.execute("SELECT id FROM identities").fetchone()[0]
     started = time.perf_counter()
-    written = documents = pending = 0
+    written = made = pending = 0
     conn.execute("BEGIN IMMEDIATE")
     for doc in documents(pool, size, seed + size):
         chunks = doc.chunks
@@ -302,7 +302,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
             [(rowid_of[sid], identity_id, row.tobytes()) for sid, row in
              zip(stored, doc.vectors, strict=True)],
         )  # fmt: skip
-        documents += 1
+        made += 1
         before, written = written, written + len(chunks)
         pending += len(chunks)
         if pending >= BULK_TRANSACTION_CHUNKS:
@@ -324,7 +324,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     info = {
         "loader": "bulk (no embedding cache, FTS rebuilt once)",
         "chunks": written,
-        "documents": documents,
+        "documents": made,
         "sentences_in_pool": len(pool.sentences),
         "pool_seconds": pool_seconds,
         "rows_seconds": rows_seconds,
