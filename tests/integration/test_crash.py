@@ -104,19 +104,26 @@ def test_kill_9_at_random_moments_never_leaves_a_partial_document(
     assert run(data, "kb", "create", "docs", "--source", str(folder)).returncode == 0
     rng = random.Random(11)
     killed_mid_pass = 0
+    window = 1.0  # seconds after the pass starts
     for _ in range(KILLS):
         # Every round has work to interrupt: some files change, one appears, one goes.
         for n in rng.sample(range(FILES), 30):
             write_document(folder, n, rng)
         write_document(folder, FILES + rng.randint(0, 50), rng)
         rng.choice(sorted(folder.rglob("*.md"))).unlink()
+        before = _pass_started_at(data / "lorebase.db")
         process = subprocess.Popen(
             lorebase(data, "sync", "--kb", "docs"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        time.sleep(rng.uniform(0.5, 1.6))
+        # Kill at a random moment after the pass began; the window adapts to the machine's
+        # speed so that most kills land mid-pass on a fast machine as on a slow one.
+        _wait_for_pass(data / "lorebase.db", process, before)
+        time.sleep(rng.uniform(0, window))
         if process.poll() is None:
             killed_mid_pass += 1
+        else:
+            window *= 0.6
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
         check_consistent(data / "lorebase.db")
@@ -168,6 +175,27 @@ def test_a_second_process_is_refused_while_one_indexes(folder: Path, tmp_path: P
     finally:
         watcher.send_signal(signal.SIGINT)
         assert watcher.wait(timeout=60) == 0
+
+
+def _wait_for_pass(db: Path, process: subprocess.Popen[bytes], before: float | None) -> None:
+    """Until the knowledge base records a newer pass start (or the process is gone)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if _pass_started_at(db) != before:
+            return
+        time.sleep(0.01)
+
+
+def _pass_started_at(db: Path) -> float | None:
+    try:
+        conn = sqlite3.connect(db, timeout=5)
+        try:
+            row = conn.execute("SELECT max(pass_started_at) FROM knowledge_bases").fetchone()
+            return row[0]
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return None
 
 
 def _some_indexed(db: Path) -> bool:
