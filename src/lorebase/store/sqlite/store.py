@@ -3,8 +3,10 @@ external-content FTS5 index and float32 vectors.
 
 Transactions are explicit: the connection runs in autocommit mode and every write is one
 ``BEGIN IMMEDIATE ... COMMIT`` (taking the write lock up front, so a writer waits on
-``busy_timeout`` instead of failing half-way with SQLITE_BUSY on upgrade). Threads share the
-one connection of a store object through a lock; other processes share the file through WAL.
+``busy_timeout`` instead of failing half-way with SQLITE_BUSY on upgrade). Writes go through
+one connection per store object, guarded by a lock; reads take a connection of their own from
+a small pool, so searches run side by side with each other and with a write in progress (WAL
+gives each read transaction its snapshot). Other processes share the file through WAL too.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -72,9 +74,24 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A connection for read transactions (and its own TEMP tables, such as the term-statistics
+    cache of the keyword plan)."""
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+IDLE_READERS = 8
+"""Read connections kept open between uses; more are opened under load and closed after."""
+
+
 class SqliteStore(LifecycleMixin, Store):
-    """:class:`Store` over one SQLite file. Safe to share between threads (one connection,
-    guarded by a lock); several processes may open the same file."""
+    """:class:`Store` over one SQLite file. Safe to share between threads (writes through one
+    connection under a lock, reads through pooled connections); several processes may open
+    the same file."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -87,31 +104,49 @@ class SqliteStore(LifecycleMixin, Store):
             self._conn.close()
             raise
         self._dense = search.DenseIndexes()
+        self._dense_lock = threading.Lock()
+        self._pool_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
         self._closed = False
 
     # -- transactions ------------------------------------------------------------------------
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._closed:
-                raise InvalidInput("this store is closed; open it again")
-            conn = self._conn
-            conn.execute(begin)
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+    def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; anything raised inside rolls all of it back."""
-        return self._transaction("BEGIN IMMEDIATE")
+        with self._lock:
+            self._check_open()
+            with _transaction(self._conn, "BEGIN IMMEDIATE") as conn:
+                yield conn
 
-    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
-        """One read transaction: every statement inside sees the same snapshot."""
-        return self._transaction("BEGIN")
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction on a pooled connection: every statement inside sees the same
+        snapshot, and neither waits for nor blocks a writer."""
+        conn = self._take_reader()
+        try:
+            with _transaction(conn, "BEGIN") as snapshot:
+                yield snapshot
+        finally:
+            self._return_reader(conn)
+
+    def _take_reader(self) -> sqlite3.Connection:
+        with self._pool_lock:
+            self._check_open()
+            if self._idle:
+                return self._idle.pop()
+        return connect_reader(self.path)
+
+    def _return_reader(self, conn: sqlite3.Connection) -> None:
+        with self._pool_lock:
+            reusable = not conn.in_transaction  # a failed rollback leaves it unusable
+            if reusable and not self._closed and len(self._idle) < IDLE_READERS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInput("this store is closed; open it again")
 
     # -- knowledge bases ---------------------------------------------------------------------
     def create_kb(
@@ -179,6 +214,7 @@ class SqliteStore(LifecycleMixin, Store):
             # The index rows go first, while the rows they were built from still exist.
             conn.execute(fts.fts_delete_sql("kb_id"), (kb_id,))
             conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))  # cascades
+        with self._dense_lock:
             self._dense.forget({kb_id})
 
     def set_kb_identity(self, kb_id: int, identity: EmbedderIdentity) -> None:
@@ -359,8 +395,8 @@ class SqliteStore(LifecycleMixin, Store):
         limit: int,
         document_ids: Sequence[str] | None = None,
     ) -> Scored:
-        """Indexes are fetched (and reloaded when stale) under the lock; the matrix products
-        run outside it, so concurrent searches overlap."""
+        """Indexes are fetched (and reloaded when stale) under a lock of their own; the matrix
+        products run outside it, so concurrent searches overlap."""
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != identity.dim:
             raise InvalidInput(
@@ -370,7 +406,7 @@ class SqliteStore(LifecycleMixin, Store):
         document_ids = _docs(document_ids)
         if limit <= 0 or not kb_ids or document_ids == []:
             return []
-        with self._read() as conn:
+        with self._read() as conn, self._dense_lock:
             identity_id = writes.identity_row(conn, identity, create=False)
             if identity_id is None:
                 return []
@@ -388,11 +424,14 @@ class SqliteStore(LifecycleMixin, Store):
             return search.neighbors(conn, _ids(kb_ids), chunk_id, window)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._pool_lock:
             if not self._closed:
                 self._closed = True
                 self._dense = search.DenseIndexes()
                 self._conn.close()
+                for conn in self._idle:
+                    conn.close()
+                self._idle.clear()
 
     def __enter__(self) -> SqliteStore:
         return self
@@ -404,6 +443,18 @@ class SqliteStore(LifecycleMixin, Store):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    conn.execute(begin)
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _ids(kb_ids: Sequence[int]) -> list[int]:
