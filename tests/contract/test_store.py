@@ -42,8 +42,9 @@ class Backend:
     """Rows in every table a document or base writes to (the reuse cache excepted)."""
     check_index: Callable[[Store], None]
     """Raise when the lexical index disagrees with the chunks it indexes."""
-    fail_after_chunks: Callable[[pytest.MonkeyPatch], None]
-    """Make the next ``replace_document`` raise after it has written chunks and index rows."""
+    after_chunks: Callable[[pytest.MonkeyPatch, Callable[[], None]], None]
+    """Make ``replace_document`` call this hook once it has written chunks and index rows (in
+    its transaction, before the vectors); a hook that raises makes the write fail half-way."""
 
 
 def _sqlite_row_counts(store: Store) -> dict[str, int]:
@@ -71,13 +72,16 @@ def _sqlite_check_index(store: Store) -> None:
     store._conn.execute(integrity_check_sql())  # type: ignore[attr-defined]
 
 
-def _sqlite_fail_after_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+def _sqlite_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], None]) -> None:
     from lorebase.store.sqlite import writes
 
-    def boom(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("injected failure after the chunks were written")
+    original = writes.write_vectors
 
-    monkeypatch.setattr(writes, "write_vectors", boom)
+    def hooked(*args: object, **kwargs: object) -> None:
+        hook()
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writes, "write_vectors", hooked)
 
 
 def _open_sqlite(tmp_path: Path) -> Store:
@@ -87,9 +91,7 @@ def _open_sqlite(tmp_path: Path) -> Store:
 
 
 BACKENDS = {
-    "sqlite": Backend(
-        _open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_fail_after_chunks
-    )
+    "sqlite": Backend(_open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_after_chunks)
 }
 
 
@@ -319,7 +321,7 @@ def test_replace_document_is_atomic(
     )
     counts_before = backend.row_counts(store)
     kb_before = store.get_kb("docs")
-    backend.fail_after_chunks(monkeypatch)
+    backend.after_chunks(monkeypatch, _fail)
     with pytest.raises(RuntimeError):
         put(store, kb, "a.md", ["tulip new"], title="New", vectors=unit(3)[None])
     with pytest.raises(RuntimeError):
@@ -335,6 +337,10 @@ def test_replace_document_is_atomic(
     backend.check_index(store)
     put(store, kb, "b.md", ["alpha works"])  # the store is still usable
     assert len(store.keyword_search([kb.id], "alpha", 10)) == 1
+
+
+def _fail() -> None:
+    raise RuntimeError("injected failure after the chunks were written")
 
 
 def test_record_failure_drops_the_chunks(store: Store, backend: Backend) -> None:
@@ -672,6 +678,62 @@ def test_threads_can_share_a_store(store: Store) -> None:
         thread.join()
     assert errors == []
     assert len(store.keyword_search([kb.id], "zebra", 100)) == 15
+
+
+def test_searches_neither_wait_for_nor_see_a_write_in_progress(
+    store: Store, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "a.md", ["zebra old"], vectors=unit(1)[None])
+    reached, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        reached.set()
+        assert release.wait(timeout=30)
+
+    backend.after_chunks(monkeypatch, hold)
+    writer = threading.Thread(
+        target=put, args=(store, kb, "a.md", ["zebra new"]), kwargs={"vectors": unit(2)[None]}
+    )
+    writer.start()
+    try:
+        assert reached.wait(timeout=30)  # the replacement is half-written, uncommitted
+        seen: list[list[str]] = []
+
+        def search() -> None:
+            hits = store.keyword_search([kb.id], "zebra", 10)
+            seen.append([c.text for c in store.get_chunks([kb.id], ids_of(hits))])
+            seen.append([str(store.get_kb("docs").chunks)])
+
+        reader = threading.Thread(target=search)
+        reader.start()
+        reader.join(timeout=10)
+        assert not reader.is_alive(), "a search waited for the write to finish"
+        assert seen == [["zebra old"], ["1"]]
+    finally:
+        release.set()
+        writer.join(timeout=30)
+    hits = store.keyword_search([kb.id], "zebra", 10)
+    assert [c.text for c in store.get_chunks([kb.id], ids_of(hits))] == ["zebra new"]
+
+
+def test_uploads_are_listed_apart_from_folder_files(store: Store) -> None:
+    first, second = store.create_kb("first"), store.create_kb("second")
+    put(store, first, "uploads/not-an-upload.md", ["from a folder named uploads"])
+    sealed = NewDocument(path="uploads/abc.md", kind="md", size=3, content_hash="c" * 64,
+                         display_name="sealed-name")  # fmt: skip
+    one = store.create_upload(first.id, sealed)
+    two = store.create_upload(second.id, sealed)
+    assert one.uploaded and two.uploaded and one.state is DocumentState.PENDING
+    assert not store.get_document(first.id, "uploads/not-an-upload.md").uploaded
+    assert store.list_uploads() == [(first.id, one.id), (second.id, two.id)]
+    assert store.find_by_hash(second.id, "c" * 64) == two
+    with pytest.raises(Conflict):
+        store.create_upload(first.id, sealed)
+    store.record_failure(first.id, sealed, "corrupt")
+    assert store.list_uploads(DocumentState.PENDING) == [(second.id, two.id)]
+    hits = store.keyword_search([first.id], "folder", 10)
+    assert [c.uploaded for c in store.get_chunks([first.id], ids_of(hits))] == [False]
 
 
 def test_a_second_store_on_the_same_database_sees_writes(

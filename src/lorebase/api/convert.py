@@ -59,7 +59,7 @@ def hit_out(server: Server, hit: Hit, names: dict[str, str]) -> HitOut:
 def search_out(server: Server, response: SearchResponse) -> SearchOut:
     names: dict[str, str] = {}
     for hit in response.hits:
-        if hit.path.startswith("uploads/") and hit.document_id not in names:
+        if hit.uploaded and hit.document_id not in names:
             document = server.lb.store.find_document(hit.document_id)
             if document is not None:
                 names[hit.document_id] = server.display_name(document)

@@ -216,7 +216,7 @@ class Server:
 
     def requeue(self, kb: KnowledgeBase, document: DocumentRecord) -> None:
         self.lb.store.set_document_state(kb.id, document.path, DocumentState.PENDING)
-        if document.path.startswith("uploads/"):
+        if document.uploaded:
             if not self.queue.admit(kb.id, document.id):
                 raise Overloaded("the ingestion queue is full; retry later", RETRY_AFTER_SECONDS)
         else:
@@ -231,7 +231,7 @@ class Server:
         self.events.publish("document", kb.id, document_id=document.id, state="deleted")
 
     def delete_kb(self, kb: KnowledgeBase) -> None:
-        uploads = [d.id for d in self.lb.store.list_documents(kb.id) if d.display_name]
+        uploads = [d.id for d in self.lb.store.list_documents(kb.id) if d.uploaded]
         self.lb.store.delete_kb(kb.id)
         for document_id in uploads:
             try:
@@ -272,18 +272,10 @@ class Server:
                                 state=final.state.value, reason=final.reason)  # fmt: skip
 
     def _pending_uploads(self) -> Iterator[Job]:
-        for kb in self.lb.store.list_kbs():
-            for document in self.lb.store.list_documents(kb.id, DocumentState.PENDING):
-                if document.display_name:
-                    yield kb.id, document.id
+        yield from self.lb.store.list_uploads(DocumentState.PENDING)
 
     def _upload_ids(self) -> set[str]:
-        return {
-            d.id
-            for kb in self.lb.store.list_kbs()
-            for d in self.lb.store.list_documents(kb.id)
-            if d.display_name
-        }
+        return {document_id for _, document_id in self.lb.store.list_uploads()}
 
     def _documents_by_state(self) -> dict[str, int]:
         counts = self.lb.store.count_documents_by_state()

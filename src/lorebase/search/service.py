@@ -209,6 +209,7 @@ def _hit(chunk: StoredChunk, query: str, scores: dict[str, StepScore]) -> Hit:
         text=chunk.text,
         snippet=snippet(chunk.text, query),
         scores=scores,
+        uploaded=chunk.uploaded,
     )
 
 

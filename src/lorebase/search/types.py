@@ -87,6 +87,7 @@ class Hit:
     scores: dict[str, StepScore]
     before: tuple[Neighbor, ...] = ()
     after: tuple[Neighbor, ...] = ()
+    uploaded: bool = False  # the path is the stored blob's; show the upload's own name instead
 
     @property
     def citation(self) -> str:

@@ -119,6 +119,12 @@ class DocumentRecord:
     source_id: int | None = None
     display_name: str | None = None
 
+    @property
+    def uploaded(self) -> bool:
+        """An uploaded file (its original is an encrypted blob, its name sealed), as opposed
+        to a file of a folder, whatever its path looks like."""
+        return self.display_name is not None
+
 
 @dataclass(frozen=True, slots=True)
 class StoredChunk:
@@ -143,6 +149,7 @@ class StoredChunk:
     language: str | None
     symbol: str | None
     tokens: int
+    uploaded: bool = False  # an uploaded file, not a file of a folder
 
 
 Scored = list[tuple[str, float]]  # (chunk id, score), best first
@@ -222,6 +229,10 @@ class Store(ABC):
     @abstractmethod
     def count_documents_by_state(self) -> dict[DocumentState, int]:
         """How many documents are in each state, over every base (for metrics)."""
+
+    @abstractmethod
+    def list_uploads(self, state: DocumentState | None = None) -> list[tuple[int, str]]:
+        """``(kb_id, document_id)`` of the uploaded documents of every base, in upload order."""
 
     @abstractmethod
     def set_display_name(self, kb_id: int, document_id: str, sealed: str) -> None:

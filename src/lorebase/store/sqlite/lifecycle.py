@@ -143,6 +143,17 @@ class LifecycleMixin:
                 counts[DocumentState(state)] = count
         return counts
 
+    def list_uploads(self, state: DocumentState | None = None) -> list[tuple[int, str]]:
+        sql = "SELECT kb_id, id FROM documents WHERE display_name IS NOT NULL"
+        args: tuple[str, ...] = ()
+        if state is not None:
+            sql += " AND state = ?"
+            args = (DocumentState(state).value,)
+        with self._read() as conn:
+            return [
+                (kb_id, doc_id) for kb_id, doc_id in conn.execute(sql + " ORDER BY rowid", args)
+            ]
+
     def set_display_name(self, kb_id: int, document_id: str, sealed: str) -> None:
         with self._write() as conn:
             conn.execute(

@@ -46,7 +46,7 @@ DOCUMENT_COLUMNS = (
 STORED_CHUNK_SELECT = (
     "SELECT c.id, c.kb_id, k.name, c.document_id, d.path, d.title, d.kind, c.ordinal, c.text, "
     "c.trail, c.start_offset, c.end_offset, c.content_kind, c.line, c.page, c.page_end, "
-    "c.language, c.symbol, c.tokens "
+    "c.language, c.symbol, c.tokens, d.display_name IS NOT NULL "
     "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
     "JOIN knowledge_bases AS k ON k.id = c.kb_id"
 )
@@ -130,6 +130,7 @@ def stored_chunk_from_row(row: Sequence[Any]) -> StoredChunk:
         language=row[16],
         symbol=row[17],
         tokens=row[18],
+        uploaded=bool(row[19]),
     )
 
 
