@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -216,6 +216,18 @@ def test_create_get_list_and_delete_knowledge_bases(store: Store) -> None:
     assert [k.name for k in store.list_kbs()] == ["alpha"]
     with pytest.raises(NotFound):
         store.get_kb("team-docs")
+
+
+def test_bases_without_totals_are_the_same_bases_with_zeros(store: Store) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "a.md", ["zebra one", "zebra two"])
+    full, bare = store.get_kb("docs"), store.get_kb("docs", totals=False)
+    assert (full.documents, full.chunks) == (1, 2)
+    assert replace(full, documents=0, indexed=0, failed=0, chunks=0, bytes=0, pending=0) == bare
+    assert store.get_kb_by_id(kb.id, totals=False) == bare
+    assert store.list_kbs(totals=False) == [bare]
+    with pytest.raises(NotFound):
+        store.get_kb("missing", totals=False)
 
 
 def test_duplicate_name_conflicts_and_unknown_bases_are_not_found(store: Store) -> None:

@@ -129,12 +129,16 @@ class Server:
             raise Unauthorized("a valid API key is required: send `Authorization: Bearer KEY`")
         return Caller(user, self.accounts.memberships(user.id))
 
-    def visible_kbs(self, caller: Caller) -> list[KnowledgeBase]:
-        return [kb for kb in self.lb.store.list_kbs() if can_see(caller, kb)]
+    def visible_kbs(self, caller: Caller, *, totals: bool = False) -> list[KnowledgeBase]:
+        """The bases the caller may see; with their totals only when asked (they cost a read
+        of every document row)."""
+        return [kb for kb in self.lb.store.list_kbs(totals=totals) if can_see(caller, kb)]
 
-    def kb_for(self, caller: Caller, kb_id: int, *, write: bool = False) -> KnowledgeBase:
+    def kb_for(
+        self, caller: Caller, kb_id: int, *, write: bool = False, totals: bool = False
+    ) -> KnowledgeBase:
         try:
-            kb = self.lb.store.get_kb_by_id(kb_id)
+            kb = self.lb.store.get_kb_by_id(kb_id, totals=totals)
         except NotFound:
             raise NotFound(NO_KB) from None
         if not can_see(caller, kb):

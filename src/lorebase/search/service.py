@@ -34,6 +34,9 @@ CANDIDATES = 50
 CANDIDATES_PER_RESULT = 3
 # Documents repeat passages (boilerplate, copied sections); a result list shows each once.
 DUPLICATE_SLACK = 10
+# Keyword arms that may run at once (each reads on its own connection): concurrent searches
+# of a server overlap instead of queueing behind one thread.
+KEYWORD_THREADS = 4
 
 T = TypeVar("T")
 
@@ -42,7 +45,9 @@ class SearchService:
     def __init__(self, store: Store, embedder: Embedder | None) -> None:
         self.store = store
         self.embedder = embedder
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lorebase-keyword")
+        self._pool = ThreadPoolExecutor(
+            max_workers=KEYWORD_THREADS, thread_name_prefix="lorebase-keyword"
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -95,11 +100,11 @@ class SearchService:
     # -- steps -------------------------------------------------------------------------------
     def _knowledge_bases(self, names: Sequence[str]) -> list[KnowledgeBase]:
         if not names:
-            kbs = self.store.list_kbs()
+            kbs = self.store.list_kbs(totals=False)
             if not kbs:
                 raise NotFound("there are no knowledge bases yet; add files with `lorebase add`")
             return kbs
-        return [self.store.get_kb(name) for name in dict.fromkeys(names)]
+        return [self.store.get_kb(name, totals=False) for name in dict.fromkeys(names)]
 
     def _dense(
         self,

@@ -173,14 +173,16 @@ class Store(ABC):
         """Create a knowledge base; ``Conflict`` when the name is taken."""
 
     @abstractmethod
-    def get_kb(self, name: str) -> KnowledgeBase:
-        """By name, with totals; ``NotFound`` when there is none."""
+    def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
+        """By name; ``NotFound`` when there is none. Counting the totals reads every document
+        row of the base: hot paths that need only the base itself (a search) pass
+        ``totals=False`` and get zeros."""
 
     @abstractmethod
-    def get_kb_by_id(self, kb_id: int) -> KnowledgeBase: ...
+    def get_kb_by_id(self, kb_id: int, *, totals: bool = True) -> KnowledgeBase: ...
 
     @abstractmethod
-    def list_kbs(self) -> list[KnowledgeBase]: ...
+    def list_kbs(self, *, totals: bool = True) -> list[KnowledgeBase]: ...
 
     @abstractmethod
     def delete_kb(self, kb_id: int) -> None:

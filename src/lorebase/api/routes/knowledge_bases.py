@@ -25,7 +25,7 @@ router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
 @router.get("", response_model=list[KnowledgeBaseOut])
 def list_knowledge_bases(server: ServerDep, caller: CallerDep) -> list[KnowledgeBaseOut]:
     """The knowledge bases the caller may see, with totals and state."""
-    return [kb_out(kb) for kb in server.visible_kbs(caller)]
+    return [kb_out(kb) for kb in server.visible_kbs(caller, totals=True)]
 
 
 @router.post("", response_model=KnowledgeBaseOut, status_code=status.HTTP_201_CREATED)
@@ -55,7 +55,7 @@ def create_knowledge_base(
 
 @router.get("/{kb_id}", response_model=KnowledgeBaseOut)
 def get_knowledge_base(kb_id: KbId, server: ServerDep, caller: CallerDep) -> KnowledgeBaseOut:
-    return kb_out(server.kb_for(caller, kb_id))
+    return kb_out(server.kb_for(caller, kb_id, totals=True))
 
 
 @router.patch("/{kb_id}", response_model=KnowledgeBaseOut)

@@ -192,21 +192,25 @@ class SqliteStore(LifecycleMixin, Store):
                 ) from None
             return writes.load_kb(conn, "id", kb_id)
 
-    def get_kb(self, name: str) -> KnowledgeBase:
+    def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
         with self._read() as conn:
-            return writes.load_kb(conn, "name", name)
+            return writes.load_kb(conn, "name", name, totals=totals)
 
-    def get_kb_by_id(self, kb_id: int) -> KnowledgeBase:
+    def get_kb_by_id(self, kb_id: int, *, totals: bool = True) -> KnowledgeBase:
         with self._read() as conn:
-            return writes.load_kb(conn, "id", kb_id)
+            return writes.load_kb(conn, "id", kb_id, totals=totals)
 
-    def list_kbs(self) -> list[KnowledgeBase]:
+    def list_kbs(self, *, totals: bool = True) -> list[KnowledgeBase]:
         """Two queries however many bases: the rows, then every base's totals at once."""
         with self._read() as conn:
             rows = conn.execute(f"SELECT {KB_COLUMNS} FROM knowledge_bases ORDER BY name")
             kbs = rows.fetchall()
-            totals = {row[0]: row[1:] for row in conn.execute(f"{KB_TOTALS_SQL} GROUP BY kb_id")}
-        return [kb_from_row(row, totals.get(row[0])) for row in kbs]
+            counted = (
+                {row[0]: row[1:] for row in conn.execute(f"{KB_TOTALS_SQL} GROUP BY kb_id")}
+                if totals
+                else {}
+            )
+        return [kb_from_row(row, counted.get(row[0])) for row in kbs]
 
     def delete_kb(self, kb_id: int) -> None:
         with self._write() as conn:

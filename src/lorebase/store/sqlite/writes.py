@@ -41,14 +41,18 @@ NO_KB = "no such knowledge base; list them to see the names"
 NO_DOCUMENT = "no such document in this knowledge base; list its documents to see their ids"
 
 
-def load_kb(conn: sqlite3.Connection, column: str, value: object) -> KnowledgeBase:
+def load_kb(
+    conn: sqlite3.Connection, column: str, value: object, *, totals: bool = True
+) -> KnowledgeBase:
     row = conn.execute(
         f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {column} = ?", (value,)
     ).fetchone()
     if row is None:
         raise NotFound(NO_KB)
-    totals = conn.execute(f"{KB_TOTALS_SQL} WHERE kb_id = ?", (row[0],)).fetchone()
-    return kb_from_row(row, totals[1:])
+    if not totals:
+        return kb_from_row(row, None)
+    counted = conn.execute(f"{KB_TOTALS_SQL} WHERE kb_id = ?", (row[0],)).fetchone()
+    return kb_from_row(row, counted[1:])
 
 
 def require_kb(conn: sqlite3.Connection, kb_id: int) -> None:
