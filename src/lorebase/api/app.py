@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -69,3 +70,19 @@ def create_app(server: Server, *, manage: bool = True) -> FastAPI:
         return response
 
     return app
+
+
+def run(server: Server, host: str, port: int) -> None:
+    """Serve ``server`` with uvicorn until SIGINT/SIGTERM. Open event streams are ended as
+    the shutdown begins: uvicorn waits for every response to finish, and an event stream
+    never would."""
+    import uvicorn
+
+    class EndingStreams(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            server.events.close()
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(create_app(server), host=host, port=port, log_level="warning",
+                            access_log=False)  # fmt: skip
+    EndingStreams(config).run()

@@ -41,9 +41,7 @@ def serve(
 ) -> None:
     """Serve the REST API (OpenAPI at /docs) on HOST:PORT; it also indexes uploads and follows
     the knowledge bases' folders. The first start creates an admin key and prints it once."""
-    import uvicorn
-
-    from lorebase.api.app import create_app
+    from lorebase.api.app import run
     from lorebase.api.server import Server, ServeSettings
     from lorebase.crypto import DataKey
     from lorebase.settings import MB
@@ -62,8 +60,7 @@ def serve(
             console.print(Text(key, style="bold"))
         server = Server(lb, accounts, DataKey.load(lb.settings.data_dir), settings)
         console.print(Text(f"lorebase serving on http://{host}:{port} (docs at /docs)"))
-        uvicorn.run(create_app(server), host=host, port=port, log_level="warning",
-                    access_log=False)  # fmt: skip
+        run(server, host, port)
 
 
 @users_app.command("list")

@@ -7,6 +7,7 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from lorebase.api.deps import CallerDep, ServerDep
+from lorebase.errors import NotFound
 
 router = APIRouter(tags=["system"])
 
@@ -39,4 +40,13 @@ async def events(server: ServerDep, caller: CallerDep) -> StreamingResponse:
     """Server-sent events: document and knowledge-base state changes (ids, states, counts —
     never names or text) for the bases the caller may see."""
     visible = {kb.id for kb in server.visible_kbs(caller)}
-    return StreamingResponse(server.events.stream(visible), media_type="text/event-stream")
+
+    def may_see(kb_id: int) -> bool:
+        try:
+            server.kb_for(caller, kb_id)
+        except NotFound:
+            return False
+        return True
+
+    return StreamingResponse(server.events.stream(visible, may_see),
+                             media_type="text/event-stream")  # fmt: skip
