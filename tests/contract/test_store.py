@@ -591,6 +591,58 @@ def test_dense_search_sees_writes_made_after_a_search(store: Store) -> None:
     assert len(store.dense_search([kb.id], IDENTITY, unit(2), 10)) == 1
 
 
+OPERATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "put", "put", "delete", "fail", "other-process"]),
+        st.integers(0, 5),  # which document
+        st.integers(1, 4),  # how many chunks
+        st.integers(0, 10_000),  # vector seed
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations=OPERATIONS)
+def test_dense_results_after_any_writes_equal_a_fresh_load(
+    backend: Backend, tmp_path_factory: pytest.TempPathFactory, operations: list
+) -> None:
+    """However the in-memory index catches up with writes (here or in another process),
+    every search answers exactly what a store opened afresh answers."""
+    folder = tmp_path_factory.mktemp("dense")
+    store, other = backend.open(folder), backend.open(folder)
+    try:
+        kb = store.create_kb("docs")
+        query = unit(99)
+        for action, doc, count, seed in operations:
+            path = f"d{doc}.md"
+            writer = other if action == "other-process" else store
+            if action in ("put", "other-process"):
+                vectors = np.stack([unit(seed + i) for i in range(count)])
+                put(writer, kb, path, [f"text {seed} {i}" for i in range(count)],
+                    vectors=vectors)  # fmt: skip
+            elif action == "fail":
+                store.record_failure(kb.id, new_doc(path), "corrupt")
+            elif (found := store.get_document(kb.id, path)) is not None:
+                store.delete_document(kb.id, found.id)
+            fresh = backend.open(folder)
+            try:
+                expected = fresh.dense_search([kb.id], IDENTITY, query, 100)
+            finally:
+                fresh.close()
+            got = store.dense_search([kb.id], IDENTITY, query, 100)
+            assert sorted(got) == sorted(expected)
+            subset = [d.id for d in store.list_documents(kb.id)][:2]
+            filtered = {c for c, _ in store.dense_search([kb.id], IDENTITY, query, 100, subset)}
+            assert {c.document_id for c in store.get_chunks([kb.id], list(filtered))} <= set(subset)
+    finally:
+        store.close()
+        other.close()
+
+
 def test_dense_search_filters_documents_and_merges_bases(store: Store) -> None:
     a, b = store.create_kb("a"), store.create_kb("b")
     doc1, _ = put(store, a, "1.md", ["a1", "a2"], vectors=np.stack([unit(1), unit(2)]))

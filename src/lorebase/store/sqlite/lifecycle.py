@@ -255,7 +255,7 @@ class LifecycleMixin:
                 "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
                 (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
             )
-            writes.bump(conn, kb_id)
+            writes.bump(conn, kb_id, [document_id])
 
     def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
         with self._write() as conn:
@@ -265,7 +265,7 @@ class LifecycleMixin:
                 "(SELECT rowid FROM chunks WHERE kb_id = ?)",
                 (keep_id, kb_id),
             )
-            writes.bump(conn, kb_id)
+            writes.bump(conn, kb_id, every_document=True)
 
 
 def _source(row: Sequence[object]) -> Source:

@@ -191,11 +191,18 @@ _ACCOUNTS: tuple[Step, ...] = (
     "CREATE INDEX documents_hash ON documents (kb_id, content_hash)",
 )
 
+_DOCUMENT_GENERATIONS = (
+    # The base generation at which a document's chunks or vectors last changed: an in-memory
+    # vector index loaded at generation g re-reads only the documents stamped after g.
+    "ALTER TABLE documents ADD COLUMN generation INTEGER NOT NULL DEFAULT 0",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
     Migration(3, "sources and the life cycle", _LIFE_CYCLE),
     Migration(4, "users, teams, keys, audit log; uploads", _ACCOUNTS),
+    Migration(5, "document generations", _DOCUMENT_GENERATIONS),
 )
 
 _CREATE_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS migrations (

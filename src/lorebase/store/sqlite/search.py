@@ -6,6 +6,7 @@ holds. The one piece of state is :class:`DenseIndexes`, the in-memory vector mat
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +25,13 @@ from lorebase.store.sqlite.rows import (
     placeholders,
     stored_chunk_from_row,
 )
-from lorebase.store.vectors import VECTOR_DTYPE, VectorIndex, build_index, matrix_from_blobs
+from lorebase.store.vectors import (
+    VECTOR_DTYPE,
+    ExactIndex,
+    VectorIndex,
+    build_index,
+    matrix_from_blobs,
+)
 
 _KB_FILTER = "c.kb_id IN (SELECT value FROM json_each(?))"
 
@@ -160,6 +167,7 @@ class LoadedIndex:
     chunk_ids: list[str]
     document_ids: list[str]
     document_codes: np.ndarray
+    created_at: float = 0.0  # of the base: an id reused by a new base is another base
 
     def allowed(self, document_ids: Sequence[str] | None) -> np.ndarray | None:
         """The row mask for a document filter (None: every row)."""
@@ -189,11 +197,20 @@ LOAD_BATCH_ROWS = 20_000
 held every blob twice more (the row tuples, then the joined bytes), ~3x the matrix at peak."""
 
 
+REFRESH_SHARE = 0.5
+"""A stale exact index re-reads only its changed documents unless more than this share of
+the base's documents changed; then it is loaded whole."""
+
+
 class DenseIndexes:
     """In-memory vector indexes per ``(kb_id, identity_id)``, each tagged with the knowledge
     base generation it was loaded at. Every write to a base bumps its generation, so one
-    SELECT of generations tells which indexes are stale; those are reloaded from the vectors
+    SELECT of generations tells which indexes are stale; those are refreshed from the vectors
     table (the source of truth), in the same read transaction as that SELECT.
+
+    A refresh re-reads only the documents stamped with a newer generation and drops the rows
+    of documents that are gone: during a pass, when every search finds the base changed,
+    re-reading every vector each time made the dense arm ~200 ms at 20k chunks instead of ~1.
 
     From ``ann_threshold`` rows, the index is an ANN graph (:mod:`lorebase.store.ann`) kept per
     base and identity across reloads, saved under ``ann_folder`` (default: ``<db>.ann`` next to
@@ -219,21 +236,27 @@ class DenseIndexes:
     def indexes_for(
         self, conn: sqlite3.Connection, kb_ids: Sequence[int], identity_id: int, dim: int
     ) -> list[LoadedIndex]:
-        generations = dict(
-            conn.execute(
-                "SELECT id, generation FROM knowledge_bases "
+        bases = {
+            kb_id: (generation, created_at)
+            for kb_id, generation, created_at in conn.execute(
+                "SELECT id, generation, created_at FROM knowledge_bases "
                 "WHERE id IN (SELECT value FROM json_each(?))",
                 (json_ids(kb_ids),),
-            ).fetchall()
-        )
-        self.forget(set(kb_ids) - set(generations))  # deleted, perhaps by another process
+            )
+        }
+        self.forget(set(kb_ids) - set(bases))  # deleted, perhaps by another process
         indexes = []
-        for kb_id, generation in generations.items():
+        for kb_id, (generation, created_at) in bases.items():
             key = (kb_id, identity_id)
             loaded = self._loaded.get(key)
-            if loaded is None or loaded.generation != generation:
-                loaded = self._load(conn, kb_id, identity_id, dim, generation)
-                self._loaded[key] = loaded
+            if loaded is not None and loaded.created_at != created_at:
+                self.forget({kb_id})  # deleted by another process, its id given to a new base
+                loaded = None
+            if loaded is not None and loaded.generation != generation:
+                loaded = self._refresh(conn, loaded, kb_id, identity_id, dim, generation)
+            if loaded is None:
+                loaded = self._load(conn, kb_id, identity_id, dim, generation, created_at)
+            self._loaded[key] = loaded
             indexes.append(loaded)
         return indexes
 
@@ -248,8 +271,60 @@ class DenseIndexes:
         for key in [key for key in self._graphs if key[0] in kb_ids]:
             del self._graphs[key]
 
+    def _refresh(
+        self,
+        conn: sqlite3.Connection,
+        loaded: LoadedIndex,
+        kb_id: int,
+        identity_id: int,
+        dim: int,
+        generation: int,
+    ) -> LoadedIndex | None:
+        """``loaded`` brought to ``generation``: the rows of changed and deleted documents
+        dropped, the changed documents' vectors read again. None when it is better loaded
+        whole: an ANN index, or one that would cross the ANN threshold or changed mostly."""
+        if not isinstance(loaded.index, ExactIndex):
+            return None
+        current = dict(
+            conn.execute("SELECT id, generation FROM documents WHERE kb_id = ?", (kb_id,))
+        )
+        changed = [doc for doc, stamped in current.items() if stamped > loaded.generation]
+        gone = [doc for doc in loaded.document_ids if doc not in current]
+        if len(changed) + len(gone) > REFRESH_SHARE * max(1, len(current)):
+            return None
+        fresh = load_document_vectors(conn, changed, identity_id, dim)
+        dropped = {*changed, *gone}
+        dropped_codes = [code for code, doc in enumerate(loaded.document_ids) if doc in dropped]
+        keep = ~np.isin(loaded.document_codes, np.asarray(dropped_codes, dtype=np.int32))
+        if int(keep.sum()) + len(fresh.chunk_ids) >= self.ann_threshold:
+            return None
+        document_ids = list(loaded.document_ids)
+        code_of = {doc: code for code, doc in enumerate(document_ids)}
+        for doc in fresh.document_ids:
+            if doc not in code_of:
+                code_of[doc] = len(document_ids)
+                document_ids.append(doc)
+        new_codes = np.asarray([code_of[doc] for doc in fresh.document_ids], dtype=np.int32)
+        kept_rows = np.flatnonzero(keep)
+        return LoadedIndex(
+            generation=generation,
+            index=build_index(np.concatenate([loaded.index.matrix[kept_rows], fresh.matrix])),
+            chunk_ids=[loaded.chunk_ids[i] for i in kept_rows] + fresh.chunk_ids,
+            document_ids=document_ids,
+            document_codes=np.concatenate(
+                [loaded.document_codes[kept_rows], new_codes[fresh.codes]]
+            ),
+            created_at=loaded.created_at,
+        )
+
     def _load(
-        self, conn: sqlite3.Connection, kb_id: int, identity_id: int, dim: int, generation: int
+        self,
+        conn: sqlite3.Connection,
+        kb_id: int,
+        identity_id: int,
+        dim: int,
+        generation: int,
+        created_at: float,
     ) -> LoadedIndex:
         vectors = load_vectors(conn, kb_id, identity_id, dim, self.ann_threshold)
         key = (kb_id, identity_id)
@@ -264,7 +339,7 @@ class DenseIndexes:
                 self._graphs[key] = slot
             index = build_ann_index(vectors.matrix, vectors.keys, slot, generation)
         return LoadedIndex(
-            generation, index, vectors.chunk_ids, vectors.document_ids, vectors.codes
+            generation, index, vectors.chunk_ids, vectors.document_ids, vectors.codes, created_at
         )
 
     def _side_file(self, conn: sqlite3.Connection, kb_id: int, identity_id: int) -> SideFile | None:
@@ -326,6 +401,35 @@ def load_vectors(
         document_ids=list(code_of),
         codes=np.asarray(codes, dtype=np.int32),
         keys=np.concatenate(keys) if with_keys and keys else None,
+    )
+
+
+_DOCUMENT_VECTORS_SQL = (
+    "SELECT c.id, c.document_id, v.vector FROM chunks AS c "
+    "JOIN vectors AS v ON v.chunk_rowid = c.rowid AND v.identity_id = ? "
+    "WHERE c.document_id IN (SELECT value FROM json_each(?))"
+)
+
+
+def load_document_vectors(
+    conn: sqlite3.Connection, document_ids: Sequence[str], identity_id: int, dim: int
+) -> LoadedVectors:
+    """The vectors of these documents under one identity (no ANN keys)."""
+    rows = (
+        conn.execute(
+            _DOCUMENT_VECTORS_SQL, (identity_id, json.dumps(list(document_ids)))
+        ).fetchall()
+        if document_ids
+        else []
+    )
+    code_of: dict[str, int] = {}
+    codes = [code_of.setdefault(row[1], len(code_of)) for row in rows]
+    return LoadedVectors(
+        matrix=matrix_from_blobs([row[2] for row in rows], dim),
+        chunk_ids=[row[0] for row in rows],
+        document_ids=list(code_of),
+        codes=np.asarray(codes, dtype=np.int32),
+        keys=None,
     )
 
 

@@ -295,7 +295,7 @@ class SqliteStore(LifecycleMixin, Store):
             stored_ids = writes.write_chunks(conn, kb_id, document_id, chunks)
             if matrix is not None and identity is not None:
                 writes.write_vectors(conn, document_id, chunks, stored_ids, matrix, identity)
-            writes.bump(conn, kb_id)
+            writes.bump(conn, kb_id, [document_id])
             return writes.load_document(conn, kb_id, document_id)
 
     def record_failure(self, kb_id: int, document: NewDocument, reason: str) -> DocumentRecord:
@@ -312,7 +312,7 @@ class SqliteStore(LifecycleMixin, Store):
                 settings_key=None,
                 text=None,
             )
-            writes.bump(conn, kb_id)
+            writes.bump(conn, kb_id, [document_id])
             return writes.load_document(conn, kb_id, document_id)
 
     def find_document(self, document_id: str) -> DocumentRecord | None:

@@ -70,12 +70,28 @@ def load_document(conn: sqlite3.Connection, kb_id: int, document_id: str) -> Doc
     return document_from_row(row)
 
 
-def bump(conn: sqlite3.Connection, kb_id: int) -> None:
-    """Mark the base changed: in-memory indexes loaded at an older generation reload."""
+def bump(
+    conn: sqlite3.Connection,
+    kb_id: int,
+    documents: Sequence[str] = (),
+    *,
+    every_document: bool = False,
+) -> None:
+    """Mark the base changed: in-memory indexes loaded at an older generation refresh. The
+    ``documents`` whose chunks or vectors changed (or ``every_document``) are stamped with
+    the new generation, so that a refresh re-reads those only; deleted documents need no
+    stamp (a refresh sees them gone)."""
     conn.execute(
         "UPDATE knowledge_bases SET generation = generation + 1, updated_at = ? WHERE id = ?",
         (time.time(), kb_id),
     )
+    stamp = (
+        "UPDATE documents SET generation = (SELECT generation FROM knowledge_bases WHERE id = ?)"
+    )
+    if every_document:
+        conn.execute(f"{stamp} WHERE kb_id = ?", (kb_id, kb_id))
+    elif documents:
+        conn.executemany(f"{stamp} WHERE id = ?", [(kb_id, doc) for doc in documents])
 
 
 def identity_row(
