@@ -343,6 +343,12 @@ def test_agent_tools_over_http_are_scoped_and_fenced(env: Env) -> None:
                              headers=env.as_("alice")).json()  # fmt: skip
     assert called["structured"]["content_trust"] == "untrusted-document"
     assert "<untrusted-document" in called["text"] and "BLUEHERON" in called["text"]
+    # An upload is cited by its own name, never by the path of its encrypted copy.
+    assert SECRET_NAME in called["text"] and "uploads/" not in called["text"]
+    document_id = called["structured"]["hits"][0]["document_id"]
+    body = {"document_id": document_id, "knowledge_base": "alice-private"}
+    read = env.client.post("/v1/tools/read_document", json=body, headers=env.as_("alice"))
+    assert SECRET_NAME in read.json()["text"] and "uploads/" not in read.json()["text"]
     bob = env.client.post("/v1/tools/search_knowledge_base",
                           json={"query": "BLUEHERON", "knowledge_base": "alice-private"},
                           headers=env.as_("bob"))  # fmt: skip

@@ -74,7 +74,11 @@ class ToolResult:
 
 class ToolBox:
     """The four tools over one :class:`~lorebase.app.Lorebase`, scoped to ``knowledge_bases``
-    (names; ``None`` means every base, including ones created later)."""
+    (names; ``None`` means every base, including ones created later).
+
+    ``upload_names`` gives an uploaded document's own file name by document id (the server
+    keeps it sealed); without it an upload shows the path of its stored copy.
+    """
 
     def __init__(
         self,
@@ -82,10 +86,12 @@ class ToolBox:
         knowledge_bases: Collection[str] | None = None,
         *,
         citations: Citations | None = None,
+        upload_names: Callable[[str], str | None] | None = None,
     ) -> None:
         self.lb = lb
         self.scope = frozenset(knowledge_bases) if knowledge_bases is not None else None
         self.citations = citations or Citations()
+        self.upload_names = upload_names
 
     @classmethod
     def for_profile(cls, lb: Lorebase, profile: str | None) -> ToolBox:
@@ -176,7 +182,8 @@ class ToolBox:
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
             source = self._register(hit.knowledge_base, hit.chunk_id, hit)
-            block = fence.block(hit.text, attributes={"id": source.number}, header=_header(hit))
+            block = fence.block(hit.text, attributes={"id": source.number},
+                                header=_header(hit, source.path))  # fmt: skip
             best = hit.scores.get("fused") or next(iter(hit.scores.values()))
             found = {"rank": rank, "content_kind": hit.content_kind, "score": best.score}
             hits.append(_ids(source) | _where(source) | found | {"content": block})
@@ -206,13 +213,13 @@ class ToolBox:
             knowledge_base=kb.name,
             document_id=record.id,
             chunk_id=None,
-            path=record.path,
+            path=self._path(record.id, record.path, record.uploaded),
             title=record.title,
         )
         block = fence.block(
             text[start:end],
             attributes={"id": source.number},
-            header=[("path", record.path), ("title", record.title)],
+            header=[("path", source.path), ("title", record.title)],
         )
         window = {
             "start": start,
@@ -233,7 +240,8 @@ class ToolBox:
         items, blocks, sources = [], [], []
         for chunk in chunks:
             source = self._register(chunk.kb_name, chunk.id, chunk)
-            block = fence.block(chunk.text, attributes={"id": source.number}, header=_header(chunk))
+            block = fence.block(chunk.text, attributes={"id": source.number},
+                                header=_header(chunk, source.path))  # fmt: skip
             target = chunk.id == args["chunk_id"]
             place = {"ordinal": chunk.ordinal, "is_target": target, "content": block}
             items.append(_ids(source) | _where(source) | place)
@@ -246,12 +254,18 @@ class ToolBox:
         )
         return ToolResult("read_surrounding_chunks", structured, text, tuple(sources))
 
+    def _path(self, document_id: str, path: str, uploaded: bool) -> str:
+        """What to call a document: an upload by its own file name when that is known."""
+        if uploaded and self.upload_names is not None:
+            return self.upload_names(document_id) or path
+        return path
+
     def _register(self, kb_name: str, chunk_id: str, item: Hit | StoredChunk) -> Source:
         return self.citations.register(
             knowledge_base=kb_name,
             document_id=item.document_id,
             chunk_id=chunk_id,
-            path=item.path,
+            path=self._path(item.document_id, item.path, item.uploaded),
             title=item.title,
             trail=tuple(item.trail),
             page=item.page,
@@ -260,10 +274,10 @@ class ToolBox:
         )
 
 
-def _header(item: Hit | StoredChunk) -> list[tuple[str, str | None]]:
+def _header(item: Hit | StoredChunk, path: str) -> list[tuple[str, str | None]]:
     """The document-controlled metadata of a passage: goes inside the fence."""
     return [
-        ("path", item.path),
+        ("path", path),
         ("title", item.title),
         ("headings", " › ".join(item.trail)),
         ("symbol", item.symbol),

@@ -60,9 +60,9 @@ def search_out(server: Server, response: SearchResponse) -> SearchOut:
     names: dict[str, str] = {}
     for hit in response.hits:
         if hit.uploaded and hit.document_id not in names:
-            document = server.lb.store.find_document(hit.document_id)
-            if document is not None:
-                names[hit.document_id] = server.display_name(document)
+            name = server.upload_name(hit.document_id)
+            if name is not None:
+                names[hit.document_id] = name
     return SearchOut(
         hits=[hit_out(server, hit, names) for hit in response.hits],
         mode=response.mode.value,

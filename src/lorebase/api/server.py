@@ -175,6 +175,13 @@ class Server:
             return open_text(self.key, document.display_name, NAME_CONTEXT)
         return document.path
 
+    def upload_name(self, document_id: str) -> str | None:
+        """An uploaded document's own file name, by id (None: no such upload)."""
+        document = self.lb.store.find_document(document_id)
+        if document is None or not document.uploaded:
+            return None
+        return self.display_name(document)
+
     def audit(self, caller: Caller, action: str, target: str) -> None:
         self.accounts.audit(caller.user.name, action, target)
 

@@ -24,7 +24,7 @@ def toolbox_for(server: Server, caller: Caller, profile: str | None) -> ToolBox:
     names = {kb.name for kb in server.visible_kbs(caller)}
     if profile is not None:
         names &= set(Profiles(server.lb.settings.data_dir).get(profile).knowledge_bases)
-    return ToolBox(server.lb, names)
+    return ToolBox(server.lb, names, upload_names=server.upload_name)
 
 
 @router.get("")
