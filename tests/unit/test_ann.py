@@ -15,7 +15,7 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.store import ann
 from lorebase.store.ann import AnnIndex, GraphSlot, SideFile, build_ann_index, chunk_keys
 from lorebase.store.base import NewDocument
-from lorebase.store.sqlite.search import DenseIndexes
+from lorebase.store.sqlite.dense import DenseIndexes
 from lorebase.store.sqlite.store import SqliteStore, connect
 from lorebase.store.vectors import ExactIndex
 from lorebase.types import Chunk, ContentKind

@@ -6,7 +6,7 @@ matrix it was built from; the caller maps positions back to chunk ids. Keeping t
 small lets an approximate index replace :class:`ExactIndex` past a few hundred thousand rows
 without the rest of the store changing: :class:`lorebase.store.ann.AnnIndex` (an HNSW graph in
 a rebuildable side file, candidates rescored against the same float32 matrix), chosen by row
-count where the store loads its indexes (``DenseIndexes`` in ``store/sqlite/search.py``).
+count where the store loads its indexes (``DenseIndexes`` in ``store/sqlite/dense.py``).
 """
 
 from __future__ import annotations

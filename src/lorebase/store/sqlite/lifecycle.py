@@ -144,15 +144,15 @@ class LifecycleMixin:
         return counts
 
     def list_uploads(self, state: DocumentState | None = None) -> list[tuple[int, str]]:
-        sql = "SELECT kb_id, id FROM documents WHERE display_name IS NOT NULL"
+        sql = "SELECT kb_id, id FROM documents INDEXED BY documents_uploads "
+        sql += "WHERE display_name IS NOT NULL"
         args: tuple[str, ...] = ()
         if state is not None:
             sql += " AND state = ?"
             args = (DocumentState(state).value,)
         with self._read() as conn:
-            return [
-                (kb_id, doc_id) for kb_id, doc_id in conn.execute(sql + " ORDER BY rowid", args)
-            ]
+            found = conn.execute(sql + " ORDER BY created_at, kb_id, id", args).fetchall()
+        return [(kb_id, document_id) for kb_id, document_id in found]
 
     def set_display_name(self, kb_id: int, document_id: str, sealed: str) -> None:
         with self._write() as conn:

@@ -195,6 +195,13 @@ _DOCUMENT_GENERATIONS = (
     # The base generation at which a document's chunks or vectors last changed: an in-memory
     # vector index loaded at generation g re-reads only the documents stamped after g.
     "ALTER TABLE documents ADD COLUMN generation INTEGER NOT NULL DEFAULT 0",
+    # Covering: a refresh lists every document's id and generation without reading the rows
+    # (their compressed text sits before the generation column).
+    "CREATE INDEX documents_generation ON documents (kb_id, generation, id)",
+    # The uploads (the only documents with a sealed name), for the pending sweep: read from
+    # the index alone, never from the rows.
+    "CREATE INDEX documents_uploads ON documents (state, created_at, kb_id, id, display_name) "
+    "WHERE display_name IS NOT NULL",
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -202,7 +209,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
     Migration(3, "sources and the life cycle", _LIFE_CYCLE),
     Migration(4, "users, teams, keys, audit log; uploads", _ACCOUNTS),
-    Migration(5, "document generations", _DOCUMENT_GENERATIONS),
+    Migration(5, "document generations; the uploads index", _DOCUMENT_GENERATIONS),
 )
 
 _CREATE_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS migrations (

@@ -34,7 +34,7 @@ from lorebase.store.base import (
     Store,
     StoredChunk,
 )
-from lorebase.store.sqlite import fts, search, writes
+from lorebase.store.sqlite import dense, fts, search, writes
 from lorebase.store.sqlite.lifecycle import LifecycleMixin
 from lorebase.store.sqlite.rows import (
     DOCUMENT_COLUMNS,
@@ -103,7 +103,7 @@ class SqliteStore(LifecycleMixin, Store):
         except BaseException:
             self._conn.close()
             raise
-        self._dense = search.DenseIndexes()
+        self._dense = dense.DenseIndexes()
         self._dense_lock = threading.Lock()
         self._pool_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
@@ -431,7 +431,7 @@ class SqliteStore(LifecycleMixin, Store):
         with self._lock, self._pool_lock:
             if not self._closed:
                 self._closed = True
-                self._dense = search.DenseIndexes()
+                self._dense = dense.DenseIndexes()
                 self._conn.close()
                 for conn in self._idle:
                     conn.close()
