@@ -15,7 +15,7 @@ from rich.text import Text
 
 from lorebase.agent.schema import MAX_TOP_K
 from lorebase.cli import render
-from lorebase.cli.common import CliContext, JsonOption, handles_errors, open_from
+from lorebase.cli.common import CliContext, JsonOption, command_group, handles_errors, open_from
 from lorebase.errors import NotFound
 
 ProfileOption = Annotated[
@@ -159,9 +159,7 @@ def _answer_json(answer: Any, notices: list[str], decision: Any) -> dict[str, An
     }
 
 
-profile_app = typer.Typer(
-    help="Profiles: named sets of knowledge bases a conversation may use.", no_args_is_help=True
-)
+profile_app = command_group("Profiles: named sets of knowledge bases a conversation may use.")
 
 
 def _data_dir(ctx: typer.Context) -> Path:

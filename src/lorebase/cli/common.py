@@ -33,6 +33,16 @@ EXIT_CODES: dict[type[LorebaseError], int] = {
 }
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def command_group(help: str, **options: Any) -> typer.Typer:
+    """A group of commands that shows its help when called without one.
+
+    Typer keeps the line breaks of a command's first docstring paragraph in the command
+    list, so each command's docstring starts with a one-line summary (checked by a test)."""
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode="markdown", **options)
+
+
 KbOption = Annotated[
     str, typer.Option("--kb", help="The knowledge base (created by `add` if needed).")
 ]

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from lorebase.cli import render
-from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 from lorebase.store.base import DocumentState
 
-app = typer.Typer(help="Documents in a knowledge base.", no_args_is_help=True)
+app = command_group("Documents in a knowledge base.")
 
 
 @app.command("list")

@@ -11,11 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from lorebase.cli import render
-from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import Scope
 
-app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
+app = command_group("Create, list and delete knowledge bases.")
 
 
 @app.command("list")
@@ -77,7 +77,7 @@ def update(
     Console().print(Text(f"updated {name}; run `lorebase sync --kb {name}` to apply"))
 
 
-sources_app = typer.Typer(help="Folders a knowledge base follows.", no_args_is_help=True)
+sources_app = command_group("Folders a knowledge base follows.")
 app.add_typer(sources_app, name="sources")
 
 

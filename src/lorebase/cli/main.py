@@ -18,13 +18,12 @@ from lorebase.cli import (
     passes,
     serving,
 )
-from lorebase.cli.common import CliContext
+from lorebase.cli.common import CliContext, command_group
 from lorebase.settings import EMBEDDERS
 
-app = typer.Typer(
+app = command_group(
+    "A local-first knowledge base with hybrid retrieval and cited answers.",
     name="lorebase",
-    help="A local-first knowledge base with hybrid retrieval and cited answers.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )

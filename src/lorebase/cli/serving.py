@@ -12,11 +12,11 @@ from rich.text import Text
 
 from lorebase.accounts.base import Role
 from lorebase.cli import render
-from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 
-users_app = typer.Typer(help="Users of the HTTP service (operators only).", no_args_is_help=True)
-teams_app = typer.Typer(help="Teams and their members.", no_args_is_help=True)
-keys_app = typer.Typer(help="API keys and the data key.", no_args_is_help=True)
+users_app = command_group("Users of the HTTP service (operators only).")
+teams_app = command_group("Teams and their members.")
+keys_app = command_group("API keys and the data key.")
 
 DAY = 86_400
 
