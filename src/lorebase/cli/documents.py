@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -33,10 +34,13 @@ def list_(
     if as_json:
         render.print_json(Console(), render.to_jsonable(docs))
         return
-    table = Table(title=f"Documents in {kb}", title_justify="left")
-    for column in ("id", "path", "kind", "state", "chunks", "reason"):
-        table.add_column(column, overflow="fold")
+    # The path takes what the short columns leave; a long one folds inside its own column.
+    table = Table(title=f"Documents in {kb}", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("id", no_wrap=True)
+    table.add_column("path", overflow="fold", ratio=1)
+    for column in ("state", "chunks", "reason"):
+        table.add_column(column, no_wrap=True, justify="right" if column == "chunks" else "left")
     for doc in docs:
-        table.add_row(doc.id[:12], Text(doc.path), doc.kind, doc.state.value,
-                      str(doc.chunk_count), doc.reason or "")  # fmt: skip
+        table.add_row(doc.id[:12], Text(doc.path), doc.state.value, str(doc.chunk_count),
+                      doc.reason or "")  # fmt: skip
     Console().print(table)

@@ -104,4 +104,7 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
         return
     console = Console()
     console.print(Text(f"data directory: {data_dir}"))
-    console.print(render.status_table(kbs, sources))
+    if not kbs:
+        console.print(Text("no knowledge bases yet; add files with `lorebase add PATH`"))
+    for block in render.status_blocks(kbs, sources):
+        console.print(block)

@@ -188,20 +188,43 @@ def _when(timestamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
 
 
-def status_table(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) -> Table:
-    table = Table(title="Knowledge bases", title_justify="left")
-    for column in ("name", "state", "documents", "indexed", "pending", "failed", "chunks", "MB",
-                   "last pass", "folders", "model"):  # fmt: skip
-        table.add_column(column, overflow="fold")
+def _model(identity_key: str | None) -> str:
+    """``model@digest/transform/dim`` as a person reads it: the model, its form, its size
+    (the digest is in ``--json``)."""
+    if not identity_key:
+        return "-"
+    named, _, rest = identity_key.partition("@")
+    parts = rest.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        return identity_key
+    _, transform, dim = parts
+    form = "" if transform in ("", "none") else f" · {transform}"
+    return f"{named}{form} · {dim} dims"
+
+
+def status_blocks(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) -> list[Text]:
+    """One short block per knowledge base, readable in an 80-column terminal (a table of
+    eleven columns folded every cell into slivers)."""
+    blocks = []
     for kb in kbs:
         state = kb.state.value
         if kb.state.value == "indexing" and kb.progress_total:
             state += f" {kb.progress_done}/{kb.progress_total}"
         if kb.state_reason:
             state += f" ({kb.state_reason})"
-        folders = "\n".join(f"{s.label} = {s.path}" for s in sources.get(kb.name, []))
-        table.add_row(Text(kb.name), Text(state), str(kb.documents), str(kb.indexed),
-                      str(kb.pending), str(kb.failed), str(kb.chunks), f"{kb.bytes / 1e6:.2f}",
-                      _when(kb.pass_finished_at), Text(folders or "-"),
-                      Text(kb.identity_key or "-"))  # fmt: skip
-    return table
+        block = Text()
+        block.append(kb.name, style="bold")
+        block.append(f"  {state}\n")
+        counts = f"{kb.indexed} indexed, {kb.pending} pending, {kb.failed} failed"
+        rows = [
+            ("documents", f"{kb.documents:,} ({counts})"),
+            ("chunks", f"{kb.chunks:,} · {kb.bytes / 1e6:.1f} MB"),
+            ("last pass", _when(kb.pass_finished_at)),
+            *(("folder", f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
+            ("model", _model(kb.identity_key)),
+        ]
+        for label, value in rows:
+            block.append(f"  {label:<10} ", style="dim")
+            block.append(f"{value}\n")
+        blocks.append(block)
+    return blocks
