@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -177,7 +178,7 @@ def print_search(console: Console, response: SearchResponse) -> None:
         line = Text(f"{rank}. ", style="bold") + Text(hit.citation, style="bold cyan")
         line += Text(f"  [{hit.knowledge_base} · {best.score:.4f}]", style="dim")
         console.print(line)
-        console.print(Text("   " + hit.snippet))
+        console.print(Padding(Text(" ".join(hit.snippet.split())), (0, 0, 1, 3)))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in response.timings_ms.items())
     console.print(Text(f"{response.mode.value} · {timings}", style="dim"))
 
