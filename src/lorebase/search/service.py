@@ -166,8 +166,12 @@ class SearchService:
             if len(arms) > 1:
                 rank, score = fused_ranks[chunk.id]
                 scores["fused"] = StepScore(score=score, rank=rank)
-            hits.append(_hit(chunk, request.query, scores))
-        hits = _without_repeats(hits)[: request.top_k]
+            hits.append(_hit(chunk, scores))
+        # Snippets only for the hits that are returned (the slack is there for repeats).
+        hits = [
+            replace(hit, snippet=snippet(hit.text, request.query))
+            for hit in _without_repeats(hits)[: request.top_k]
+        ]
         if request.neighbors:
             hits = [self._with_neighbors(kb_ids, hit, request.neighbors) for hit in hits]
         return hits
@@ -193,7 +197,7 @@ def _without_repeats(hits: list[Hit]) -> list[Hit]:
     return kept
 
 
-def _hit(chunk: StoredChunk, query: str, scores: dict[str, StepScore]) -> Hit:
+def _hit(chunk: StoredChunk, scores: dict[str, StepScore]) -> Hit:
     return Hit(
         chunk_id=chunk.id,
         knowledge_base=chunk.kb_name,
@@ -212,7 +216,7 @@ def _hit(chunk: StoredChunk, query: str, scores: dict[str, StepScore]) -> Hit:
         language=chunk.language,
         symbol=chunk.symbol,
         text=chunk.text,
-        snippet=snippet(chunk.text, query),
+        snippet="",
         scores=scores,
         uploaded=chunk.uploaded,
     )
