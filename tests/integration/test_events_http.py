@@ -310,6 +310,35 @@ def test_a_deleted_base_whose_id_is_reused_sends_its_old_viewer_nothing(tmp_path
         alice.assert_no_secrets()
 
 
+def test_access_lost_while_a_stream_is_open_stops_its_events(tmp_path: Path) -> None:
+    """Visibility is judged with the caller looked up afresh for every event: a member
+    removed from a team hears no more of its base, a revoked key's stream ends."""
+    with serve(tmp_path) as live:
+        accounts = live.server.accounts
+        team = accounts.create_team("research")
+        alice, bob = accounts.get_user("alice"), accounts.get_user("bob")
+        for user in (alice, bob):
+            accounts.set_member(team.id, user.id, Role.MEMBER)
+        accounts.set_member(team.id, accounts.get_user("admin").id, Role.ADMIN)
+        body = {"name": SECRET_KB, "scope": "team", "team": "research"}
+        team_kb = live.call("POST", "/v1/knowledge-bases", "admin", json=body).json()["id"]
+        open_kb = live.create_kb("admin", "handbook", scope="global")
+        with subscribe(live, "alice") as alice_stream, subscribe(live, "bob") as bob_stream:
+            first = live.upload("admin", team_kb, "one.md", b"# One\n\nFirst note.\n")
+            alice_stream.until(settled(first))
+            bob_stream.until(settled(first))
+            accounts.set_member(team.id, alice.id, None)
+            for key in accounts.list_keys():
+                if key.user_id == bob.id:
+                    accounts.revoke_key(key.id)
+            second = live.upload("admin", team_kb, "two.md", b"# Two\n\nSecond note.\n")
+            marker = live.upload("admin", open_kb, "welcome.md", b"# Welcome\n\nHello.\n")
+            seen = alice_stream.until(settled(marker))
+            assert {e["knowledge_base_id"] for e in seen} == {open_kb}, seen
+            assert second.encode() not in alice_stream.raw
+            assert bob_stream.event() is None  # the stream ended at the next event
+
+
 def test_the_stream_needs_a_valid_key_when_keys_are_on(tmp_path: Path) -> None:
     with serve(tmp_path) as live:
         for headers in ({}, {"Authorization": "Bearer lb_wrong"}, {"X-API-Key": "lb_nope"}):

@@ -14,18 +14,25 @@ def get_server(request: Request) -> Server:
     return request.app.state.server  # type: ignore[no-any-return]
 
 
-def get_caller(
-    server: Annotated[Server, Depends(get_server)],
+def get_api_key(
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
     x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> Caller:
-    key = x_api_key
+) -> str | None:
+    """The key a request carries: `Authorization: Bearer KEY`, else `X-API-Key`."""
     if authorization and authorization.lower().startswith("bearer "):
-        key = authorization[7:].strip()
+        return authorization[7:].strip()
+    return x_api_key
+
+
+def get_caller(
+    server: Annotated[Server, Depends(get_server)],
+    key: Annotated[str | None, Depends(get_api_key)],
+) -> Caller:
     return server.caller(key)
 
 
 ServerDep = Annotated[Server, Depends(get_server)]
+ApiKeyDep = Annotated[str | None, Depends(get_api_key)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 # Row ids fit SQLite's signed 64-bit integers; document and chunk ids are hex.

@@ -51,7 +51,9 @@ class EventBus:
         """``text/event-stream`` lines for one subscriber, with keep-alive comments.
 
         ``may_see`` is asked again (in a worker thread) before each event is sent: a base
-        deleted since the stream opened may have handed its id to a base of someone else."""
+        deleted since the stream opened may have handed its id to a base of someone else,
+        and the caller may have lost access to it. When ``may_see`` raises, the stream ends
+        (the caller lost access altogether)."""
         sub = _Subscriber(asyncio.get_running_loop(), asyncio.Queue(SUBSCRIBER_BUFFER), kb_ids)
         with self._lock:
             if self._closed:
@@ -68,8 +70,13 @@ class EventBus:
                 if event is _END:
                     return
                 kb_id: int = event["knowledge_base_id"]  # type: ignore[assignment]
-                if may_see is not None and not await asyncio.to_thread(may_see, kb_id):
-                    continue
+                if may_see is not None:
+                    try:
+                        allowed = await asyncio.to_thread(may_see, kb_id)
+                    except Exception:
+                        return
+                    if not allowed:
+                        continue
                 yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
         finally:
             with self._lock:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from lorebase.api.deps import CallerDep, ServerDep
+from lorebase.api.deps import ApiKeyDep, CallerDep, ServerDep
 from lorebase.errors import NotFound
 
 router = APIRouter(tags=["system"])
@@ -36,14 +36,16 @@ def metrics(server: ServerDep) -> Response:
 
 
 @router.get("/v1/events")
-async def events(server: ServerDep, caller: CallerDep) -> StreamingResponse:
+async def events(server: ServerDep, caller: CallerDep, key: ApiKeyDep) -> StreamingResponse:
     """Server-sent events: document and knowledge-base state changes (ids, states, counts —
     never names or text) for the bases the caller may see."""
     visible = {kb.id for kb in server.visible_kbs(caller)}
 
     def may_see(kb_id: int) -> bool:
+        """Asked per event, with the caller looked up afresh: a revoked key ends the stream
+        (Unauthorized), a lost team membership or a deleted base stops its events."""
         try:
-            server.kb_for(caller, kb_id)
+            server.kb_for(server.caller(key), kb_id)
         except NotFound:
             return False
         return True
