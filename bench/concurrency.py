@@ -32,7 +32,7 @@ def during(call, queries: list[str], busy: threading.Thread) -> dict[str, float]
     """One client searching back to back for as long as ``busy`` runs."""
     latencies: list[float] = []
     busy.start()
-    while busy.is_alive():
+    while busy.is_alive() or not latencies:
         started = time.perf_counter()
         call(queries[len(latencies) % len(queries)])
         latencies.append(time.perf_counter() - started)

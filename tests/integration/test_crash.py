@@ -181,12 +181,15 @@ def _wait_for_pass(db: Path, process: subprocess.Popen[bytes], before: float | N
     """Until the knowledge base records a newer pass start (or the process is gone)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
-        if _pass_started_at(db) != before:
+        started = _pass_started_at(db)
+        if started is not None and started != before:
             return
         time.sleep(0.01)
 
 
 def _pass_started_at(db: Path) -> float | None:
+    """The latest pass start recorded; None when there is none yet or the database is busy
+    (the caller keeps waiting)."""
     try:
         conn = sqlite3.connect(db, timeout=5)
         try:

@@ -92,6 +92,7 @@ class ToolBox:
         self.scope = frozenset(knowledge_bases) if knowledge_bases is not None else None
         self.citations = citations or Citations()
         self.upload_names = upload_names
+        self._names: dict[str, str | None] = {}  # upload names looked up by this toolbox
 
     @classmethod
     def for_profile(cls, lb: Lorebase, profile: str | None) -> ToolBox:
@@ -256,9 +257,11 @@ class ToolBox:
 
     def _path(self, document_id: str, path: str, uploaded: bool) -> str:
         """What to call a document: an upload by its own file name when that is known."""
-        if uploaded and self.upload_names is not None:
-            return self.upload_names(document_id) or path
-        return path
+        if not uploaded or self.upload_names is None:
+            return path
+        if document_id not in self._names:
+            self._names[document_id] = self.upload_names(document_id)
+        return self._names[document_id] or path
 
     def _register(self, kb_name: str, chunk_id: str, item: Hit | StoredChunk) -> Source:
         return self.citations.register(

@@ -172,7 +172,12 @@ class DenseIndexes:
             if loaded is not None and loaded.created_at != created_at:
                 self.forget({kb_id})  # deleted by another process, its id given to a new base
                 loaded = None
-            if loaded is not None and loaded.generation != generation:
+            if loaded is not None and loaded.generation > generation:
+                # This search's snapshot is older than the cached index (another search
+                # refreshed it first): answer from the newer one rather than step back.
+                indexes.append(loaded)
+                continue
+            if loaded is not None and loaded.generation < generation:
                 loaded = self._refresh(conn, loaded, kb_id, identity_id, dim, generation)
             if loaded is None:
                 loaded = self._load(conn, kb_id, identity_id, dim, generation, created_at)
