@@ -50,6 +50,7 @@ class Backend:
 def _sqlite_row_counts(store: Store) -> dict[str, int]:
     tables = (
         "documents",
+        "document_texts",
         "sections",
         "chunks",
         "vectors",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from lorebase.errors import Conflict
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite.schema import MIGRATIONS, Migration, applied_migrations, migrate
 from lorebase.store.sqlite.store import connect
+
+LEGACY_TEXT = "Intro\n\nthe quarterly flamingo census"
 
 
 def _recorded(path: Path) -> tuple[list[tuple[int, str]], int]:
@@ -54,8 +57,9 @@ def test_a_database_from_migration_1_is_upgraded_with_its_data(tmp_path: Path) -
     )
     conn.execute(
         "INSERT INTO documents (id, kb_id, path, kind, size, content_hash, title, state, "
-        "chunk_count, created_at, updated_at) "
-        "VALUES ('d1', 1, 'notes/legacy.md', 'md', 10, 'h', 'Legacy', 'indexed', 1, 0, 0)"
+        "chunk_count, created_at, updated_at, text) "
+        "VALUES ('d1', 1, 'notes/legacy.md', 'md', 10, 'h', 'Legacy', 'indexed', 1, 0, 0, ?)",
+        (zlib.compress(LEGACY_TEXT.encode()),),
     )
     conn.execute(
         "INSERT INTO sections (id, document_id, ordinal, trail, headings) "
@@ -75,7 +79,10 @@ def test_a_database_from_migration_1_is_upgraded_with_its_data(tmp_path: Path) -
     with SqliteStore(path) as store:
         kb = store.get_kb("old")
         assert kb.documents == 1 and kb.chunks == 1
-        assert store.get_document(kb.id, "notes/legacy.md") is not None
+        legacy = store.get_document(kb.id, "notes/legacy.md")
+        assert legacy is not None
+        # Migration 6 moved the text out of the documents row, into a table of its own.
+        assert store.document_text(kb.id, legacy.id) == LEGACY_TEXT
         # Migration 2 built the lexical index over the chunks that were already there.
         assert [hit[0] for hit in store.keyword_search([kb.id], "flamingo", 5)] == ["c1"]
         assert [hit[0] for hit in store.keyword_search([kb.id], "legacy intro", 5)] == ["c1"]

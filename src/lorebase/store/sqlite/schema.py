@@ -204,12 +204,26 @@ _DOCUMENT_GENERATIONS = (
     "WHERE display_name IS NOT NULL",
 )
 
+_DOCUMENT_TEXTS = (
+    # A document's extracted text (compressed) in a table of its own. In the documents row it
+    # sat before every column added later, so reading those (the source, the sealed name, the
+    # generation) walked the text's overflow pages: listing a base read all of its text.
+    """CREATE TABLE document_texts (
+        document_id TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+        text BLOB NOT NULL
+    )""",
+    "INSERT INTO document_texts (document_id, text) "
+    "SELECT id, text FROM documents WHERE text IS NOT NULL",
+    "ALTER TABLE documents DROP COLUMN text",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
     Migration(3, "sources and the life cycle", _LIFE_CYCLE),
     Migration(4, "users, teams, keys, audit log; uploads", _ACCOUNTS),
     Migration(5, "document generations; the uploads index", _DOCUMENT_GENERATIONS),
+    Migration(6, "document texts in a table of their own", _DOCUMENT_TEXTS),
 )
 
 _CREATE_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS migrations (

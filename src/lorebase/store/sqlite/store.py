@@ -258,7 +258,10 @@ class SqliteStore(LifecycleMixin, Store):
     def document_text(self, kb_id: int, document_id: str) -> str:
         with self._read() as conn:
             row = conn.execute(
-                "SELECT text FROM documents WHERE id = ? AND kb_id = ?", (document_id, kb_id)
+                "SELECT t.text FROM documents AS d "
+                "LEFT JOIN document_texts AS t ON t.document_id = d.id "
+                "WHERE d.id = ? AND d.kb_id = ?",
+                (document_id, kb_id),
             ).fetchone()
         if row is None:
             raise NotFound(writes.NO_DOCUMENT)

@@ -134,7 +134,6 @@ def upsert_document(
         chunk_count,
         identity_key,
         settings_key,
-        text,
     )
     columns = (
         *DOCUMENT_VALUE_COLUMNS,
@@ -143,7 +142,6 @@ def upsert_document(
         "chunk_count",
         "identity_key",
         "settings_key",
-        "text",
     )
     row = conn.execute(
         "SELECT id FROM documents WHERE kb_id = ? AND path = ?", (kb_id, document.path)
@@ -156,6 +154,7 @@ def upsert_document(
             f"UPDATE documents SET {assignments}, updated_at = ? WHERE id = ?",
             (*values, now, document_id),
         )
+        write_text(conn, document_id, text)
         return document_id
     document_id = new_document_id()
     conn.execute(
@@ -163,7 +162,19 @@ def upsert_document(
         f"updated_at) VALUES ({placeholders(len(columns) + 5)})",
         (document_id, kb_id, document.path, *values, now, now),
     )
+    write_text(conn, document_id, text)
     return document_id
+
+
+def write_text(conn: sqlite3.Connection, document_id: str, text: bytes | None) -> None:
+    """The document's (compressed) extracted text, or none: it has no text now."""
+    if text is None:
+        conn.execute("DELETE FROM document_texts WHERE document_id = ?", (document_id,))
+    else:
+        conn.execute(
+            "INSERT OR REPLACE INTO document_texts (document_id, text) VALUES (?, ?)",
+            (document_id, text),
+        )
 
 
 def new_document_id() -> str:
