@@ -91,6 +91,33 @@ def test_a_database_from_migration_1_is_upgraded_with_its_data(tmp_path: Path) -
     assert version == MIGRATIONS[-1].number
 
 
+def test_an_older_sqlite_without_drop_column_empties_the_text_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lorebase.store.sqlite import schema
+
+    path = tmp_path / "old-sqlite.db"
+    conn = connect(path)
+    migrate(conn, MIGRATIONS[:5])
+    conn.execute(
+        "INSERT INTO knowledge_bases (id, name, scope, chunk_size, max_tokens, overlap, "
+        "created_at, updated_at) VALUES (1, 'old', 'personal', 1200, 320, 200, 0, 0)"
+    )
+    conn.execute(
+        "INSERT INTO documents (id, kb_id, path, kind, size, content_hash, state, "
+        "chunk_count, created_at, updated_at, text) "
+        "VALUES ('d1', 1, 'a.md', 'md', 10, 'h', 'indexed', 0, 0, 0, ?)",
+        (zlib.compress(LEGACY_TEXT.encode()),),
+    )
+    monkeypatch.setattr(schema.sqlite3, "sqlite_version_info", (3, 31, 1))
+    assert migrate(conn) == [6]
+    assert conn.execute("SELECT text FROM documents").fetchall() == [(None,)]
+    conn.close()
+    monkeypatch.undo()
+    with SqliteStore(path) as store:
+        assert store.document_text(1, "d1") == LEGACY_TEXT
+
+
 def test_a_failing_migration_leaves_no_trace(tmp_path: Path) -> None:
     path = tmp_path / "fail.db"
     conn = connect(path)

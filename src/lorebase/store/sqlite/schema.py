@@ -204,6 +204,16 @@ _DOCUMENT_GENERATIONS = (
     "WHERE display_name IS NOT NULL",
 )
 
+
+def _drop_documents_text(conn: sqlite3.Connection) -> None:
+    """``DROP COLUMN`` needs SQLite 3.35; an older library empties the column instead (the
+    rows shrink all the same, and nothing reads it any more)."""
+    if sqlite3.sqlite_version_info >= (3, 35, 0):
+        conn.execute("ALTER TABLE documents DROP COLUMN text")
+    else:
+        conn.execute("UPDATE documents SET text = NULL")
+
+
 _DOCUMENT_TEXTS = (
     # A document's extracted text (compressed) in a table of its own. In the documents row it
     # sat before every column added later, so reading those (the source, the sealed name, the
@@ -214,8 +224,9 @@ _DOCUMENT_TEXTS = (
     )""",
     "INSERT INTO document_texts (document_id, text) "
     "SELECT id, text FROM documents WHERE text IS NOT NULL",
-    "ALTER TABLE documents DROP COLUMN text",
+    _drop_documents_text,
 )
+
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
