@@ -18,9 +18,10 @@ from lorebase.ingest.pipeline import Ingestor, IngestReport, Progress, SourceFil
 from lorebase.ingest.sync import Syncer
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
 from lorebase.lock import IngestLock
+from lorebase.rerank.base import Reranker
 from lorebase.search.service import SearchService
 from lorebase.search.types import Mode, SearchRequest, SearchResponse
-from lorebase.settings import ChunkSettings, EmbedSettings, Settings
+from lorebase.settings import ChunkSettings, EmbedSettings, RerankSettings, Settings
 from lorebase.store.base import (
     DocumentRecord,
     DocumentState,
@@ -58,6 +59,23 @@ def build_embedder(settings: EmbedSettings, cache_dir: Path) -> Embedder | None:
     return OnnxEmbedder(cache_dir, quantize=settings.quantize)
 
 
+def build_reranker(settings: RerankSettings) -> Reranker | None:
+    """The configured reranker, if any (imported lazily)."""
+    if settings.kind == "none":
+        return None
+    if settings.kind == "fake":
+        from lorebase.rerank.fake import FakeReranker
+
+        return FakeReranker()
+    from lorebase.rerank.http import HttpReranker
+
+    assert settings.url and settings.model  # checked by RerankSettings
+    # A search waits on it: one retry, then the fused order (with a warning) rather than
+    # seconds of backoff.
+    return HttpReranker(settings.url, settings.model, api_key=settings.api_key,
+                        read_timeout=settings.timeout, max_retries=1)  # fmt: skip
+
+
 def _folder(path: Path) -> Path:
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir():
@@ -81,13 +99,15 @@ class Lorebase:
         store: Store,
         embedder: Embedder | None,
         holder: str = "lorebase",
+        reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.reranker = reranker
         self.ingestor = Ingestor(store, embedder, settings.extract)
         self.syncer = Syncer(store, self.ingestor)
-        self.searcher = SearchService(store, embedder)
+        self.searcher = SearchService(store, embedder, reranker)
         self.lock = IngestLock(settings.data_dir, holder)
 
     @contextmanager
@@ -297,11 +317,13 @@ def open_lorebase(
     *,
     settings: Settings | None = None,
     embedder: Embedder | str | None = "configured",
+    reranker: Reranker | str | None = "configured",
     holder: str = "lorebase",
 ) -> Lorebase:
     """Open (creating if needed) the lorebase in ``data_dir`` (default: ``LOREBASE_HOME`` or
     the per-user data directory). ``embedder`` overrides the configured one (``None`` for
-    keyword only). ``holder`` names this process in the ingestion lock's message."""
+    keyword only), ``reranker`` likewise (``None``: searches asking to rerank keep the fused
+    order). ``holder`` names this process in the ingestion lock's message."""
     if settings is None:
         settings = Settings.from_env(Path(data_dir) if data_dir is not None else None)
     store = build_store(settings)
@@ -310,4 +332,5 @@ def open_lorebase(
         if embedder == "configured"
         else embedder
     )
-    return Lorebase(settings, store, chosen, holder)  # type: ignore[arg-type]
+    reorder = build_reranker(settings.rerank) if reranker == "configured" else reranker
+    return Lorebase(settings, store, chosen, holder, reorder)  # type: ignore[arg-type]

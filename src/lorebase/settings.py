@@ -85,12 +85,39 @@ class EmbedSettings:
             raise InvalidInput("the http embedder needs a url and a model name")
 
 
+RERANKERS = ("none", "http", "fake")
+
+
+@dataclass(frozen=True, slots=True)
+class RerankSettings:
+    """Which reranker reorders fused candidates when a search asks for it: ``none`` (the
+    default: no package ships a local cross-encoder, so there is no bundled one), ``http``
+    a reranking server (``url`` like ``http://127.0.0.1:8080/v1``: llama.cpp, vLLM,
+    Jina/Cohere-style), ``fake`` the deterministic test reranker."""
+
+    kind: str = "none"
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in RERANKERS:
+            raise InvalidInput(f"reranker must be one of: {', '.join(RERANKERS)}")
+        if self.kind == "http" and not (self.url and self.model):
+            raise InvalidInput(
+                "the http reranker needs a url and a model name: set LOREBASE_RERANK_URL "
+                "and LOREBASE_RERANK_MODEL"
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a lorebase instance is built from; see :func:`Settings.from_env`."""
 
     data_dir: Path
     embed: EmbedSettings = field(default_factory=EmbedSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
     chunk: ChunkSettings = field(default_factory=ChunkSettings)
 
@@ -110,7 +137,8 @@ class Settings:
 
         ``LOREBASE_HOME`` (data directory), ``LOREBASE_EMBEDDER`` (onnx | http | fake | none),
         ``LOREBASE_EMBED_URL``, ``LOREBASE_EMBED_MODEL``, ``LOREBASE_EMBED_API_KEY``,
-        ``LOREBASE_EMBED_QUANTIZE`` (1/0).
+        ``LOREBASE_EMBED_QUANTIZE`` (1/0); ``LOREBASE_RERANKER`` (none | http | fake),
+        ``LOREBASE_RERANK_URL``, ``LOREBASE_RERANK_MODEL``, ``LOREBASE_RERANK_API_KEY``.
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -125,4 +153,10 @@ class Settings:
             api_key=env.get("LOREBASE_EMBED_API_KEY"),
             quantize=env.get("LOREBASE_EMBED_QUANTIZE", "1") not in ("0", "false", "no"),
         )
-        return cls(data_dir=home.expanduser(), embed=embed)
+        rerank = RerankSettings(
+            kind=env.get("LOREBASE_RERANKER", "none"),
+            url=env.get("LOREBASE_RERANK_URL"),
+            model=env.get("LOREBASE_RERANK_MODEL"),
+            api_key=env.get("LOREBASE_RERANK_API_KEY"),
+        )
+        return cls(data_dir=home.expanduser(), embed=embed, rerank=rerank)

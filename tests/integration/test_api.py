@@ -21,6 +21,7 @@ from lorebase.app import Lorebase, open_lorebase
 from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
+from lorebase.rerank.fake import FakeReranker
 from lorebase.settings import Settings
 
 SECRET_NAME = "quarterly-merger-plans.md"
@@ -146,6 +147,11 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
     hit = search["hits"][0]
     assert hit["path"] == SECRET_NAME and hit["citation"].startswith(SECRET_NAME)
     assert hit["scores"]["fused"]["rank"] == 1
+    env.server.lb.searcher.reranker = FakeReranker()
+    reranked = env.client.post("/v1/search", json={"query": "BLUEHERON codename", "rerank": True},
+                               headers=env.as_("alice")).json()  # fmt: skip
+    assert reranked["hits"][0]["scores"]["rerank"]["rank"] == 1 and not reranked["warnings"]
+    assert "rerank" in reranked["timings_ms"]
     # Bob sees none of it: every route answers as if it did not exist.
     bob = env.as_("bob")
     assert (

@@ -185,7 +185,7 @@ class ToolBox:
             source = self._register(hit.knowledge_base, hit.chunk_id, hit)
             block = fence.block(hit.text, attributes={"id": source.number},
                                 header=_header(hit, source.path))  # fmt: skip
-            best = hit.scores.get("fused") or next(iter(hit.scores.values()))
+            best = hit.best_score
             found = {"rank": rank, "content_kind": hit.content_kind, "score": best.score}
             hits.append(_ids(source) | _where(source) | found | {"content": block})
             blocks.append(f"{_trusted_line(source)}\n{block}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -52,6 +52,7 @@ KbOption = Annotated[
 class CliContext:
     data_dir: Path | None
     embedder: str | None
+    reranker: str | None = None
 
 
 def exit_code_for(error: LorebaseError) -> int:
@@ -83,17 +84,12 @@ def handles_errors(command: Callable[..., T]) -> Callable[..., T]:
 def open_from(ctx: typer.Context, holder: str = "lorebase") -> Any:
     """Open the lorebase the global options point at."""
     from lorebase.app import open_lorebase
-    from lorebase.settings import EmbedSettings, Settings
+    from lorebase.settings import Settings
 
     options: CliContext = ctx.find_root().obj
     settings = Settings.from_env(options.data_dir)
     if options.embedder:
-        embed = settings.embed
-        settings = Settings(
-            data_dir=settings.data_dir,
-            embed=EmbedSettings(kind=options.embedder, url=embed.url, model=embed.model,
-                                api_key=embed.api_key, quantize=embed.quantize),
-            extract=settings.extract,
-            chunk=settings.chunk,
-        )  # fmt: skip
+        settings = replace(settings, embed=replace(settings.embed, kind=options.embedder))
+    if options.reranker:
+        settings = replace(settings, rerank=replace(settings.rerank, kind=options.reranker))
     return open_lorebase(settings=settings, holder=holder)

@@ -75,12 +75,19 @@ def search(
     neighbors: Annotated[
         int, typer.Option(min=0, max=2, help="Also show this many chunks around each hit.")
     ] = 0,
+    rerank: Annotated[
+        bool,
+        typer.Option(
+            "--rerank", help="Reorder the best candidates with the reranker (see --reranker)."
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Search knowledge bases: BM25 and vector search fused by reciprocal rank, each hit
     with its citation (path › headings, page or line) and a snippet."""
     with open_from(ctx) as lb:
-        response = lb.search(query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors)
+        response = lb.search(query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors,
+                             rerank=rerank)  # fmt: skip
     console = Console()
     if as_json:
         render.print_json(console, render.search_json(response))

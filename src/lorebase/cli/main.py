@@ -19,7 +19,7 @@ from lorebase.cli import (
     serving,
 )
 from lorebase.cli.common import CliContext, command_group
-from lorebase.settings import EMBEDDERS
+from lorebase.settings import EMBEDDERS, RERANKERS
 
 app = command_group(
     "A local-first knowledge base with hybrid retrieval and cited answers.",
@@ -55,12 +55,21 @@ def _root(
             "bundled model).",
         ),
     ] = None,
+    reranker: Annotated[
+        str | None,
+        typer.Option(
+            "--reranker",
+            envvar="LOREBASE_RERANKER",
+            help=f"Which reranker `search --rerank` uses: {', '.join(RERANKERS)} (default "
+            "none; http needs LOREBASE_RERANK_URL and LOREBASE_RERANK_MODEL).",
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
     ] = False,
 ) -> None:
     """A local-first knowledge base with hybrid retrieval and cited answers."""
-    ctx.obj = CliContext(data_dir=data_dir, embedder=embedder)
+    ctx.obj = CliContext(data_dir=data_dir, embedder=embedder, reranker=reranker)
 
 
 app.command()(inspection.extract)

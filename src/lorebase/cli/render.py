@@ -174,7 +174,7 @@ def print_search(console: Console, response: SearchResponse) -> None:
     if not response.hits:
         console.print("No passages found.")
     for rank, hit in enumerate(response.hits, start=1):
-        best = hit.scores.get("fused") or next(iter(hit.scores.values()))
+        best = hit.best_score
         line = Text(f"{rank}. ", style="bold") + Text(hit.citation, style="bold cyan")
         line += Text(f"  [{hit.knowledge_base} · {best.score:.4f}]", style="dim")
         console.print(line)

@@ -15,8 +15,10 @@ from typing import TypeVar
 
 import numpy as np
 
+from lorebase.chunk.base import embed_text
 from lorebase.embed.base import Embedder
 from lorebase.errors import LorebaseError, NotFound
+from lorebase.rerank.base import Reranker
 from lorebase.search.fusion import FUSIONS, Scored
 from lorebase.search.snippets import snippet
 from lorebase.search.types import (
@@ -34,6 +36,9 @@ CANDIDATES = 50
 CANDIDATES_PER_RESULT = 3
 # Documents repeat passages (boilerplate, copied sections); a result list shows each once.
 DUPLICATE_SLACK = 10
+# A reranker reads this many of the best fused candidates (or top_k plus the slack, if more):
+# enough to lift a passage both arms ranked middling, few enough for a cross-encoder's cost.
+RERANK_CANDIDATES = 30
 # Keyword arms that may run at once (each reads on its own connection): concurrent searches
 # of a server overlap instead of queueing behind one thread.
 KEYWORD_THREADS = 4
@@ -42,9 +47,12 @@ T = TypeVar("T")
 
 
 class SearchService:
-    def __init__(self, store: Store, embedder: Embedder | None) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder | None, reranker: Reranker | None = None
+    ) -> None:
         self.store = store
         self.embedder = embedder
+        self.reranker = reranker
         self._pool = ThreadPoolExecutor(
             max_workers=KEYWORD_THREADS, thread_name_prefix="lorebase-keyword"
         )
@@ -87,12 +95,21 @@ class SearchService:
         else:
             fused = next(iter(arms.values()), [])
         # Some extra candidates so that collapsing repeated passages still fills top_k.
-        top = fused[: request.top_k + DUPLICATE_SLACK]
-        timings["fuse"] = _ms(fuse_started)
-        if request.rerank:
+        depth = request.top_k + DUPLICATE_SLACK
+        rerank = request.rerank and self.reranker is not None
+        if request.rerank and not rerank:
             warnings.append("reranker_unavailable: no reranker is configured; fused order kept")
+        top = fused[: max(depth, RERANK_CANDIDATES) if rerank else depth]
+        timings["fuse"] = _ms(fuse_started)
 
-        hits = _timed(timings, "hydrate", lambda: self._hydrate(kb_ids, request, top, arms))
+        hydrate_started = time.perf_counter()
+        hits = self._candidates(kb_ids, top, arms)
+        hydrate_ms = _ms(hydrate_started)
+        if rerank and hits:
+            hits = self._reranked(request.query, hits, timings, warnings)
+        finish_started = time.perf_counter()
+        hits = self._finished(kb_ids, request, hits)
+        timings["hydrate"] = round(hydrate_ms + _ms(finish_started), 3)
         timings["total"] = _ms(started)
         mode = request.mode if "dense" in arms or request.mode is Mode.KEYWORD else Mode.KEYWORD
         return SearchResponse(hits=hits, mode=mode, timings_ms=timings, warnings=warnings)
@@ -143,13 +160,8 @@ class SearchService:
             ),
         )
 
-    def _hydrate(
-        self,
-        kb_ids: list[int],
-        request: SearchRequest,
-        top: Scored,
-        arms: dict[str, Scored],
-    ) -> list[Hit]:
+    def _candidates(self, kb_ids: list[int], top: Scored, arms: dict[str, Scored]) -> list[Hit]:
+        """The fused candidates as hits (no snippets yet), with their step scores."""
         ranks = {
             name: {item: (rank, score) for rank, (item, score) in enumerate(ranking, start=1)}
             for name, ranking in arms.items()
@@ -167,7 +179,30 @@ class SearchService:
                 rank, score = fused_ranks[chunk.id]
                 scores["fused"] = StepScore(score=score, rank=rank)
             hits.append(_hit(chunk, scores))
-        # Snippets only for the hits that are returned (the slack is there for repeats).
+        return hits
+
+    def _reranked(
+        self, query: str, hits: list[Hit], timings: dict[str, float], warnings: list[str]
+    ) -> list[Hit]:
+        """The candidates in the reranker's order, each with its ``rerank`` step score; the
+        fused order, with a warning, when the reranker cannot answer. The reranker reads
+        what the embedder read: the passage under its title and headings."""
+        assert self.reranker is not None
+        passages = [embed_text(hit.title, hit.trail, hit.text) for hit in hits]
+        try:
+            scores = _timed(timings, "rerank", lambda: self.reranker.rerank(query, passages))  # type: ignore[union-attr]
+        except LorebaseError:
+            warnings.append("reranker_unavailable: the reranker did not answer; fused order kept")
+            return hits
+        order = sorted(range(len(hits)), key=lambda i: -scores[i])  # stable: fused order on ties
+        return [
+            replace(hits[i], scores={**hits[i].scores,
+                                     "rerank": StepScore(score=scores[i], rank=rank)})
+            for rank, i in enumerate(order, start=1)
+        ]  # fmt: skip
+
+    def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:
+        """Repeats dropped, cut to top_k; snippets (only for what is returned) and neighbours."""
         hits = [
             replace(hit, snippet=snippet(hit.text, request.query))
             for hit in _without_repeats(hits)[: request.top_k]

@@ -90,6 +90,15 @@ class Hit:
     uploaded: bool = False  # the path is the stored blob's; show the upload's own name instead
 
     @property
+    def best_score(self) -> StepScore:
+        """The score of the last step that ordered this hit: rerank, else fused, else the
+        one arm that ran."""
+        for step in ("rerank", "fused"):
+            if step in self.scores:
+                return self.scores[step]
+        return next(iter(self.scores.values()))
+
+    @property
     def citation(self) -> str:
         """``path › heading › subheading (p. 12)`` — how a person would cite this passage."""
         parts = [self.path, *self.trail]

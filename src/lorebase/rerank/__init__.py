@@ -1,0 +1,1 @@
+"""Rerankers: score (query, passage) pairs to reorder fused search candidates."""
