@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 import pytest
+from stub_server import Recorder, Reply, running
 
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.embed.http import HttpEmbedder
@@ -30,28 +29,13 @@ SECRET = "confidential-merger-plan-zebra"
 
 
 @dataclass
-class Reply:
-    """One scripted answer: status, headers, raw body, and an optional delay before it."""
-
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-@dataclass
-class Stub:
+class Stub(Recorder):
     """What the stand-in server answers and what it saw."""
 
-    script: list[Reply] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
     model_reported: str = "stub-model:latest"
     vectors: FakeEmbedder = field(default_factory=lambda: FakeEmbedder(dim=DIM))
 
-    def answer(self, request: dict[str, Any]) -> Reply:
-        if self.script:
-            return self.script.pop(0)
+    def reply(self, request: dict[str, Any]) -> Reply:
         texts = request["input"]
         matrix = self.vectors.embed_batch(texts, "document")
         data = [
@@ -63,47 +47,11 @@ class Stub:
         return Reply(body=json.dumps(body).encode())
 
 
-def make_handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            request = json.loads(self.rfile.read(length))
-            stub.requests.append(request)
-            stub.headers.append(dict(self.headers))
-            reply = stub.answer(request)
-            time.sleep(reply.delay)
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply.body)))
-            for key, value in reply.headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(reply.body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
-
-
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # the slow-server test hangs up on purpose
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[Stub, str]]:
     stub = Stub()
-    httpd = QuietServer(("127.0.0.1", 0), make_handler(stub))
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield stub, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with running(stub) as base_url:
+        yield stub, base_url
 
 
 def client(base_url: str, sleeps: list[float] | None = None, **kwargs: Any) -> HttpEmbedder:

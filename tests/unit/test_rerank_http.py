@@ -11,15 +11,14 @@ import json
 import logging
 import random
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from stub_server import Recorder, Reply, running
 
 from lorebase.errors import InvalidInput, Unavailable
 from lorebase.rerank.fake import FakeReranker
@@ -39,29 +38,13 @@ PASSAGES = [
 
 
 @dataclass
-class Reply:
-    """One scripted answer: status, headers, raw body, and an optional delay before it."""
-
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-@dataclass
-class Stub:
+class Stub(Recorder):
     """What the stand-in server answers and what it saw."""
 
-    script: list[Reply] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
     shape: str = "results"  # "results" (Cohere/Jina/llama.cpp/vLLM) or "tei"
     shuffle: random.Random = field(default_factory=lambda: random.Random(7))
 
-    def answer(self, request: dict[str, Any]) -> Reply:
-        if self.script:
-            return self.script.pop(0)
+    def reply(self, request: dict[str, Any]) -> Reply:
         documents = request["documents"]
         scores = FakeReranker().score(request["query"], documents)
         key = "score" if self.shape == "tei" else "relevance_score"
@@ -74,48 +57,11 @@ class Stub:
         return Reply(body=json.dumps(body).encode())
 
 
-def make_handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            request = json.loads(self.rfile.read(length))
-            stub.requests.append(request)
-            stub.headers.append(dict(self.headers))
-            stub.paths.append(self.path)
-            reply = stub.answer(request)
-            time.sleep(reply.delay)
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply.body)))
-            for key, value in reply.headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(reply.body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
-
-
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # the slow-server test hangs up on purpose
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[Stub, str]]:
     stub = Stub()
-    httpd = QuietServer(("127.0.0.1", 0), make_handler(stub))
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield stub, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with running(stub) as base_url:
+        yield stub, base_url
 
 
 def client(base_url: str, sleeps: list[float] | None = None, **kwargs: Any) -> HttpReranker:
