@@ -231,7 +231,7 @@ def cli(tmp_path: Path) -> typer.Typer:
 
     @app.callback()
     def root(ctx: typer.Context) -> None:
-        ctx.obj = CliContext(data_dir=tmp_path / "data", embedder="fake")
+        ctx.obj = CliContext(data_dir=tmp_path / "data", embedder="fake", reranker="fake")
 
     app.command("eval")(evaluate_command)
     return app
@@ -253,6 +253,11 @@ def test_the_command(tmp_path: Path, folder: Path) -> None:
     assert again.exit_code == 0, again.output
     details = json.loads(again.stdout)["modes"][0]["outcomes"]
     assert details[6]["ranked"][0] == "helpdesk/errors.md"
+    reranked = runner.invoke(app, ["eval", "--kb", "helpdesk", "--evals", str(evals), "--json",
+                                   "--mode", "keyword", "--rerank"])  # fmt: skip
+    assert reranked.exit_code == 0, reranked.output
+    result = json.loads(reranked.stdout)
+    assert result["config"]["rerank"] is True and not result["modes"][0]["warnings"]
     missing = runner.invoke(app, ["eval", "--kb", "nope", "--last"])
     assert missing.exit_code == 3
     bad = runner.invoke(app, ["eval", str(tmp_path / "absent")])

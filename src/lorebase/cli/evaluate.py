@@ -53,6 +53,10 @@ def evaluate(
     split: Annotated[str, typer.Option("--split", help="BEIR qrels file to use.")] = "test",
     last: Annotated[bool, typer.Option("--last", help=LAST_HELP)] = False,
     details: Annotated[bool, typer.Option("--details", help=DETAILS_HELP)] = False,
+    rerank: Annotated[
+        bool,
+        typer.Option("--rerank", help="Let the reranker reorder every search (see --reranker)."),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Measure retrieval quality: recall@k, precision@k, MRR@10, nDCG@10, no-answer accuracy,
@@ -69,6 +73,7 @@ def evaluate(
         no_answer_threshold=DEFAULT_NO_ANSWER_THRESHOLD
         if no_answer_threshold is None
         else no_answer_threshold,
+        rerank=rerank,
     )
     console = Console(stderr=True)
     with (

@@ -40,13 +40,14 @@ ALL_MODES = (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID)
 
 @dataclass(frozen=True, slots=True)
 class EvalConfig:
-    """What to measure: modes, the cut-offs of recall and precision, the no-answer gate, and
-    the fusion hybrid searches use."""
+    """What to measure: modes, the cut-offs of recall and precision, the no-answer gate, the
+    fusion hybrid searches use, and whether the reranker reorders the candidates."""
 
     modes: tuple[Mode, ...] = ALL_MODES
     ks: tuple[int, ...] = DEFAULT_KS
     no_answer_threshold: float = DEFAULT_NO_ANSWER_THRESHOLD
     fusion: str = "rrf"
+    rerank: bool = False
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
@@ -165,7 +166,7 @@ def run_task(
         documents=kb.indexed,
         config={"modes": [m.value for m in config.modes], "ks": list(config.ks),
                 "depth": config.depth, "no_answer_threshold": config.no_answer_threshold,
-                "fusion": config.fusion},
+                "fusion": config.fusion, "rerank": config.rerank},
         modes=modes,
         notes=notes,
         index=_index_summary(task.index),
@@ -181,14 +182,16 @@ def _run_mode(
     on_question: Callable[[str, int, int], None] | None,
 ) -> ModeResult:
     # One untimed question first: it loads the model and the vector matrix.
-    lb.search(texts[0], kb=task.kb, top_k=config.depth, mode=mode, fusion=config.fusion)
+    lb.search(texts[0], kb=task.kb, top_k=config.depth, mode=mode, fusion=config.fusion,
+              rerank=config.rerank)  # fmt: skip
     outcomes: list[QuestionOutcome] = []
     answered_by: set[str] = set()
     warnings: dict[str, None] = {}
     covered: list[bool] = []
     for done, (question, text) in enumerate(zip(task.questions, texts, strict=True), start=1):
         started = time.perf_counter()
-        response = lb.search(text, kb=task.kb, top_k=config.depth, mode=mode, fusion=config.fusion)
+        response = lb.search(text, kb=task.kb, top_k=config.depth, mode=mode,
+                             fusion=config.fusion, rerank=config.rerank)  # fmt: skip
         latency = (time.perf_counter() - started) * 1000
         answered_by.add(response.mode.value)
         warnings.update(dict.fromkeys(w.split(":", 1)[0] for w in response.warnings))
