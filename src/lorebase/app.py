@@ -70,10 +70,11 @@ def build_reranker(settings: RerankSettings) -> Reranker | None:
     from lorebase.rerank.http import HttpReranker
 
     assert settings.url and settings.model  # checked by RerankSettings
-    # A search waits on it: one retry, then the fused order (with a warning) rather than
-    # seconds of backoff.
+    # A search waits on it: one retry after at most a second, then the fused order (with a
+    # warning) rather than a long backoff or a server's Retry-After.
     return HttpReranker(settings.url, settings.model, api_key=settings.api_key,
-                        read_timeout=settings.timeout, max_retries=1)  # fmt: skip
+                        read_timeout=settings.timeout, max_retries=1,
+                        max_retry_after=1.0, max_backoff=1.0)  # fmt: skip
 
 
 def _folder(path: Path) -> Path:

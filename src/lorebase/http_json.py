@@ -177,6 +177,8 @@ class JsonEndpoint:
             return _Retry(f"timed out ({type(exc).__name__})", None)
         except httpx.TransportError as exc:
             return _Retry(f"connection failed ({type(exc).__name__})", None)
+        except httpx.HTTPError as exc:  # e.g. a body that does not decode (DecodingError)
+            return _Retry(f"the answer could not be read ({type(exc).__name__})", None)
         status = response.status_code
         if status in RETRY_STATUSES or status >= SERVER_ERROR_MIN:
             return _Retry(f"HTTP {status}", self._retry_after(response.headers.get("Retry-After")))

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lorebase.app import Lorebase, open_lorebase
+from lorebase.chunk.base import embed_text
 from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
@@ -58,21 +59,51 @@ def lb(tmp_path: Path, corpus: Path, reranker: FakeReranker) -> Iterator[Lorebas
 
 
 def test_the_reranker_reorders_the_best_candidates(lb: Lorebase, reranker: FakeReranker) -> None:
-    query = "doctor note sick leave"
+    query = "leave"
     plain = lb.search(query, kb="hr", top_k=5)
     reranked = lb.search(query, kb="hr", top_k=5, rerank=True)
-    assert reranked.hits[0].trail[-1] == "Sick leave"
+    # It read the best fused candidates, each under its title and headings...
+    ((seen_query, passages),) = reranker.calls
+    assert seen_query == query and len(passages) == RERANK_CANDIDATES
+    assert any(p.startswith("Handbook > Sick leave\n") for p in passages)
+    # ...and the hits come in its order, which is not the fused one.
+    scores = FakeReranker().score(query, passages)
+    order = sorted(range(len(passages)), key=lambda i: -scores[i])
+    shown = [embed_text(h.title, h.trail, h.text) for h in reranked.hits]
+    assert shown == [passages[i] for i in order[:5]]
+    assert [h.chunk_id for h in reranked.hits] != [h.chunk_id for h in plain.hits]
     assert [h.scores["rerank"].rank for h in reranked.hits] == [1, 2, 3, 4, 5]
-    scores = [h.scores["rerank"].score for h in reranked.hits]
-    assert scores == sorted(scores, reverse=True)
     assert all("fused" in h.scores for h in reranked.hits)  # the earlier steps are kept
     assert reranked.hits[0].best_score == reranked.hits[0].scores["rerank"]
     assert "rerank" in reranked.timings_ms and "rerank" not in plain.timings_ms
     assert not reranked.warnings
-    # It read the best fused candidates, each under its title and headings.
-    ((seen_query, passages),) = reranker.calls
-    assert seen_query == query and len(passages) == RERANK_CANDIDATES
-    assert any(p.startswith("Handbook > Sick leave\n") for p in passages)
+
+
+def test_only_the_best_candidates_are_reranked_the_rest_follow(
+    lb: Lorebase, reranker: FakeReranker
+) -> None:
+    response = lb.search("leave", kb="hr", top_k=40, rerank=True)
+    assert len(reranker.calls[0][1]) == RERANK_CANDIDATES
+    head, rest = response.hits[:RERANK_CANDIDATES], response.hits[RERANK_CANDIDATES:]
+    assert [h.scores["rerank"].rank for h in head] == list(range(1, RERANK_CANDIDATES + 1))
+    assert rest and all("rerank" not in h.scores for h in rest)
+    fused = [h.scores["fused"].rank for h in rest]
+    assert fused == sorted(fused)  # in fused order
+
+
+def test_repeated_passages_reach_the_reranker_once(tmp_path: Path) -> None:
+    root = tmp_path / "copies"
+    root.mkdir()
+    for n in range(35):  # the same boilerplate in every file
+        (root / f"copy{n:02}.md").write_text("# Notice\n\nLeave requests go to HR.\n")
+    (root / "policy.md").write_text("# Policy\n\nParental leave lasts sixteen weeks.\n")
+    reranker = FakeReranker()
+    with opened(tmp_path, root, reranker) as lb:
+        response = lb.search("parental leave weeks", kb="hr", rerank=True)
+    ((_, passages),) = reranker.calls
+    assert len(passages) == len(set(passages)) == 2
+    assert [h.scores["rerank"].rank for h in response.hits] == [1, 2]
+    assert response.hits[0].trail[-1] == "Policy"
 
 
 def test_without_rerank_the_reranker_is_not_asked(lb: Lorebase, reranker: FakeReranker) -> None:
@@ -90,6 +121,14 @@ def test_a_reranker_that_cannot_answer_keeps_the_fused_order(lb: Lorebase) -> No
         "reranker_unavailable: the reranker did not answer; fused order kept"
     ]
     assert all("rerank" not in h.scores for h in degraded.hits)
+
+
+def test_a_reranker_that_refuses_says_why_without_the_query(lb: Lorebase) -> None:
+    lb.searcher.reranker = FakeReranker(refused=True)
+    response = lb.search("secret-walrus leave", kb="hr", rerank=True)
+    (warning,) = response.warnings
+    assert warning.startswith("reranker_refused: ") and "HTTP 401" in warning
+    assert "walrus" not in warning and warning.endswith("fused order kept")
 
 
 def test_no_reranker_configured_says_so(tmp_path: Path, corpus: Path) -> None:
@@ -116,6 +155,10 @@ def test_settings_and_the_command_line(tmp_path: Path, corpus: Path) -> None:
     runner = CliRunner()
     base = ["--data-dir", str(tmp_path / "cli"), "--embedder", "fake", "--reranker", "fake"]
     assert runner.invoke(app, [*base, "add", str(corpus), "--kb", "hr"]).exit_code == 0
+    # The option wins over an incomplete environment (checked only after it is applied).
+    fixed = runner.invoke(app, [*base[:4], "--reranker", "none", "status"],
+                          env={"LOREBASE_RERANKER": "http"})  # fmt: skip
+    assert fixed.exit_code == 0, fixed.output
     result = runner.invoke(app, [*base, "search", "doctor note sick leave", "--rerank",
                                  "--json", "--top-k", "2"])  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -169,6 +169,18 @@ def test_persistent_500_becomes_unavailable(server: tuple[Stub, str]) -> None:
     assert len(sleeps) == 2
 
 
+def test_an_answer_that_does_not_decode_is_unavailable(server: tuple[Stub, str]) -> None:
+    """A body announced as gzip that is not: httpx raises DecodingError, which is neither a
+    transport error nor a status; it must still end as Unavailable, never escape."""
+    stub, url = server
+    garbage = Reply(body=b"not gzip at all", headers={"Content-Encoding": "gzip"})
+    stub.script = [garbage, garbage]
+    with client(url, max_retries=1) as reranker, pytest.raises(Unavailable) as info:
+        reranker.rerank(SECRET, [PASSAGE_SECRET])
+    assert "could not be read" in str(info.value) and SECRET not in str(info.value)
+    assert len(stub.requests) == 2
+
+
 def test_down_server_is_unavailable_quickly() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

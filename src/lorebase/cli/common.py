@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -87,9 +88,12 @@ def open_from(ctx: typer.Context, holder: str = "lorebase") -> Any:
     from lorebase.settings import Settings
 
     options: CliContext = ctx.find_root().obj
-    settings = Settings.from_env(options.data_dir)
+    # The options win over the environment before its settings are checked, so that
+    # `--reranker none` works around an incomplete LOREBASE_RERANKER=http.
+    environ = dict(os.environ)
     if options.embedder:
-        settings = replace(settings, embed=replace(settings.embed, kind=options.embedder))
+        environ["LOREBASE_EMBEDDER"] = options.embedder
     if options.reranker:
-        settings = replace(settings, rerank=replace(settings.rerank, kind=options.reranker))
+        environ["LOREBASE_RERANKER"] = options.reranker
+    settings = Settings.from_env(options.data_dir, environ)
     return open_lorebase(settings=settings, holder=holder)

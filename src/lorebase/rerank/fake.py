@@ -10,21 +10,26 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from lorebase.errors import Unavailable
+from lorebase.errors import InvalidInput, Unavailable
 from lorebase.rerank.base import Reranker
 
 _WORD = re.compile(r"\w+")
 
 
 class FakeReranker(Reranker):
-    def __init__(self, *, unavailable: bool = False, model: str = "fake-reranker") -> None:
+    def __init__(
+        self, *, unavailable: bool = False, refused: bool = False, model: str = "fake-reranker"
+    ) -> None:
         self.model = model
         self.unavailable = unavailable
+        self.refused = refused  # answers as a server that refuses the request (HTTP 401)
         self.calls: list[tuple[str, tuple[str, ...]]] = []  # (query, passages) per call
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if self.unavailable:
             raise Unavailable("the fake reranker is switched off")
+        if self.refused:
+            raise InvalidInput("the fake reranker refused the request: HTTP 401; check the key")
         self.calls.append((query, tuple(passages)))
         wanted = {word.casefold() for word in _WORD.findall(query)}
         scores = []

@@ -17,7 +17,7 @@ import numpy as np
 
 from lorebase.chunk.base import embed_text
 from lorebase.embed.base import Embedder
-from lorebase.errors import LorebaseError, NotFound
+from lorebase.errors import InvalidInput, LorebaseError, NotFound
 from lorebase.rerank.base import Reranker
 from lorebase.search.fusion import FUSIONS, Scored
 from lorebase.search.snippets import snippet
@@ -36,8 +36,9 @@ CANDIDATES = 50
 CANDIDATES_PER_RESULT = 3
 # Documents repeat passages (boilerplate, copied sections); a result list shows each once.
 DUPLICATE_SLACK = 10
-# A reranker reads this many of the best fused candidates (or top_k plus the slack, if more):
-# enough to lift a passage both arms ranked middling, few enough for a cross-encoder's cost.
+# A reranker reads this many of the best fused candidates (repeats left out) and reorders them;
+# any further hits follow in fused order. Enough to lift a passage both arms ranked middling,
+# few enough for a cross-encoder's cost per passage.
 RERANK_CANDIDATES = 30
 # Keyword arms that may run at once (each reads on its own connection): concurrent searches
 # of a server overlap instead of queueing behind one thread.
@@ -103,7 +104,7 @@ class SearchService:
         timings["fuse"] = _ms(fuse_started)
 
         hydrate_started = time.perf_counter()
-        hits = self._candidates(kb_ids, top, arms)
+        hits = _without_repeats(self._candidates(kb_ids, top, arms))
         hydrate_ms = _ms(hydrate_started)
         if rerank and hits:
             hits = self._reranked(request.query, hits, timings, warnings)
@@ -188,24 +189,28 @@ class SearchService:
         fused order, with a warning, when the reranker cannot answer. The reranker reads
         what the embedder read: the passage under its title and headings."""
         assert self.reranker is not None
-        passages = [embed_text(hit.title, hit.trail, hit.text) for hit in hits]
+        head, rest = hits[:RERANK_CANDIDATES], hits[RERANK_CANDIDATES:]
+        passages = [embed_text(hit.title, hit.trail, hit.text) for hit in head]
         try:
             scores = _timed(timings, "rerank", lambda: self.reranker.rerank(query, passages))  # type: ignore[union-attr]
+        except InvalidInput as error:  # refused: a wrong key, model or URL (content-free text)
+            warnings.append(f"reranker_refused: {error}; fused order kept")
+            return hits
         except LorebaseError:
             warnings.append("reranker_unavailable: the reranker did not answer; fused order kept")
             return hits
-        order = sorted(range(len(hits)), key=lambda i: -scores[i])  # stable: fused order on ties
-        return [
-            replace(hits[i], scores={**hits[i].scores,
+        order = sorted(range(len(head)), key=lambda i: -scores[i])  # stable: fused order on ties
+        reranked = [
+            replace(head[i], scores={**head[i].scores,
                                      "rerank": StepScore(score=scores[i], rank=rank)})
             for rank, i in enumerate(order, start=1)
         ]  # fmt: skip
+        return reranked + rest
 
     def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:
-        """Repeats dropped, cut to top_k; snippets (only for what is returned) and neighbours."""
+        """Cut to top_k; snippets (only for what is returned) and neighbours."""
         hits = [
-            replace(hit, snippet=snippet(hit.text, request.query))
-            for hit in _without_repeats(hits)[: request.top_k]
+            replace(hit, snippet=snippet(hit.text, request.query)) for hit in hits[: request.top_k]
         ]
         if request.neighbors:
             hits = [self._with_neighbors(kb_ids, hit, request.neighbors) for hit in hits]
