@@ -300,6 +300,10 @@ class Lorebase:
     def close(self) -> None:
         self.searcher.close()
         self.store.close()
+        for client in (self.embedder, self.reranker):  # HTTP ones hold pooled connections
+            closing = getattr(client, "close", None)
+            if callable(closing):
+                closing()
 
     def __enter__(self) -> Lorebase:
         return self
