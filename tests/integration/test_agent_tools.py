@@ -20,6 +20,7 @@ from lorebase.agent.tools import (
 )
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
+from lorebase.rerank.fake import FakeReranker
 from lorebase.settings import Settings
 
 HANDBOOK = """\
@@ -116,6 +117,16 @@ def test_search_returns_fenced_cited_hits(lb: Lorebase) -> None:
     )
     assert again.structured["hits"][0]["citation"] == 1
     assert again.structured["nonce"] != result.structured["nonce"]
+
+
+def test_search_is_reranked_when_a_reranker_is_configured(lb: Lorebase) -> None:
+    query = {"query": "vacation days carry over", "knowledge_base": "team", "top_k": 3}
+    lb.searcher.reranker = lb.reranker = FakeReranker()
+    ToolBox(lb).call("search_knowledge_base", query)
+    assert [seen for seen, _ in lb.reranker.calls] == ["vacation days carry over"]
+    lb.searcher.reranker = lb.reranker = None
+    plain = ToolBox(lb).call("search_knowledge_base", query)
+    assert not plain.structured["warnings"]  # no reranker: not asked for, no warning
 
 
 def test_adversarial_documents_cannot_break_out(lb: Lorebase) -> None:

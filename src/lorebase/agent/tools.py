@@ -179,6 +179,7 @@ class ToolBox:
             top_k=args["top_k"],
             mode=args["mode"],
             document_ids=[document] if document else None,
+            rerank=self.lb.reranker is not None,  # an agent reads few hits: give it the best
         )
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
