@@ -23,7 +23,6 @@ from lorebase.store import stored_chunk_id
 from lorebase.store.base import MAX_SOURCES, DocumentState, KbState, NewDocument, Source
 from lorebase.store.sqlite import writes
 from lorebase.store.sqlite.rows import DOCUMENT_VALUE_COLUMNS, document_values, placeholders
-from lorebase.store.vectors import to_blob
 from lorebase.types import Chunk
 
 SOURCE_COLUMNS = "id, kb_id, path, label, created_at"
@@ -232,25 +231,11 @@ class LifecycleMixin:
         assert matrix is not None
         with self._write() as conn:
             writes.load_document(conn, kb_id, document_id)
-            identity_id = writes.identity_row(conn, identity, create=True)
-            rows = conn.execute(
-                "SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,)
-            )
-            rowid_of = dict(rows.fetchall())
+            present = conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
             stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
-            if set(stored) != set(rowid_of):
+            if set(stored) != {row[0] for row in present}:
                 raise Conflict("the document's chunks changed; index it again instead")
-            blobs = [to_blob(row) for row in matrix]
-            conn.executemany(
-                "INSERT OR REPLACE INTO vectors (chunk_rowid, identity_id, vector) "
-                "VALUES (?, ?, ?)",
-                [(rowid_of[s], identity_id, b) for s, b in zip(stored, blobs, strict=True)],
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO embedding_cache (content_hash, identity_id, vector) "
-                "VALUES (?, ?, ?)",
-                [(c.content_hash, identity_id, b) for c, b in zip(chunks, blobs, strict=True)],
-            )
+            writes.write_vectors(conn, document_id, chunks, stored, matrix, identity)
             conn.execute(
                 "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
                 (identity.key, str(DocumentState.INDEXED), time.time(), document_id),

@@ -223,14 +223,15 @@ def write_vectors(
     matrix: np.ndarray,
     identity: EmbedderIdentity,
 ) -> None:
-    """One vector per chunk, and the same vectors into the reuse cache by content hash."""
+    """One vector per chunk (replacing one it had under this identity), and the same vectors
+    into the reuse cache by content hash."""
     identity_id = identity_row(conn, identity, create=True)
     rowid_of = dict(
         conn.execute("SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,))
     )
     blobs = [to_blob(row) for row in matrix]
     conn.executemany(
-        "INSERT INTO vectors (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
+        "INSERT OR REPLACE INTO vectors (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
         [(rowid_of[sid], identity_id, blob) for sid, blob in zip(stored_ids, blobs, strict=True)],
     )
     conn.executemany(
