@@ -91,11 +91,7 @@ def sources_list(
     """List the folders a knowledge base follows."""
     with open_from(ctx) as lb:
         sources = lb.sources(name)
-    if as_json:
-        render.print_json(Console(), render.to_jsonable(sources))
-        return
-    for source in sources:
-        Console().print(Text(f"{source.label}\t{source.path}"))
+    render.print_lines(sources, as_json, lambda source: f"{source.label}\t{source.path}")
 
 
 @sources_app.command("add")

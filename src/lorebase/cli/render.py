@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.padding import Padding
@@ -19,6 +20,8 @@ from lorebase.inspect import FileReport, Summary
 from lorebase.search.types import SearchResponse
 from lorebase.store.base import KnowledgeBase, Source
 from lorebase.types import Chunk, Extracted
+
+T = TypeVar("T")
 
 PREVIEW_CHARS = 80
 
@@ -64,6 +67,16 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "unsupported_extensions": dict(summary.unsupported),
         "unlisted_folders": [p.path.as_posix() for p in summary.problems],
     }
+
+
+def print_lines(items: Sequence[T], as_json: bool, line: Callable[[T], str]) -> None:
+    """A listing: JSON for scripts, else one line per item."""
+    console = Console()
+    if as_json:
+        print_json(console, to_jsonable(items))
+        return
+    for item in items:
+        console.print(Text(line(item)))
 
 
 def print_json(console: Console, value: Any) -> None:

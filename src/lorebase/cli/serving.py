@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,6 +27,13 @@ def accounts_of(lb):  # type: ignore[no-untyped-def]
     from lorebase.accounts.sqlite import SqliteAccounts
 
     return SqliteAccounts(lb.store)
+
+
+@contextmanager
+def administering(ctx: typer.Context) -> Iterator[Any]:
+    """The accounts of the lorebase the global options point at, for an operator command."""
+    with open_from(ctx) as lb:
+        yield accounts_of(lb)
 
 
 @handles_errors
@@ -67,13 +76,9 @@ def serve(
 @handles_errors
 def users_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List users and their roles."""
-    with open_from(ctx) as lb:
-        users = accounts_of(lb).list_users()
-    if as_json:
-        render.print_json(Console(), render.to_jsonable(users))
-        return
-    for user in users:
-        Console().print(Text(f"{user.name}\t{user.role.value}"))
+    with administering(ctx) as accounts:
+        users = accounts.list_users()
+    render.print_lines(users, as_json, lambda user: f"{user.name}\t{user.role.value}")
 
 
 @users_app.command("create")
@@ -84,8 +89,7 @@ def users_create(
     admin: Annotated[bool, typer.Option("--admin", help="Make an administrator.")] = False,
 ) -> None:
     """Create a user (member by default) and print a first API key for them, once."""
-    with open_from(ctx) as lb:
-        accounts = accounts_of(lb)
+    with administering(ctx) as accounts:
         user = accounts.create_user(name, Role.ADMIN if admin else Role.MEMBER)
         key, _ = accounts.create_key(user.id, "created with the user")
         accounts.audit("cli", "create_user", f"user:{user.id}")
@@ -96,21 +100,16 @@ def users_create(
 @handles_errors
 def teams_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List teams."""
-    with open_from(ctx) as lb:
-        teams = accounts_of(lb).list_teams()
-    if as_json:
-        render.print_json(Console(), render.to_jsonable(teams))
-        return
-    for team in teams:
-        Console().print(Text(team.name))
+    with administering(ctx) as accounts:
+        teams = accounts.list_teams()
+    render.print_lines(teams, as_json, lambda team: team.name)
 
 
 @teams_app.command("create")
 @handles_errors
 def teams_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Name.")]) -> None:
     """Create a team."""
-    with open_from(ctx) as lb:
-        accounts = accounts_of(lb)
+    with administering(ctx) as accounts:
         team = accounts.create_team(name)
         accounts.audit("cli", "create_team", f"team:{team.id}")
     Console().print(Text(f"created team {team.name}"))
@@ -125,8 +124,7 @@ def teams_add(
     admin: Annotated[bool, typer.Option("--admin", help="As a team admin.")] = False,
 ) -> None:
     """Add a user to a team (or change their role in it)."""
-    with open_from(ctx) as lb:
-        accounts = accounts_of(lb)
+    with administering(ctx) as accounts:
         found_team, found_user = accounts.get_team(team), accounts.get_user(user)
         role = Role.ADMIN if admin else Role.MEMBER
         accounts.set_member(found_team.id, found_user.id, role)
@@ -142,8 +140,7 @@ def teams_remove(
     user: Annotated[str, typer.Argument(help="The user.")],
 ) -> None:
     """Remove a user from a team."""
-    with open_from(ctx) as lb:
-        accounts = accounts_of(lb)
+    with administering(ctx) as accounts:
         found_team, found_user = accounts.get_team(team), accounts.get_user(user)
         accounts.set_member(found_team.id, found_user.id, None)
         accounts.audit("cli", "remove_member", f"team:{found_team.id} user:{found_user.id}")
@@ -154,8 +151,7 @@ def teams_remove(
 @handles_errors
 def keys_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List API keys (their prefixes, never the keys)."""
-    with open_from(ctx) as lb:
-        accounts = accounts_of(lb)
+    with administering(ctx) as accounts:
         names = {u.id: u.name for u in accounts.list_users()}
         keys = accounts.list_keys()
     if as_json:
@@ -182,8 +178,7 @@ def keys_create(
     days: Annotated[int | None, typer.Option(help="Expires after this many days.")] = None,
 ) -> None:
     """Create an API key for a user; it is printed once and stored only as a hash."""
-    with open_from(ctx) as lb:
-        accounts = accounts_of(lb)
+    with administering(ctx) as accounts:
         found = accounts.get_user(user)
         expires = time.time() + days * DAY if days else None
         key, record = accounts.create_key(found.id, name, expires)
@@ -197,8 +192,7 @@ def keys_revoke(
     ctx: typer.Context, key_id: Annotated[int, typer.Argument(help="The key's id.")]
 ) -> None:
     """Revoke an API key at once."""
-    with open_from(ctx) as lb:
-        accounts = accounts_of(lb)
+    with administering(ctx) as accounts:
         accounts.revoke_key(key_id)
         accounts.audit("cli", "revoke_key", f"key:{key_id}")
     Console().print(Text(f"revoked key {key_id}"))
