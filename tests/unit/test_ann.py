@@ -10,15 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from plain_documents import plain_document
 
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.store import ann
 from lorebase.store.ann import AnnIndex, GraphSlot, SideFile, build_ann_index, chunk_keys
-from lorebase.store.base import NewDocument
 from lorebase.store.sqlite.dense import DenseIndexes
 from lorebase.store.sqlite.store import SqliteStore, connect
 from lorebase.store.vectors import ExactIndex
-from lorebase.types import Chunk, ContentKind
 
 if ann.import_usearch() is None:  # imports usearch after onnxruntime (see import_usearch)
     pytest.skip("usearch is not installed: pip install 'lorebase[ann]'", allow_module_level=True)
@@ -164,31 +163,6 @@ def test_without_usearch_every_index_is_exact(monkeypatch: pytest.MonkeyPatch) -
     assert isinstance(index, ExactIndex)
 
 
-def _document(number: int, texts: list[str]) -> tuple[NewDocument, list[Chunk]]:
-    body = "\n\n".join(texts)
-    chunks, offset = [], 0
-    for ordinal, text in enumerate(texts):
-        chunks.append(
-            Chunk(
-                id=f"d{number}-{ordinal}",
-                ordinal=ordinal,
-                text=text,
-                embed_text=text,
-                trail=(),
-                start=offset,
-                end=offset + len(text),
-                content_kind=ContentKind.PROSE,
-                tokens=len(text.split()),
-                content_hash=f"{number}-{ordinal}-{len(text)}",
-            )
-        )
-        offset += len(text) + 2
-    document = NewDocument(
-        path=f"doc-{number}.txt", kind="txt", size=len(body), content_hash=f"h{number}", text=body
-    )
-    return document, chunks
-
-
 def test_the_store_switches_to_the_graph_past_the_threshold(tmp_path: Path) -> None:
     """Through a real SQLite store: the threshold is a parameter, results match exact search
     before and after a write, and the side file lands in the given folder."""
@@ -211,7 +185,7 @@ def test_the_store_switches_to_the_graph_past_the_threshold(tmp_path: Path) -> N
         store.set_kb_identity(kb.id, embedder.identity)
         for number in range(8):
             texts = [" ".join(rng.choice(words, 6)) + f" n{number}x{i}" for i in range(25)]
-            document, chunks = _document(number, texts)
+            document, chunks = plain_document(number, texts)
             vectors = embedder.embed_documents([c.embed_text for c in chunks])
             store.replace_document(kb.id, document, chunks, vectors, embedder.identity, "s")
         dense = DenseIndexes(ann_threshold=100, ann_folder=tmp_path / "ann",
@@ -230,7 +204,7 @@ def test_the_store_switches_to_the_graph_past_the_threshold(tmp_path: Path) -> N
         check("river bank flood")
         assert (tmp_path / "ann" / f"kb{kb.id}-identity{identity_id}.usearch").is_file()
         texts = [f"brand new passage about lighthouses number {i}" for i in range(20)]
-        document, chunks = _document(3, texts)  # replaces doc-3.txt
+        document, chunks = plain_document(3, texts)  # replaces doc-3.txt
         vectors = embedder.embed_documents([c.embed_text for c in chunks])
         store.replace_document(kb.id, document, chunks, vectors, embedder.identity, "s")
         check("lighthouses passage number 7")

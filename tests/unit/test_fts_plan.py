@@ -8,40 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from plain_documents import plain_document
 
-from lorebase.store.base import NewDocument
 from lorebase.store.sqlite import fts, search
 from lorebase.store.sqlite.store import SqliteStore, connect
-from lorebase.types import Chunk, ContentKind
 
 COMMON = "alpha"  # in every chunk
 SEMI = "gamma"  # in every third chunk
 RARE = ("beta", "delta", "omega")
-
-
-def _chunks(number: int, texts: list[str]) -> tuple[NewDocument, list[Chunk]]:
-    body = "\n\n".join(texts)
-    chunks, offset = [], 0
-    for ordinal, text in enumerate(texts):
-        chunks.append(
-            Chunk(
-                id=f"d{number}-{ordinal}",
-                ordinal=ordinal,
-                text=text,
-                embed_text=text,
-                trail=(),
-                start=offset,
-                end=offset + len(text),
-                content_kind=ContentKind.PROSE,
-                tokens=len(text.split()),
-                content_hash=f"{number}-{ordinal}",
-            )
-        )
-        offset += len(text) + 2
-    document = NewDocument(
-        path=f"doc-{number}.txt", kind="txt", size=len(body), content_hash=f"h{number}", text=body
-    )
-    return document, chunks
 
 
 @pytest.fixture
@@ -62,7 +36,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
                 if row % 31 == 0:
                     words.append(RARE[2])
                 texts.append(" ".join(words) + f" row{row}")
-            document, chunks = _chunks(number, texts)
+            document, chunks = plain_document(number, texts)
             opened.replace_document(kb.id, document, chunks, None, None, "s")
         yield opened
 
