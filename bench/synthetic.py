@@ -250,16 +250,9 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     vectors without the embedding reuse cache (a second 1.5 GB copy nothing here reads), and
     the FTS5 index built once at the end with the product's ``rebuild`` statement instead of
     row by row. The search path measured afterwards is the product's, unchanged."""
-    from lorebase.store import stored_chunk_id
     from lorebase.store.base import DocumentState
     from lorebase.store.sqlite import writes
-    from lorebase.store.sqlite.rows import (
-        CHUNK_INSERT_SQL,
-        chunk_row,
-        compress_text,
-        sections_of,
-        trail_json,
-    )
+    from lorebase.store.sqlite.rows import compress_text
     from lorebase.store.sqlite.store import connect
 
     fake = FakeEmbedder(DIM)
@@ -284,16 +277,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
             chunk_count=len(chunks), identity_key=fake.identity.key,
             settings_key=kb.chunk_settings.key, text=compress_text(doc.document.text),
         )  # fmt: skip
-        stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
-        rows = []
-        for ordinal, (trail, positions) in enumerate(sections_of(chunks)):
-            section_id = conn.execute(
-                "INSERT INTO sections (document_id, ordinal, trail, headings) VALUES (?, ?, ?, ?)",
-                (document_id, ordinal, trail_json(trail), fts.headings_text(trail)),
-            ).lastrowid
-            rows += [chunk_row(chunks[p], stored_id=stored[p], document_id=document_id,
-                               kb_id=kb.id, section_id=section_id) for p in positions]  # fmt: skip
-        conn.executemany(CHUNK_INSERT_SQL, rows)
+        stored = writes.write_chunks(conn, kb.id, document_id, chunks, lexical=False)
         rowid_of = dict(
             conn.execute("SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,))
         )

@@ -189,10 +189,16 @@ def purge_chunks(conn: sqlite3.Connection, document_id: str) -> None:
 
 
 def write_chunks(
-    conn: sqlite3.Connection, kb_id: int, document_id: str, chunks: Sequence[Chunk]
+    conn: sqlite3.Connection,
+    kb_id: int,
+    document_id: str,
+    chunks: Sequence[Chunk],
+    *,
+    lexical: bool = True,
 ) -> list[str]:
-    """Sections (runs of chunks sharing a trail), chunks, then their index rows. Returns
-    the stored chunk ids, in chunk order."""
+    """Sections (runs of chunks sharing a trail), chunks, then their index rows (unless
+    ``lexical`` is false: a bulk loader rebuilds the index once at the end). Returns the
+    stored chunk ids, in chunk order."""
     stored_ids = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
     rows = []
     for ordinal, (trail, positions) in enumerate(sections_of(chunks)):
@@ -211,7 +217,8 @@ def write_chunks(
                 )
             )
     conn.executemany(CHUNK_INSERT_SQL, rows)
-    conn.execute(fts.fts_insert_sql("document_id"), (document_id,))
+    if lexical:
+        conn.execute(fts.fts_insert_sql("document_id"), (document_id,))
     return stored_ids
 
 
