@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 from lorebase.errors import InvalidInput, Unavailable
@@ -45,6 +45,18 @@ HINTS = {
     422: "the server refused the request; check the model name and the input length limit",
 }
 DEFAULT_HINT = "the server refused the request; check the model name and the input length limit"
+
+
+class Transport(TypedDict, total=False):
+    """How a client of :class:`JsonEndpoint` may tune it (each has a default there)."""
+
+    read_timeout: float
+    connect_timeout: float
+    max_retries: int
+    backoff: float
+    max_backoff: float
+    max_retry_after: float
+    sleep: Callable[[float], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,23 +13,14 @@ the texts or the server's reply body (which may quote them); nothing here logs.
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 import numpy as np
 
 from lorebase.embed.base import DEFAULT_BATCH_SIZE, Embedder, EmbedderIdentity, EmbedKind
 from lorebase.errors import InvalidInput, Unavailable
-from lorebase.http_json import (
-    CONNECT_TIMEOUT,
-    DEFAULT_BACKOFF,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_READ_TIMEOUT,
-    MAX_BACKOFF,
-    MAX_RETRY_AFTER,
-    JsonEndpoint,
-)
+from lorebase.http_json import JsonEndpoint, Transport
 
 PROBE_TEXT = "dimension probe"
 
@@ -45,14 +36,9 @@ class HttpEmbedder(Embedder):
         api_key: str | None = None,
         dim: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        max_backoff: float = MAX_BACKOFF,
-        max_retry_after: float = MAX_RETRY_AFTER,
-        sleep: Callable[[float], None] = time.sleep,
+        **transport: Unpack[Transport],
     ) -> None:
+        """``transport``: timeouts, retries and backoff (see :class:`JsonEndpoint`)."""
         self.endpoint = JsonEndpoint(
             base_url,
             "embeddings",
@@ -61,13 +47,7 @@ class HttpEmbedder(Embedder):
             answer="an OpenAI-style embeddings list",
             url_example="http://127.0.0.1:11434/v1",
             api_key=api_key,
-            read_timeout=read_timeout,
-            connect_timeout=connect_timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            max_retry_after=max_retry_after,
-            sleep=sleep,
+            **transport,
         )
         if not model:
             raise InvalidInput("an embedding model name is required for an embedding server")

@@ -19,19 +19,11 @@ server's reply body; nothing here logs.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from lorebase.errors import InvalidInput
-from lorebase.http_json import (
-    CONNECT_TIMEOUT,
-    DEFAULT_BACKOFF,
-    DEFAULT_MAX_RETRIES,
-    MAX_BACKOFF,
-    MAX_RETRY_AFTER,
-    JsonEndpoint,
-)
+from lorebase.http_json import JsonEndpoint, Transport
 from lorebase.rerank.base import Reranker
 
 DEFAULT_BATCH_SIZE = 32
@@ -50,14 +42,11 @@ class HttpReranker(Reranker):
         *,
         api_key: str | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        max_backoff: float = MAX_BACKOFF,
-        max_retry_after: float = MAX_RETRY_AFTER,
-        sleep: Callable[[float], None] = time.sleep,
+        **transport: Unpack[Transport],
     ) -> None:
+        """``transport``: timeouts, retries and backoff (see :class:`JsonEndpoint`); the read
+        timeout is shorter than an embedder's by default, since a search waits on it."""
+        transport.setdefault("read_timeout", DEFAULT_READ_TIMEOUT)
         self.endpoint = JsonEndpoint(
             base_url,
             "rerank",
@@ -66,13 +55,7 @@ class HttpReranker(Reranker):
             answer="a list of rerank results",
             url_example="http://127.0.0.1:8080/v1",
             api_key=api_key,
-            read_timeout=read_timeout,
-            connect_timeout=connect_timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            max_retry_after=max_retry_after,
-            sleep=sleep,
+            **transport,
         )
         if not model:
             raise InvalidInput(
