@@ -7,9 +7,7 @@ from lorebase.api.schemas import (
     DocumentOut,
     HitOut,
     KnowledgeBaseOut,
-    NeighborOut,
     SearchOut,
-    StepScoreOut,
 )
 from lorebase.api.server import Server
 from lorebase.search.types import Hit, SearchResponse
@@ -38,22 +36,14 @@ def document_out(server: Server, document: DocumentRecord) -> DocumentOut:
     )  # fmt: skip
 
 
-def hit_out(server: Server, hit: Hit, names: dict[str, str]) -> HitOut:
+def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
+    """The API's hit: the search hit read field by field (the schema is the public contract),
+    an upload shown by its own name."""
     path = names.get(hit.document_id, hit.path)
-    citation = hit.citation.replace(hit.path, path, 1)
-    return HitOut(
-        chunk_id=hit.chunk_id, knowledge_base=hit.knowledge_base,
-        knowledge_base_id=hit.knowledge_base_id, document_id=hit.document_id, path=path,
-        title=hit.title, kind=hit.kind, trail=list(hit.trail), page=hit.page,
-        page_end=hit.page_end, line=hit.line, start=hit.start, end=hit.end,
-        content_kind=hit.content_kind, language=hit.language, symbol=hit.symbol, text=hit.text,
-        snippet=hit.snippet, citation=citation,
-        scores={k: StepScoreOut(score=v.score, rank=v.rank) for k, v in hit.scores.items()},
-        before=[NeighborOut(chunk_id=n.chunk_id, ordinal=n.ordinal, text=n.text)
-                for n in hit.before],
-        after=[NeighborOut(chunk_id=n.chunk_id, ordinal=n.ordinal, text=n.text)
-               for n in hit.after],
-    )  # fmt: skip
+    out = HitOut.model_validate(hit, from_attributes=True)
+    return out.model_copy(
+        update={"path": path, "citation": hit.citation.replace(hit.path, path, 1)}
+    )
 
 
 def search_out(server: Server, response: SearchResponse) -> SearchOut:
@@ -64,7 +54,7 @@ def search_out(server: Server, response: SearchResponse) -> SearchOut:
             if name is not None:
                 names[hit.document_id] = name
     return SearchOut(
-        hits=[hit_out(server, hit, names) for hit in response.hits],
+        hits=[hit_out(hit, names) for hit in response.hits],
         mode=response.mode.value,
         timings_ms=response.timings_ms,
         warnings=response.warnings,
