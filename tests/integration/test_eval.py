@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from company_docs import COMPANY_DOCS
 from typer.testing import CliRunner
 
 from lorebase.app import Lorebase, open_lorebase
@@ -21,17 +22,7 @@ from lorebase.eval.tasks import evaluate, last_result, prepare_beir
 from lorebase.settings import Settings
 
 DOCS = {
-    "it/accounts.md": "# Accounts\n\n## Password reset\n\nIf you forgot your password, open the "
-    "sign-in page, choose 'Forgot password' and follow the link we e-mail you. The link "
-    "expires after one hour.\n",
-    "hr/leave.md": "# Leave\n\n## Vacation\n\nStaff earn twenty-five days of paid annual "
-    "leave. Requests go to your manager two weeks ahead.\n",
-    "finance/expenses.md": "# Expenses\n\n## Reimbursement\n\nSubmit receipts within thirty "
-    "days; the finance team pays approved claims with the next salary.\n",
-    "ops/outage.md": "# Incidents\n\n## Database outage\n\nWhen the primary database stops "
-    "answering, fail over to the replica and page the on-call engineer.\n",
-    "facilities/parking.md": "# Facilities\n\n## Parking\n\nVisitors park in the north lot; "
-    "employees need a permit from reception.\n",
+    **COMPANY_DOCS,
     "errors.md": "# Error codes\n\n| code | meaning |\n| --- | --- |\n"
     "| ERR_4711 | the upstream quota was exhausted |\n| ERR_1234 | the disk is full |\n",
     "pt/configuracao.md": "# Configuração\n\nA configuração do sistema é feita no arquivo "

@@ -5,23 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from company_docs import COMPANY_DOCS
 
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.settings import Settings
 
-DOCS = {
-    "it/accounts.md": "# Accounts\n\n## Password reset\n\nIf you forgot your password, open the "
-    "sign-in page, choose 'Forgot password' and follow the link we e-mail you. The link "
-    "expires after one hour.\n",
-    "hr/leave.md": "# Leave\n\n## Vacation\n\nStaff earn twenty-five days of paid annual "
-    "leave. Requests go to your manager two weeks ahead.\n",
-    "finance/expenses.md": "# Expenses\n\n## Reimbursement\n\nSubmit receipts within thirty "
-    "days; the finance team pays approved claims with the next salary.\n",
-    "ops/outage.md": "# Incidents\n\n## Database outage\n\nWhen the primary database stops "
-    "answering, fail over to the replica and page the on-call engineer.\n",
-    "facilities/parking.md": "# Facilities\n\n## Parking\n\nVisitors park in the north lot; "
-    "employees need a permit from reception.\n",
-}
+DOCS = COMPANY_DOCS
 # Paraphrases that share few or no words with their passage: the dense arm must carry them.
 PARAPHRASES = {
     "I can't log in because I lost my credentials": "it/accounts.md",
