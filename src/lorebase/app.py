@@ -174,8 +174,10 @@ class Lorebase:
     def kb(self, name: str) -> KnowledgeBase:
         return self.store.get_kb(name)
 
-    def knowledge_bases(self) -> list[KnowledgeBase]:
-        return self.store.list_kbs()
+    def knowledge_bases(self, *, totals: bool = True) -> list[KnowledgeBase]:
+        """Every base; ``totals=False`` skips counting their documents (a read of every
+        document row) where only names and settings are needed."""
+        return self.store.list_kbs(totals=totals)
 
     def delete_kb(self, name: str) -> None:
         self.store.delete_kb(self.store.get_kb(name).id)

@@ -109,8 +109,9 @@ class ToolBox:
         """The tools in OpenAI function-calling format."""
         return [spec.openai() for spec in SPECS]
 
-    def visible(self) -> list[KnowledgeBase]:
-        bases = self.lb.knowledge_bases()
+    def visible(self, *, totals: bool = False) -> list[KnowledgeBase]:
+        """The bases in scope; their totals only when asked (listing them shows them)."""
+        bases = self.lb.knowledge_bases(totals=totals)
         return bases if self.scope is None else [kb for kb in bases if kb.name in self.scope]
 
     def hint(self) -> str:
@@ -164,8 +165,9 @@ class ToolBox:
 
     # -- the tools ----------------------------------------------------------------------------
     def _list_knowledge_bases(self, args: dict[str, Any], fence: Fence) -> ToolResult:
-        bases = [_kb_json(kb) for kb in self.visible()]
-        lines = [self.hint(), *(_kb_line(kb) for kb in bases)]
+        visible = self.visible(totals=True)
+        bases = [_kb_json(kb) for kb in visible]
+        lines = [system_prompt_hint(visible), *(_kb_line(kb) for kb in bases)]
         return ToolResult("list_knowledge_bases", {"knowledge_bases": bases}, "\n".join(lines))
 
     def _search_knowledge_base(self, args: dict[str, Any], fence: Fence) -> ToolResult:
