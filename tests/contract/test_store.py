@@ -801,6 +801,18 @@ def test_uploads_are_listed_apart_from_folder_files(store: Store) -> None:
     assert [c.uploaded for c in store.get_chunks([first.id], ids_of(hits))] == [False]
 
 
+def test_a_closed_store_says_so_for_reads_and_writes(backend: Backend, tmp_path: Path) -> None:
+    store = backend.open(tmp_path)
+    kb = store.create_kb("docs")
+    store.keyword_search([kb.id], "anything", 5)  # a pooled read connection exists now
+    store.close()
+    store.close()  # twice is fine
+    for call in (lambda: store.get_kb("docs"), lambda: store.create_kb("other"),
+                 lambda: store.keyword_search([kb.id], "anything", 5)):  # fmt: skip
+        with pytest.raises(InvalidInput, match="closed; open it again"):
+            call()
+
+
 def test_a_second_store_on_the_same_database_sees_writes(
     store: Store, backend: Backend, tmp_path: Path
 ) -> None:
