@@ -25,13 +25,11 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from lorebase.accounts.sqlite import SqliteAccounts
 from lorebase.api.app import create_app
-from lorebase.api.server import Server, ServeSettings
 from lorebase.app import open_lorebase
 from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
-from lorebase.settings import Settings
+from lorebase.settings import ServeSettings, Settings
 
 WORDS = ("retrieval", "index", "passage", "vector", "lexical", "folder", "sync", "chunk",
          "model", "query", "answer", "citation", "heading", "page", "line", "policy",
@@ -90,17 +88,16 @@ def main() -> None:
         root = Path(tmp) / "docs"
         root.mkdir()
         corpus(root, args.chunks, rng)
-        lb = open_lorebase(settings=Settings(data_dir=Path(tmp) / "data"),
-                           embedder=FakeEmbedder())  # fmt: skip
+        serve = ServeSettings(auth=False, watch=False, workers=2)
+        lb = open_lorebase(settings=Settings(data_dir=Path(tmp) / "data", serve=serve),
+                           embedder=FakeEmbedder(), data_key=DataKey.generate())  # fmt: skip
         lb.add([root], kb="bench")
         library = run_clients(lambda q: lb.search(q, kb="bench"), queries, args.clients,
                               args.requests)  # fmt: skip
-        server = Server(lb, SqliteAccounts(lb.store), DataKey.generate(),
-                        ServeSettings(auth=False, watch=False, workers=2))  # fmt: skip
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        config = uvicorn.Config(create_app(server), host="127.0.0.1", port=port,
+        config = uvicorn.Config(create_app(lb), host="127.0.0.1", port=port,
                                 log_level="warning", access_log=False)  # fmt: skip
         http_server = uvicorn.Server(config)
         thread = threading.Thread(target=http_server.run, daemon=True)
@@ -130,7 +127,7 @@ def main() -> None:
             for path in sorted(uploads.iterdir()):
                 files = {"files": (path.name, path.read_bytes(), "text/markdown")}
                 client.post(f"/v1/knowledge-bases/{created}/documents", files=files)
-            server.queue.join(600)
+            lb.queue.join(600)
         upload_seconds = time.perf_counter() - started
         http_server.should_exit = True
         thread.join(timeout=30)

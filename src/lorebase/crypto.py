@@ -27,7 +27,7 @@ import hmac
 import os
 import secrets
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -105,13 +105,6 @@ class DataKey:
         return cls(secret)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> DataKey | None:
-        """The key in ``LOREBASE_DATA_KEY``, or None when it is unset or empty."""
-        env = os.environ if environ is None else environ
-        text = env.get(KEY_ENV, "").strip()
-        return cls.from_base64(text) if text else None
-
-    @classmethod
     def from_file(cls, path: Path) -> DataKey:
         """Read an existing key file, refusing one that group or others may read."""
         try:
@@ -134,12 +127,11 @@ class DataKey:
         return cls.from_base64(text, source=f"the key file {path}")
 
     @classmethod
-    def load(cls, data_dir: Path, environ: Mapping[str, str] | None = None) -> DataKey:
-        """The configured key: ``LOREBASE_DATA_KEY`` when set, else ``<data_dir>/data.key``,
-        created with a fresh random key on first use."""
-        from_env = cls.from_env(environ)
-        if from_env is not None:
-            return from_env
+    def load(cls, data_dir: Path, configured: str | None = None) -> DataKey:
+        """The configured key (``Settings.data_key``, from ``LOREBASE_DATA_KEY``) when set,
+        else ``<data_dir>/data.key``, created with a fresh random key on first use."""
+        if configured:
+            return cls.from_base64(configured)
         path = data_dir / KEY_FILE
         if not path.exists():
             with contextlib.suppress(Conflict):  # another process created it first: use theirs

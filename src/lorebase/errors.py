@@ -41,6 +41,22 @@ class InvalidInput(LorebaseError):
     pass
 
 
+class Unauthorized(LorebaseError):
+    """No valid API key."""
+
+
+class Forbidden(LorebaseError):
+    """A valid key without the right to do this (only where seeing is allowed)."""
+
+
+class Overloaded(Unavailable):
+    """The ingestion queue is full; retry later."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 _REASON_MESSAGES: dict[FailureReason, str] = {
     FailureReason.UNSUPPORTED_FORMAT: "this file type is not supported; it was left out",
     FailureReason.TOO_LARGE: "the file (or what it expands to) is over the size limit; "

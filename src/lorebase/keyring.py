@@ -34,12 +34,11 @@ class Rotation:
     key_file: Path | None  # None when the key lives in the environment
 
 
-def rotate_data_key(
-    data_dir: Path, store: Store, environ: dict[str, str] | None = None
-) -> Rotation:
-    old = DataKey.load(data_dir, environ)
+def rotate_data_key(data_dir: Path, store: Store, configured: str | None = None) -> Rotation:
+    """``configured``: the key from the settings (``LOREBASE_DATA_KEY``), None for the file."""
+    old = DataKey.load(data_dir, configured)
     key_file = data_dir / KEY_FILE
-    uses_file = not (environ if environ is not None else os.environ).get("LOREBASE_DATA_KEY")
+    uses_file = not configured
     next_file = key_file.with_name(KEY_FILE + NEXT_SUFFIX)
     if next_file.exists():
         new = DataKey.from_file(next_file)

@@ -111,15 +111,68 @@ class RerankSettings:
             )
 
 
+def is_loopback(host: str) -> bool:
+    """A host name or address of this machine only (what may serve without keys)."""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """How ``lorebase serve`` runs: where it listens, whether it asks for API keys, and the
+    bounds of its background work (uploads waiting, worker threads, folder rescans)."""
+
+    host: str = "127.0.0.1"
+    port: int = 7700
+    auth: bool = True
+    max_upload_bytes: int = 64 * MB
+    queue_size: int = 256
+    workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    rescan_seconds: float = 60.0
+    watch: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.auth and not is_loopback(self.host):
+            raise InvalidInput(
+                f"refusing to serve on {self.host} without API keys: bind to 127.0.0.1 or "
+                "turn keys on"
+            )
+        if not 1 <= self.port <= 65535:
+            raise InvalidInput("the port must be between 1 and 65535")
+        for name in ("max_upload_bytes", "queue_size", "workers"):
+            if getattr(self, name) <= 0:
+                raise InvalidInput(f"{name} must be a positive number")
+
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+DEFAULT_CHAT_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible API
+
+
+@dataclass(frozen=True, slots=True)
+class ChatConfig:
+    """The chat model ``ask`` talks to, as configured (checked when a chat is started:
+    ``model`` may be missing until then), and the locality gate's allowlist and opt-in."""
+
+    url: str = DEFAULT_CHAT_URL
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    local_hosts: tuple[str, ...] = ()
+    allow_cloud: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything a lorebase instance is built from; see :func:`Settings.from_env`."""
+    """Everything a lorebase instance is built from; see :func:`Settings.from_env`. Nothing
+    else in lorebase reads the environment."""
 
     data_dir: Path
     embed: EmbedSettings = field(default_factory=EmbedSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
     chunk: ChunkSettings = field(default_factory=ChunkSettings)
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    chat: ChatConfig = field(default_factory=ChatConfig)
+    # The data key as base64 text (``LOREBASE_DATA_KEY``); None: the key file in data_dir.
+    data_key: str | None = field(default=None, repr=False)
 
     @property
     def database(self) -> Path:
@@ -138,7 +191,12 @@ class Settings:
         ``LOREBASE_HOME`` (data directory), ``LOREBASE_EMBEDDER`` (onnx | http | fake | none),
         ``LOREBASE_EMBED_URL``, ``LOREBASE_EMBED_MODEL``, ``LOREBASE_EMBED_API_KEY``,
         ``LOREBASE_EMBED_QUANTIZE`` (1/0); ``LOREBASE_RERANKER`` (none | http | fake),
-        ``LOREBASE_RERANK_URL``, ``LOREBASE_RERANK_MODEL``, ``LOREBASE_RERANK_API_KEY``.
+        ``LOREBASE_RERANK_URL``, ``LOREBASE_RERANK_MODEL``, ``LOREBASE_RERANK_API_KEY``;
+        ``LOREBASE_CHAT_URL``, ``LOREBASE_CHAT_MODEL``, ``LOREBASE_CHAT_API_KEY``,
+        ``LOREBASE_LOCAL_HOSTS`` (comma-separated hosts or networks a chat model may run on and
+        still count as local), ``LOREBASE_ALLOW_CLOUD_MODEL_ACCESS`` (1/0);
+        ``LOREBASE_DATA_KEY`` (the data key, base64; default: ``data.key`` in the data
+        directory).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -159,4 +217,20 @@ class Settings:
             model=env.get("LOREBASE_RERANK_MODEL"),
             api_key=env.get("LOREBASE_RERANK_API_KEY"),
         )
-        return cls(data_dir=home.expanduser(), embed=embed, rerank=rerank)
+        chat = ChatConfig(
+            url=env.get("LOREBASE_CHAT_URL") or DEFAULT_CHAT_URL,
+            model=env.get("LOREBASE_CHAT_MODEL") or None,
+            api_key=env.get("LOREBASE_CHAT_API_KEY") or None,
+            local_hosts=tuple(
+                h.strip() for h in env.get("LOREBASE_LOCAL_HOSTS", "").split(",") if h.strip()
+            ),
+            allow_cloud=env.get("LOREBASE_ALLOW_CLOUD_MODEL_ACCESS", "").strip().lower()
+            in TRUE_WORDS,
+        )
+        return cls(
+            data_dir=home.expanduser(),
+            embed=embed,
+            rerank=rerank,
+            chat=chat,
+            data_key=env.get("LOREBASE_DATA_KEY", "").strip() or None,
+        )

@@ -341,25 +341,24 @@ def test_ask_over_http_streams_events_and_sources(
 ) -> None:
     from fastapi.testclient import TestClient
 
-    from lorebase.accounts.sqlite import SqliteAccounts
     from lorebase.api.app import create_app
-    from lorebase.api.server import Server, ServeSettings
-    from lorebase.crypto import DataKey
+    from lorebase.settings import ChatConfig, ServeSettings
 
     stand_in.script = [
         Turn(calls=[("search_knowledge_base", {"query": "vacation carry over"})]),
         Turn(text="Up to ten days carry over [1]."),
     ]
-    monkeypatch.setenv("LOREBASE_CHAT_URL", stand_in.url)
-    monkeypatch.setenv("LOREBASE_CHAT_MODEL", "stand-in")
     folder = tmp_path / "team"
     folder.mkdir()
     (folder / "handbook.md").write_text(HANDBOOK)
-    with open_lorebase(settings=Settings(data_dir=tmp_path / "d"), embedder=FakeEmbedder()) as lb:
+    settings = Settings(
+        data_dir=tmp_path / "d",
+        serve=ServeSettings(auth=False, watch=False, workers=1),
+        chat=ChatConfig(url=stand_in.url, model="stand-in"),
+    )
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
         lb.add([folder], kb="team")
-        server = Server(lb, SqliteAccounts(lb.store), DataKey.generate(),
-                        ServeSettings(auth=False, watch=False, workers=1))  # fmt: skip
-        client = TestClient(create_app(server, manage=False))
+        client = TestClient(create_app(lb, manage=False))
         response = client.post("/v1/ask", json={"question": QUESTION})
         assert response.status_code == 200
         body = response.text

@@ -14,15 +14,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lorebase.accounts.base import Role
-from lorebase.accounts.sqlite import SqliteAccounts
 from lorebase.api.app import create_app
-from lorebase.api.server import Server, ServeSettings
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
 from lorebase.rerank.fake import FakeReranker
-from lorebase.settings import Settings
+from lorebase.settings import ServeSettings, Settings
 
 SECRET_NAME = "quarterly-merger-plans.md"
 SECRET_TEXT = "# Merger\n\nThe codename for the merger is BLUEHERON and it closes in May.\n"
@@ -31,7 +29,6 @@ SECRET_TEXT = "# Merger\n\nThe codename for the merger is BLUEHERON and it close
 @dataclass
 class Env:
     lb: Lorebase
-    server: Server
     client: TestClient
     keys: dict[str, str]
 
@@ -40,8 +37,10 @@ class Env:
 
 
 def build(tmp_path: Path, *, start: bool = True, queue_size: int = 16) -> Env:
-    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder())
-    accounts = SqliteAccounts(lb.store)
+    serve = ServeSettings(workers=1, watch=False, queue_size=queue_size)
+    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data", serve=serve),
+                       embedder=FakeEmbedder(), data_key=DataKey.generate())  # fmt: skip
+    accounts = lb.accounts
     keys = {}
     users = {"admin": Role.ADMIN, "alice": Role.MEMBER, "bob": Role.MEMBER, "carol": Role.MEMBER}
     ids = {}
@@ -52,19 +51,16 @@ def build(tmp_path: Path, *, start: bool = True, queue_size: int = 16) -> Env:
     eng = accounts.create_team("eng")
     accounts.set_member(eng.id, ids["alice"], Role.ADMIN)
     accounts.set_member(eng.id, ids["bob"], Role.MEMBER)
-    settings = ServeSettings(workers=1, watch=False, queue_size=queue_size)
-    server = Server(lb, accounts, DataKey.generate(), settings)
     if start:
-        server.start()
-    client = TestClient(create_app(server, manage=False), raise_server_exceptions=False)
-    return Env(lb, server, client, keys)
+        lb.start_serving()
+    client = TestClient(create_app(lb, manage=False), raise_server_exceptions=False)
+    return Env(lb, client, keys)
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
     environment = build(tmp_path)
     yield environment
-    environment.server.stop()
     environment.lb.close()
 
 
@@ -139,7 +135,7 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
     assert response.status_code == 202, response.text
     document = response.json()["documents"][0]
     assert document["name"] == SECRET_NAME and response.json()["created"] == [True]
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     got = env.client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
     assert got["state"] == "indexed" and got["chunks"] == 1
     search = env.client.post("/v1/search", json={"query": "BLUEHERON codename"},
@@ -147,7 +143,7 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
     hit = search["hits"][0]
     assert hit["path"] == SECRET_NAME and hit["citation"].startswith(SECRET_NAME)
     assert hit["scores"]["fused"]["rank"] == 1
-    env.server.lb.searcher.reranker = FakeReranker()
+    env.lb.searcher.reranker = FakeReranker()
     reranked = env.client.post("/v1/search", json={"query": "BLUEHERON codename", "rerank": True},
                                headers=env.as_("alice")).json()  # fmt: skip
     assert reranked["hits"][0]["scores"]["rerank"]["rank"] == 1 and not reranked["warnings"]
@@ -173,7 +169,7 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
 def test_the_stored_original_is_encrypted_name_and_all(env: Env, tmp_path: Path) -> None:
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     blobs = list((tmp_path / "data" / "blobs").iterdir())
     assert len(blobs) == 1
     raw = blobs[0].read_bytes()
@@ -199,7 +195,7 @@ def test_identical_bytes_are_one_document(env: Env) -> None:
     for thread in threads:
         thread.join()
     assert results == [202] * 4
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     listed = env.client.get(f"/v1/knowledge-bases/{kb_id}/documents", headers=env.as_("alice"))
     assert len(listed.json()) == 2
 
@@ -207,7 +203,7 @@ def test_identical_bytes_are_one_document(env: Env) -> None:
 def test_delete_purges_every_row_and_the_blob(env: Env, tmp_path: Path) -> None:
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     document = upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode()).json()["documents"][0]
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     assert (
         env.client.delete(f"/v1/documents/{document['id']}", headers=env.as_("alice")).status_code
         == 204
@@ -234,14 +230,14 @@ def test_a_full_queue_answers_503_and_loses_nothing(tmp_path: Path) -> None:
         busy = upload(env, "alice", kb_id, "two.md", b"# Two\n\nsecond file\n")
         assert busy.status_code == 503 and busy.headers["Retry-After"] == "5"
         assert busy.json()["type"] == "/problems/overloaded"
-        env.server.start()  # workers drain the queue, the sweep re-admits the second file
-        assert env.server.queue.join(30)
-        env.server.queue.sweep_now()
-        assert env.server.queue.join(30)
+        env.lb.start_serving()  # workers drain the queue, the sweep re-admits the second file
+        assert env.lb.queue.join(30)
+        env.lb.queue.sweep_now()
+        assert env.lb.queue.join(30)
         listed = env.client.get(f"/v1/knowledge-bases/{kb_id}/documents", headers=env.as_("alice"))
         assert sorted(d["state"] for d in listed.json()) == ["indexed", "indexed"]
     finally:
-        env.server.stop()
+        env.lb.stop_serving()
         env.lb.close()
 
 
@@ -262,7 +258,7 @@ def test_health_readiness_metrics(env: Env) -> None:
     assert env.client.get("/readyz").status_code == 200
     kb_id = create_kb(env, "alice", "k", "personal")
     upload(env, "alice", kb_id, "m.md", b"# M\n\nmetrics\n")
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     env.client.post("/v1/search", json={"query": "metrics"}, headers=env.as_("alice"))
     text = env.client.get("/metrics").text
     assert 'lorebase_documents{state="indexed"} 1.0' in text
@@ -274,7 +270,7 @@ def test_access_logs_carry_no_content(env: Env, caplog: pytest.LogCaptureFixture
     caplog.set_level(logging.DEBUG)
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     env.client.post("/v1/search", json={"query": "BLUEHERON codename"}, headers=env.as_("alice"))
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "/v1/search" in logged
@@ -289,37 +285,34 @@ def test_binding_beyond_loopback_needs_keys() -> None:
 
 
 def test_rotating_the_data_key_keeps_every_upload_readable(tmp_path: Path) -> None:
-    from lorebase.keyring import rotate_data_key
-
     env = build(tmp_path)
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     document = upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode()).json()["documents"][0]
-    assert env.server.queue.join(30)
-    env.server.stop()
+    assert env.lb.queue.join(30)
+    env.lb.stop_serving()
     data = tmp_path / "data"
-    old_key = DataKey.generate()
-    # The server above used a generated key; put it where rotation finds it.
-    env.server.key.save(data / "data.key")
-    rotation = rotate_data_key(data, env.lb.store, environ={})
+    old_key = env.lb.data_key
+    # The service above used a generated key; put it where rotation finds it.
+    old_key.save(data / "data.key")
+    rotation = env.lb.rotate_data_key()
     assert (rotation.blobs, rotation.names) == (1, 1)
-    new_key = DataKey.load(data, environ={})
-    assert new_key == rotation.new_key and new_key != env.server.key and old_key != new_key
-    server = Server(env.lb, env.server.accounts, new_key, ServeSettings(workers=1, watch=False))
-    server.start()
-    try:
-        client = TestClient(create_app(server, manage=False))
-        got = client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
+    new_key = DataKey.load(data)
+    assert new_key == rotation.new_key == env.lb.data_key and new_key != old_key
+    env.lb.close()
+    serve = ServeSettings(workers=1, watch=False)
+    with open_lorebase(settings=Settings(data_dir=data, serve=serve),
+                       embedder=FakeEmbedder()) as lb:  # fmt: skip
+        client = TestClient(create_app(lb))
+        with client:
+            got = client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
         assert got["name"] == SECRET_NAME
-        assert server.blobs.get(document["id"]) == SECRET_TEXT.encode()
-    finally:
-        server.stop()
-        env.lb.close()
+        assert lb.blobs.get(document["id"]) == SECRET_TEXT.encode()
 
 
 def test_events_carry_states_not_content() -> None:
     import asyncio
 
-    from lorebase.api.events import EventBus
+    from lorebase.events import EventBus
 
     async def scenario() -> list[str]:
         bus = EventBus()
@@ -339,7 +332,7 @@ def test_events_carry_states_not_content() -> None:
 def test_agent_tools_over_http_are_scoped_and_fenced(env: Env) -> None:
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     listed = env.client.get("/v1/tools", headers=env.as_("alice")).json()
     names = {tool["function"]["name"] for tool in listed["tools"]}
     assert names == {"list_knowledge_bases", "search_knowledge_base", "read_document",
@@ -398,7 +391,7 @@ def test_every_role_scope_and_route(env: Env) -> None:
             env, owners[scope], kb_id, f"{scope}.md", f"# {scope}\n\nmatrix\n".encode()
         )
         docs[scope] = uploaded.json()["documents"][0]["id"]
-    assert env.server.queue.join(30)
+    assert env.lb.queue.join(30)
     sees = {"admin": {"global"}, "alice": {"global", "team", "alice"},
             "bob": {"global", "team"}, "carol": {"global"}}  # fmt: skip
     changes = {"admin": {"global"}, "alice": {"team", "alice"}, "bob": set(), "carol": set()}
@@ -416,9 +409,9 @@ def test_every_role_scope_and_route(env: Env) -> None:
                     expected = {200, 202}
                 assert response.status_code in expected, (user, scope, method, path,
                                                           response.status_code)  # fmt: skip
-    actions = {entry.action for entry in env.server.accounts.audit_log()}
+    actions = {entry.action for entry in env.lb.accounts.audit_log()}
     assert {"create_knowledge_base", "update_knowledge_base"} <= actions
-    assert all("matrix" not in entry.target for entry in env.server.accounts.audit_log())
+    assert all("matrix" not in entry.target for entry in env.lb.accounts.audit_log())
 
 
 def json_with(body: dict | None, kb_id: int) -> dict | None:  # type: ignore[type-arg]

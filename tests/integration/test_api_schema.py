@@ -11,13 +11,11 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from lorebase.accounts.base import Role
-from lorebase.accounts.sqlite import SqliteAccounts
 from lorebase.api.app import create_app
-from lorebase.api.server import Server, ServeSettings
 from lorebase.app import open_lorebase
 from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
-from lorebase.settings import Settings
+from lorebase.settings import ServeSettings, Settings
 
 KEY: dict[str, str] = {}
 
@@ -25,21 +23,21 @@ KEY: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     data = tmp_path_factory.mktemp("schema")
-    lb = open_lorebase(settings=Settings(data_dir=data), embedder=FakeEmbedder())
-    accounts = SqliteAccounts(lb.store)
+    serve = ServeSettings(workers=1, watch=False)
+    lb = open_lorebase(settings=Settings(data_dir=data, serve=serve), embedder=FakeEmbedder(),
+                       data_key=DataKey.generate())  # fmt: skip
+    accounts = lb.accounts
     admin = accounts.create_user("admin", Role.ADMIN)
     KEY["admin"], _ = accounts.create_key(admin.id)
-    server = Server(lb, accounts, DataKey.generate(), ServeSettings(workers=1, watch=False))
-    server.start()
+    lb.start_serving()
     kb = lb.store.create_kb("seed", owner="admin")
     folder = data / "seed"
     folder.mkdir()
     (folder / "a.md").write_text("# Seed\n\nSome text to search for.\n")
     with lb.lock:
         lb.syncer.sync(kb, extra_files=[])
-    app = create_app(server, manage=False)
+    app = create_app(lb, manage=False)
     yield schemathesis.openapi.from_asgi("/openapi.json", app)
-    server.stop()
     lb.close()
 
 

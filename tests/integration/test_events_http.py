@@ -26,16 +26,14 @@ import httpx
 import pytest
 import uvicorn
 
+from lorebase import events as events_module
 from lorebase.accounts.base import Role
-from lorebase.accounts.sqlite import SqliteAccounts
-from lorebase.api import events as events_module
 from lorebase.api.app import create_app
-from lorebase.api.events import EventBus
-from lorebase.api.server import Server, ServeSettings
-from lorebase.app import open_lorebase
+from lorebase.app import Lorebase, open_lorebase
 from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
-from lorebase.settings import Settings
+from lorebase.events import EventBus
+from lorebase.settings import ServeSettings, Settings
 from lorebase.types import FailureReason
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -73,7 +71,7 @@ class _Uvicorn(uvicorn.Server):
 
 @dataclass
 class Live:
-    server: Server
+    lb: Lorebase
     base: str
     keys: dict[str, str]
     uvicorn: uvicorn.Server
@@ -116,19 +114,19 @@ def serve(
 ) -> Iterator[Live]:
     """The real app (its life span starts and stops the workers) under uvicorn in a thread,
     on a socket bound here, so the port is ours before the server starts."""
-    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder())
-    accounts = SqliteAccounts(lb.store)
+    serve = ServeSettings(auth=auth, workers=1, watch=watch)
+    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data", serve=serve),
+                       embedder=FakeEmbedder(), data_key=DataKey.generate())  # fmt: skip
+    accounts = lb.accounts
     keys = {}
     for name, role in {"admin": Role.ADMIN, "alice": Role.MEMBER, "bob": Role.MEMBER}.items():
         keys[name], _ = accounts.create_key(accounts.create_user(name, role).id)
-    server = Server(lb, accounts, DataKey.generate(),
-                    ServeSettings(auth=auth, workers=1, watch=watch))  # fmt: skip
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(server), log_level="warning", access_log=False)
-    runner = _Uvicorn(config, server.events if end_streams else None)
+    config = uvicorn.Config(create_app(lb), log_level="warning", access_log=False)
+    runner = _Uvicorn(config, lb.events if end_streams else None)
     thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
-    live = Live(server, f"http://127.0.0.1:{sock.getsockname()[1]}", keys, runner, thread)
+    live = Live(lb, f"http://127.0.0.1:{sock.getsockname()[1]}", keys, runner, thread)
     thread.start()
     try:
         deadline = time.monotonic() + WAIT_SECONDS
@@ -314,7 +312,7 @@ def test_access_lost_while_a_stream_is_open_stops_its_events(tmp_path: Path) -> 
     """Visibility is judged with the caller looked up afresh for every event: a member
     removed from a team hears no more of its base, a revoked key's stream ends."""
     with serve(tmp_path) as live:
-        accounts = live.server.accounts
+        accounts = live.lb.accounts
         team = accounts.create_team("research")
         alice, bob = accounts.get_user("alice"), accounts.get_user("bob")
         for user in (alice, bob):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ from lorebase.agent.chat import (
 )
 from lorebase.agent.gate import LocalityGate
 from lorebase.errors import InvalidInput, Unavailable
+from lorebase.settings import ChatConfig, Settings
 
 FENCED = "<untrusted-document id=1 nonce=0123456789abcdef01234567>\nx\n</untrusted-document>"
 
@@ -134,16 +136,22 @@ def test_connection_failures_and_garbage_are_unavailable() -> None:
         drain(chat.stream([]))
 
 
+def chat_config(env: dict[str, str]) -> ChatConfig:
+    return Settings.from_env(Path("/nonexistent"), env).chat
+
+
 def test_settings_from_env() -> None:
     env = {"LOREBASE_CHAT_URL": "http://127.0.0.1:8080/v1", "LOREBASE_CHAT_MODEL": "qwen",
            "LOREBASE_CHAT_API_KEY": "k"}  # fmt: skip
-    settings = ChatSettings.from_env(env)
+    settings = ChatSettings.from_config(chat_config(env))
     assert (settings.url, settings.model, settings.api_key) == (
         "http://127.0.0.1:8080/v1", "qwen", "k")  # fmt: skip
-    assert ChatSettings.from_env(env, model="llama").model == "llama"
-    assert ChatSettings.from_env({"LOREBASE_CHAT_MODEL": "m"}).url.startswith("http://127.0.0.1")
+    assert ChatSettings.from_config(chat_config(env), model="llama").model == "llama"
+    only_model = chat_config({"LOREBASE_CHAT_MODEL": "m"})
+    assert ChatSettings.from_config(only_model).url.startswith("http://127.0.0.1")
+    assert "'k'" not in repr(chat_config(env))  # the key stays out of reprs and logs
     with pytest.raises(InvalidInput, match="model"):
-        ChatSettings.from_env({})
+        ChatSettings.from_config(chat_config({}))
     with pytest.raises(InvalidInput, match="http"):
         ChatSettings(url="ftp://x", model="m")
 

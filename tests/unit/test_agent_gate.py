@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lorebase.agent.gate import LocalityGate, is_loopback
+from lorebase.settings import ChatConfig, Settings
 
 
 @pytest.mark.parametrize(
@@ -25,9 +28,13 @@ def test_not_loopback(host: str) -> None:
     assert not is_loopback(host)
 
 
+def chat_config(env: dict[str, str]) -> ChatConfig:
+    return Settings.from_env(Path("/nonexistent"), env).chat
+
+
 def test_allowlist_names_addresses_and_networks() -> None:
-    gate = LocalityGate.from_env(
-        {"LOREBASE_LOCAL_HOSTS": "gpu-box.lan, 10.1.2.3,192.168.0.0/16"},
+    gate = LocalityGate.from_config(
+        chat_config({"LOREBASE_LOCAL_HOSTS": "gpu-box.lan, 10.1.2.3,192.168.0.0/16"}),
         local_hosts=["Workstation."],
     )
     for host in ("gpu-box.lan", "GPU-BOX.LAN", "10.1.2.3", "192.168.40.2", "workstation"):
@@ -40,9 +47,9 @@ def test_allowlist_names_addresses_and_networks() -> None:
 @pytest.mark.parametrize(("value", "allowed"), [("true", True), ("1", True), ("YES", True),
                                                 ("false", False), ("", False)])  # fmt: skip
 def test_allow_cloud_from_env_and_flag(value: str, allowed: bool) -> None:
-    env = {"LOREBASE_ALLOW_CLOUD_MODEL_ACCESS": value}
-    assert LocalityGate.from_env(env).allow_cloud is allowed
-    assert LocalityGate.from_env(env, allow_cloud=True).allow_cloud is True
+    chat = chat_config({"LOREBASE_ALLOW_CLOUD_MODEL_ACCESS": value})
+    assert LocalityGate.from_config(chat).allow_cloud is allowed
+    assert LocalityGate.from_config(chat, allow_cloud=True).allow_cloud is True
 
 
 @pytest.mark.parametrize(

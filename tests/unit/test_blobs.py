@@ -276,34 +276,34 @@ def test_key_never_appears_in_repr_or_errors(key: DataKey) -> None:
 def test_key_file_is_created_0600_and_reused(tmp_path: Path) -> None:
     old_umask = os.umask(0)  # even a permissive umask must not widen the mode
     try:
-        first = DataKey.load(tmp_path, environ={})
+        first = DataKey.load(tmp_path)
     finally:
         os.umask(old_umask)
     path = tmp_path / KEY_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert DataKey.load(tmp_path, environ={}) == first
+    assert DataKey.load(tmp_path) == first
     assert [p.name for p in tmp_path.iterdir()] == [KEY_FILE]  # no temp file left
 
 
 def test_key_file_is_created_in_a_new_data_dir(tmp_path: Path) -> None:
-    key = DataKey.load(tmp_path / "new" / "home", environ={})
+    key = DataKey.load(tmp_path / "new" / "home")
     assert (tmp_path / "new" / "home" / KEY_FILE).is_file()
     assert DataKey.from_file(tmp_path / "new" / "home" / KEY_FILE) == key
 
 
 def test_env_key_takes_precedence_and_creates_no_file(tmp_path: Path) -> None:
     env_key = DataKey.generate()
-    loaded = DataKey.load(tmp_path, environ={KEY_ENV: env_key.to_base64()})
+    loaded = DataKey.load(tmp_path, env_key.to_base64())
     assert loaded == env_key
     assert not (tmp_path / KEY_FILE).exists()
-    file_key = DataKey.load(tmp_path, environ={})
-    assert DataKey.load(tmp_path, environ={KEY_ENV: env_key.to_base64()}) == env_key != file_key
+    file_key = DataKey.load(tmp_path)
+    assert DataKey.load(tmp_path, env_key.to_base64()) == env_key != file_key
 
 
 def test_env_key_accepts_urlsafe_base64_without_padding(tmp_path: Path) -> None:
     key = DataKey.generate()
     text = base64.urlsafe_b64encode(key._secret).decode().rstrip("=")
-    assert DataKey.load(tmp_path, environ={KEY_ENV: f" {text}\n"}) == key
+    assert DataKey.load(tmp_path, f" {text}\n") == key
 
 
 @pytest.mark.parametrize(
@@ -313,25 +313,25 @@ def test_env_key_accepts_urlsafe_base64_without_padding(tmp_path: Path) -> None:
 )
 def test_bad_env_key_says_what_is_expected(tmp_path: Path, value: str) -> None:
     with pytest.raises(InvalidInput, match="base64 of exactly 32 random bytes") as caught:
-        DataKey.load(tmp_path, environ={KEY_ENV: value})
+        DataKey.load(tmp_path, value)
     assert KEY_ENV in str(caught.value)
     assert value not in str(caught.value)
     assert not (tmp_path / KEY_FILE).exists()
 
 
 def test_empty_env_key_falls_back_to_the_file(tmp_path: Path) -> None:
-    key = DataKey.load(tmp_path, environ={KEY_ENV: ""})
+    key = DataKey.load(tmp_path, "")
     assert (tmp_path / KEY_FILE).is_file()
-    assert DataKey.load(tmp_path, environ={}) == key
+    assert DataKey.load(tmp_path) == key
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
 def test_loose_key_file_permissions_are_refused(tmp_path: Path, mode: int) -> None:
-    DataKey.load(tmp_path, environ={})
+    DataKey.load(tmp_path)
     path = tmp_path / KEY_FILE
     path.chmod(mode)
     with pytest.raises(InvalidInput, match=r"chmod 600") as caught:
-        DataKey.load(tmp_path, environ={})
+        DataKey.load(tmp_path)
     assert str(path) in str(caught.value)
     assert stat.S_IMODE(path.stat().st_mode) == mode  # refused, not silently changed
 
@@ -342,7 +342,7 @@ def test_malformed_key_file_is_refused(tmp_path: Path) -> None:
     os.write(fd, b"garbage")
     os.close(fd)
     with pytest.raises(InvalidInput, match="key file"):
-        DataKey.load(tmp_path, environ={})
+        DataKey.load(tmp_path)
     assert path.read_bytes() == b"garbage"
 
 
@@ -352,16 +352,16 @@ def test_symlinked_key_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / KEY_FILE).symlink_to(real)
     with pytest.raises(InvalidInput, match="cannot be opened"):
-        DataKey.load(tmp_path / "home", environ={})
+        DataKey.load(tmp_path / "home")
 
 
 def test_save_never_overwrites(tmp_path: Path) -> None:
-    first = DataKey.load(tmp_path, environ={})
+    first = DataKey.load(tmp_path)
     from lorebase.errors import Conflict
 
     with pytest.raises(Conflict, match="already exists"):
         DataKey.generate().save(tmp_path / KEY_FILE)
-    assert DataKey.load(tmp_path, environ={}) == first
+    assert DataKey.load(tmp_path) == first
 
 
 def test_raw_key_of_wrong_length() -> None:

@@ -16,20 +16,17 @@ Errors name the endpoint and the status, never the messages or the server's repl
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from lorebase.agent.fence import MARKER
 from lorebase.agent.gate import Decision, LocalityGate
 from lorebase.errors import InvalidInput, Unavailable
+from lorebase.settings import DEFAULT_CHAT_URL, ChatConfig
 
-DEFAULT_CHAT_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible API
-ENV_URL = "LOREBASE_CHAT_URL"
 ENV_MODEL = "LOREBASE_CHAT_MODEL"
-ENV_API_KEY = "LOREBASE_CHAT_API_KEY"
 CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 120.0
 SSE_DATA = "data:"
@@ -69,20 +66,11 @@ class ChatSettings:
             raise InvalidInput(f"name the chat model with --model or {ENV_MODEL}")
 
     @classmethod
-    def from_env(
-        cls,
-        environ: Mapping[str, str] | None = None,
-        *,
-        url: str | None = None,
-        model: str | None = None,
+    def from_config(
+        cls, chat: ChatConfig, *, url: str | None = None, model: str | None = None
     ) -> ChatSettings:
-        """Options first, then ``LOREBASE_CHAT_URL``/``_MODEL``/``_API_KEY``, then defaults."""
-        env = os.environ if environ is None else environ
-        return cls(
-            url=url or env.get(ENV_URL) or DEFAULT_CHAT_URL,
-            model=model or env.get(ENV_MODEL),
-            api_key=env.get(ENV_API_KEY) or None,
-        )
+        """Options first, then the settings (``LOREBASE_CHAT_URL``/``_MODEL``/``_API_KEY``)."""
+        return cls(url=url or chat.url, model=model or chat.model, api_key=chat.api_key)
 
 
 @dataclass(frozen=True, slots=True)

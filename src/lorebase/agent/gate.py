@@ -17,13 +17,14 @@ without the opt-in. Hosts are compared in their ASCII (IDNA) form as the connect
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+from lorebase.settings import ChatConfig
 
 LOOPBACK_NAMES = frozenset({"localhost"})
 ENV_LOCAL_HOSTS = "LOREBASE_LOCAL_HOSTS"
 ENV_ALLOW_CLOUD = "LOREBASE_ALLOW_CLOUD_MODEL_ACCESS"
-TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 ALLOW_HOW = f"set {ENV_ALLOW_CLOUD}=true or pass --allow-cloud"
 
 
@@ -85,20 +86,18 @@ class LocalityGate:
     loopback: Callable[[str], bool] = field(default=is_loopback)
 
     @classmethod
-    def from_env(
+    def from_config(
         cls,
-        environ: Mapping[str, str],
+        chat: ChatConfig,
         *,
         local_hosts: Iterable[str] = (),
         allow_cloud: bool | None = None,
     ) -> LocalityGate:
-        """From ``LOREBASE_LOCAL_HOSTS`` and ``LOREBASE_ALLOW_CLOUD_MODEL_ACCESS``, plus what
-        the command line adds (hosts) or says (the opt-in, when not None)."""
-        listed = [h for h in environ.get(ENV_LOCAL_HOSTS, "").split(",") if h.strip()]
-        allowed = allow_cloud
-        if allowed is None:
-            allowed = environ.get(ENV_ALLOW_CLOUD, "").strip().lower() in TRUE_WORDS
-        return cls(frozenset(normalize_host(h) for h in [*listed, *local_hosts]), allowed)
+        """From the settings (``LOREBASE_LOCAL_HOSTS``, ``LOREBASE_ALLOW_CLOUD_MODEL_ACCESS``),
+        plus what the command line adds (hosts) or says (the opt-in, when not None)."""
+        allowed = chat.allow_cloud if allow_cloud is None else allow_cloud
+        hosts = [*chat.local_hosts, *local_hosts]
+        return cls(frozenset(normalize_host(h) for h in hosts if h.strip()), allowed)
 
     def is_local(self, host: str) -> bool:
         name = normalize_host(host)

@@ -22,11 +22,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lorebase.agent.fence import one_line
 from lorebase.errors import Conflict, InvalidInput, NotFound
-from lorebase.store.base import KnowledgeBase
+
+if TYPE_CHECKING:
+    from lorebase.service import KnowledgeBase
 
 PROFILES_FILE = "profiles.json"
 LOCK_SUFFIX = ".lock"

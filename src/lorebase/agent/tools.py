@@ -23,15 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from lorebase.agent.citations import Citations, Source
 from lorebase.agent.fence import CONTENT_TRUST, Fence, NonceCollision, one_line
-from lorebase.agent.profiles import Profiles, system_prompt_hint
+from lorebase.agent.profiles import system_prompt_hint
 from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, ToolSpec, validate
 from lorebase.errors import InvalidInput, LorebaseError, NotFound, Unavailable
-from lorebase.store.base import KnowledgeBase
 
 if TYPE_CHECKING:
-    from lorebase.app import Lorebase
     from lorebase.search.types import Hit
-    from lorebase.store.base import StoredChunk
+    from lorebase.service import KnowledgeBase, Lorebase, StoredChunk
 
 logger = logging.getLogger(__name__)
 
@@ -93,13 +91,6 @@ class ToolBox:
         self.citations = citations or Citations()
         self.upload_names = upload_names
         self._names: dict[str, str | None] = {}  # upload names looked up by this toolbox
-
-    @classmethod
-    def for_profile(cls, lb: Lorebase, profile: str | None) -> ToolBox:
-        """Scoped to a profile's bases (read once, now), or to all bases when ``None``."""
-        if profile is None:
-            return cls(lb)
-        return cls(lb, Profiles(lb.settings.data_dir).get(profile).knowledge_bases)
 
     # -- what the transports show -------------------------------------------------------------
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -207,8 +198,8 @@ class ToolBox:
 
     def _read_document(self, args: dict[str, Any], fence: Fence) -> ToolResult:
         kb = self._kb(args["knowledge_base"])
-        record = self.lb.store.get_document_by_id(kb.id, args["document_id"])
-        text = self.lb.store.document_text(kb.id, record.id)
+        record = self.lb.document_in(kb, args["document_id"])
+        text = self.lb.text(kb, record.id)
         start, total = args["start"], len(text)
         if start > total:
             raise ToolArgumentError(f"start is past the end of the document ({total} characters)")
@@ -240,7 +231,7 @@ class ToolBox:
 
     def _read_surrounding_chunks(self, args: dict[str, Any], fence: Fence) -> ToolResult:
         kb = self._kb(args["knowledge_base"])
-        chunks = self.lb.store.neighbors([kb.id], args["chunk_id"], args["window"])
+        chunks = self.lb.neighbors(kb, args["chunk_id"], args["window"])
         items, blocks, sources = [], [], []
         for chunk in chunks:
             source = self._register(chunk.kb_name, chunk.id, chunk)

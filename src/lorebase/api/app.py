@@ -15,28 +15,34 @@ from starlette.routing import Route
 from lorebase import __version__
 from lorebase.api import problems
 from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
+from lorebase.api.metrics import Metrics
 from lorebase.api.routes import ask, documents, knowledge_bases, search, system, tools
-from lorebase.api.server import Server
+from lorebase.service import Lorebase
 
 access_log = logging.getLogger("lorebase.access")
 
 
-def create_app(server: Server, *, manage: bool = True) -> FastAPI:
-    """The app over ``server``. With ``manage`` the app starts and stops the server's
-    workers with its own life span."""
+def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
+    """The app over ``lb``. With ``manage`` the app starts and stops lb's background work
+    (the ingestion queue's workers, the folder watcher) with its own life span."""
 
-    mcp = McpEndpoint(server)
+    mcp = McpEndpoint(lb)
+    metrics = Metrics(
+        lb.documents_by_state,
+        lambda: lb.queue.depth,
+        lambda: (lb.queue.stats.accepted, lb.queue.stats.rejected),
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if manage:
-            server.start()
+            lb.start_serving()
         try:
             async with mcp.running():
                 yield
         finally:
             if manage:
-                server.stop()
+                lb.stop_serving()
 
     app = FastAPI(
         title="lorebase",
@@ -44,7 +50,8 @@ def create_app(server: Server, *, manage: bool = True) -> FastAPI:
         description="A local-first knowledge base with hybrid retrieval and cited answers.",
         lifespan=lifespan,
     )
-    app.state.server = server
+    app.state.lb = lb
+    app.state.metrics = metrics
     problems.install(app)
     # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
@@ -63,7 +70,7 @@ def create_app(server: Server, *, manage: bool = True) -> FastAPI:
         route = request.scope.get("route")
         template = getattr(route, "path", "unmatched")
         elapsed = (time.perf_counter() - started) * 1000
-        server.metrics.requests.labels(template, str(response.status_code)).inc()
+        metrics.requests.labels(template, str(response.status_code)).inc()
         access_log.info("%s %s %s %.1fms id=%s", request.method, template,
                         response.status_code, elapsed, request_id)  # fmt: skip
         response.headers["X-Request-Id"] = request_id
@@ -72,17 +79,17 @@ def create_app(server: Server, *, manage: bool = True) -> FastAPI:
     return app
 
 
-def run(server: Server, host: str, port: int) -> None:
-    """Serve ``server`` with uvicorn until SIGINT/SIGTERM. Open event streams are ended as
+def run(lb: Lorebase, host: str, port: int) -> None:
+    """Serve ``lb`` with uvicorn until SIGINT/SIGTERM. Open event streams are ended as
     the shutdown begins: uvicorn waits for every response to finish, and an event stream
     never would."""
     import uvicorn
 
     class EndingStreams(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            server.events.close()
+            lb.events.close()
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(create_app(server), host=host, port=port, log_level="warning",
+    config = uvicorn.Config(create_app(lb), host=host, port=port, log_level="warning",
                             access_log=False)  # fmt: skip
     EndingStreams(config).run()

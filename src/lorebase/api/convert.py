@@ -9,9 +9,8 @@ from lorebase.api.schemas import (
     KnowledgeBaseOut,
     SearchOut,
 )
-from lorebase.api.server import Server
 from lorebase.search.types import Hit, SearchResponse
-from lorebase.store.base import DocumentRecord, KnowledgeBase
+from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
 
 
 def kb_out(kb: KnowledgeBase) -> KnowledgeBaseOut:
@@ -27,9 +26,9 @@ def kb_out(kb: KnowledgeBase) -> KnowledgeBaseOut:
     )  # fmt: skip
 
 
-def document_out(server: Server, document: DocumentRecord) -> DocumentOut:
+def document_out(lb: Lorebase, document: DocumentRecord) -> DocumentOut:
     return DocumentOut(
-        id=document.id, knowledge_base_id=document.kb_id, name=server.display_name(document),
+        id=document.id, knowledge_base_id=document.kb_id, name=lb.display_name(document),
         kind=document.kind, size=document.size, state=document.state.value,
         reason=document.reason, chunks=document.chunk_count, title=document.title,
         page_count=document.page_count, updated_at=document.updated_at,
@@ -46,11 +45,11 @@ def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
     )
 
 
-def search_out(server: Server, response: SearchResponse) -> SearchOut:
+def search_out(lb: Lorebase, response: SearchResponse) -> SearchOut:
     names: dict[str, str] = {}
     for hit in response.hits:
         if hit.uploaded and hit.document_id not in names:
-            name = server.upload_name(hit.document_id)
+            name = lb.upload_name(hit.document_id)
             if name is not None:
                 names[hit.document_id] = name
     return SearchOut(

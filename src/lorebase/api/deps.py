@@ -1,4 +1,5 @@
-"""FastAPI dependencies: the server object and the caller behind a request."""
+"""FastAPI dependencies: the application service, its metrics, and the caller behind a
+request."""
 
 from __future__ import annotations
 
@@ -6,12 +7,18 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Path, Request
 
-from lorebase.accounts.access import Caller
-from lorebase.api.server import Server
+from lorebase.api.metrics import Metrics
+from lorebase.service import Caller, Lorebase
 
 
-def get_server(request: Request) -> Server:
-    return request.app.state.server  # type: ignore[no-any-return]
+def get_lb(request: Request) -> Lorebase:
+    lb: Lorebase = request.app.state.lb
+    return lb
+
+
+def get_metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
 
 
 def get_api_key(
@@ -25,13 +32,14 @@ def get_api_key(
 
 
 def get_caller(
-    server: Annotated[Server, Depends(get_server)],
+    lb: Annotated[Lorebase, Depends(get_lb)],
     key: Annotated[str | None, Depends(get_api_key)],
 ) -> Caller:
-    return server.caller(key)
+    return lb.authenticate(key)
 
 
-ServerDep = Annotated[Server, Depends(get_server)]
+LbDep = Annotated[Lorebase, Depends(get_lb)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 ApiKeyDep = Annotated[str | None, Depends(get_api_key)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 

@@ -17,9 +17,8 @@ from starlette.types import Receive, Scope, Send
 
 from lorebase.agent.mcp import SDK_LOG_LEVEL, SDK_LOGGER, build_server
 from lorebase.api.problems import problem
-from lorebase.api.routes.tools import toolbox_for
-from lorebase.api.server import Server
 from lorebase.errors import LorebaseError
+from lorebase.service import Lorebase
 
 MCP_PATH = "/mcp"
 
@@ -35,16 +34,15 @@ def _key(request: Any) -> str | None:
 class McpEndpoint:
     """An ASGI app: checks the key, then hands the request to the SDK's session manager."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, lb: Lorebase) -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
         logging.getLogger(SDK_LOGGER).setLevel(SDK_LOG_LEVEL)
 
         def toolbox_of(ctx: Any) -> Any:
-            caller = server.caller(_key(ctx.request))
-            return toolbox_for(server, caller, None)
+            return lb.toolbox(lb.authenticate(_key(ctx.request)))
 
-        self.server = server
+        self.lb = lb
         self.manager = StreamableHTTPSessionManager(
             app=build_server(toolbox_of), stateless=True, json_response=True
         )
@@ -57,7 +55,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            self.server.caller(_key(request))
+            self.lb.authenticate(_key(request))
         except LorebaseError as error:
             response = problem(401, "unauthorized", "Unauthorized", str(error))
             await response(scope, receive, send)

@@ -14,9 +14,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from lorebase.errors import (
     Conflict,
     ExtractionFailed,
+    Forbidden,
     InvalidInput,
     LorebaseError,
     NotFound,
+    Overloaded,
+    Unauthorized,
     Unavailable,
     Unsupported,
 )
@@ -33,22 +36,6 @@ STATUS: dict[type[LorebaseError], tuple[int, str, str]] = {
     Unsupported: (415, "unsupported", "Unsupported"),
     Unavailable: (503, "unavailable", "Unavailable"),
 }
-
-
-class Unauthorized(LorebaseError):
-    """No valid API key."""
-
-
-class Forbidden(LorebaseError):
-    """A valid key without the right to do this (only where seeing is allowed)."""
-
-
-class Overloaded(Unavailable):
-    """The ingestion queue is full; retry later."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 STATUS.update(

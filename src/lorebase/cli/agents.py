@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -76,10 +75,9 @@ def mcp(ctx: typer.Context, profile: ProfileOption = None) -> None:
     Retrieved text comes back fenced as untrusted data. Point your agent's MCP settings at
     the command `lorebase mcp`."""
     from lorebase.agent.mcp import serve_stdio
-    from lorebase.agent.tools import ToolBox
 
     with open_from(ctx, holder="lorebase mcp") as lb:
-        serve_stdio(ToolBox.for_profile(lb, profile))
+        serve_stdio(lb.toolbox(profile=profile))
 
 
 @handles_errors
@@ -99,18 +97,12 @@ def ask(
     and ending with the numbered sources it cited. A model on another machine gets no
     knowledge-base content unless the operator allows it."""
     from lorebase.agent.ask import Asker
-    from lorebase.agent.chat import ChatClient, ChatSettings
-    from lorebase.agent.gate import LocalityGate
-    from lorebase.agent.tools import ToolBox
 
-    settings = ChatSettings.from_env(url=url, model=model)
-    gate = LocalityGate.from_env(
-        os.environ,
-        local_hosts=local_host or (),
+    with open_from(ctx, holder="lorebase ask") as lb, lb.chat_client(
+        url=url, model=model, local_hosts=local_host or (),
         allow_cloud=True if allow_cloud else None,
-    )
-    with open_from(ctx, holder="lorebase ask") as lb, ChatClient(settings, gate) as client:
-        asker = Asker(ToolBox.for_profile(lb, profile), client)
+    ) as client:  # fmt: skip
+        asker = Asker(lb.toolbox(profile=profile), client)
         answer, notices = _show(asker.ask(question, inject=inject, top_k=top_k), as_json)
     if as_json:
         render.print_json(Console(), _answer_json(answer, notices, client.decision))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -21,6 +22,10 @@ from lorebase.errors import (
     Unavailable,
     Unsupported,
 )
+
+if TYPE_CHECKING:
+    from lorebase.service import Lorebase
+    from lorebase.settings import ServeSettings
 
 T = TypeVar("T")
 
@@ -82,8 +87,10 @@ def handles_errors(command: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def open_from(ctx: typer.Context, holder: str = "lorebase") -> Any:
-    """Open the lorebase the global options point at."""
+def open_from(
+    ctx: typer.Context, holder: str = "lorebase", serve: ServeSettings | None = None
+) -> Lorebase:
+    """Open the lorebase the global options point at (``serve``: how `serve` runs it)."""
     from lorebase.app import open_lorebase
     from lorebase.settings import Settings
 
@@ -96,4 +103,6 @@ def open_from(ctx: typer.Context, holder: str = "lorebase") -> Any:
     if options.reranker:
         environ["LOREBASE_RERANKER"] = options.reranker
     settings = Settings.from_env(options.data_dir, environ)
+    if serve is not None:
+        settings = dataclasses.replace(settings, serve=serve)
     return open_lorebase(settings=settings, holder=holder)

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
-from lorebase.store.base import DocumentState
+from lorebase.service import DocumentState
 
 app = command_group("Documents in a knowledge base.")
 

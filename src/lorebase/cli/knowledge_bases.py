@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -12,8 +13,14 @@ from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
+from lorebase.service import Scope
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import Scope
+
+ChunkSizeOption = Annotated[
+    int | None, typer.Option(help="Most characters in one chunk (default: the settings').")
+]
+MaxTokensOption = Annotated[int | None, typer.Option(help="Most estimated tokens in one chunk.")]
+OverlapOption = Annotated[int | None, typer.Option(help="Characters repeated between chunks.")]
 
 app = command_group("Create, list and delete knowledge bases.")
 
@@ -43,16 +50,17 @@ def create(
     name: Annotated[str, typer.Argument(help="A unique name.")],
     description: Annotated[str, typer.Option(help="What it holds.")] = "",
     scope: Annotated[Scope, typer.Option(help="global, team or personal.")] = Scope.PERSONAL,
-    chunk_size: Annotated[int, typer.Option(help="Most characters in one chunk.")] = 1200,
-    overlap: Annotated[int, typer.Option(help="Characters repeated between chunks.")] = 200,
+    chunk_size: ChunkSizeOption = None,
+    max_tokens: MaxTokensOption = None,
+    overlap: OverlapOption = None,
     source: Annotated[
         list[Path] | None,
         typer.Option("--source", help="A folder to follow (repeatable, at most 16)."),
     ] = None,
 ) -> None:
     """Create a knowledge base, optionally following folders (index them with `sync`)."""
-    settings = ChunkSettings(chunk_size=chunk_size, overlap=overlap)
     with open_from(ctx) as lb:
+        settings = _chunking(lb.settings.chunk, chunk_size, max_tokens, overlap)
         kb = lb.create_kb(
             name, description=description, scope=scope, chunk_settings=settings,
             sources=source or (),
@@ -65,16 +73,24 @@ def create(
 def update(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The knowledge base.")],
-    chunk_size: Annotated[int, typer.Option(help="Most characters in one chunk.")] = 1200,
-    max_tokens: Annotated[int, typer.Option(help="Most estimated tokens in one chunk.")] = 320,
-    overlap: Annotated[int, typer.Option(help="Characters repeated between chunks.")] = 200,
+    chunk_size: ChunkSizeOption = None,
+    max_tokens: MaxTokensOption = None,
+    overlap: OverlapOption = None,
 ) -> None:
-    """Change a knowledge base's chunking; the next `sync` re-chunks every document
-    (vectors of unchanged chunks are reused)."""
-    settings = ChunkSettings(chunk_size=chunk_size, max_tokens=max_tokens, overlap=overlap)
+    """Change a knowledge base's chunking (what is not given stays as it is); the next
+    `sync` re-chunks every document (vectors of unchanged chunks are reused)."""
     with open_from(ctx) as lb:
-        lb.update_kb(name, settings)
+        current = lb.kb(name, totals=False).chunk_settings
+        lb.update_kb(name, _chunking(current, chunk_size, max_tokens, overlap))
     Console().print(Text(f"updated {name}; run `lorebase sync --kb {name}` to apply"))
+
+
+def _chunking(
+    base: ChunkSettings, chunk_size: int | None, max_tokens: int | None, overlap: int | None
+) -> ChunkSettings:
+    """``base`` with what the options give (ChunkSettings checks the bounds)."""
+    given = {"chunk_size": chunk_size, "max_tokens": max_tokens, "overlap": overlap}
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
 sources_app = command_group("Folders a knowledge base follows.")

@@ -18,7 +18,7 @@ from rich.text import Text
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.types import SearchResponse
-from lorebase.store.base import KnowledgeBase, Source
+from lorebase.service import KnowledgeBase, Source
 from lorebase.types import Chunk, Extracted
 
 T = TypeVar("T")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lorebase.accounts.base import Role
+from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 
@@ -23,17 +23,11 @@ keys_app = command_group("API keys and the data key.")
 DAY = 86_400
 
 
-def accounts_of(lb):  # type: ignore[no-untyped-def]
-    from lorebase.accounts.sqlite import SqliteAccounts
-
-    return SqliteAccounts(lb.store)
-
-
 @contextmanager
-def administering(ctx: typer.Context) -> Iterator[Any]:
+def administering(ctx: typer.Context) -> Iterator[AccountStore]:
     """The accounts of the lorebase the global options point at, for an operator command."""
     with open_from(ctx) as lb:
-        yield accounts_of(lb)
+        yield lb.accounts
 
 
 @handles_errors
@@ -51,25 +45,22 @@ def serve(
     """Serve the REST API (OpenAPI at /docs) on HOST:PORT; it also indexes uploads and follows
     the knowledge bases' folders. The first start creates an admin key and prints it once."""
     from lorebase.api.app import run
-    from lorebase.api.server import Server, ServeSettings
-    from lorebase.crypto import DataKey
-    from lorebase.settings import MB
+    from lorebase.settings import MB, ServeSettings
 
     settings = ServeSettings(
         host=host, port=port, auth=not no_auth, max_upload_bytes=max_upload_mb * MB,
         queue_size=queue_size, **({"workers": workers} if workers else {}),
     )  # fmt: skip
     console = Console()
-    with open_from(ctx, holder="lorebase serve") as lb:
-        accounts = accounts_of(lb)
+    with open_from(ctx, holder="lorebase serve", serve=settings) as lb:
+        accounts = lb.accounts
         if settings.auth and not accounts.list_users():
             admin = accounts.create_user("admin", Role.ADMIN)
             key, _ = accounts.create_key(admin.id, "first start")
             console.print(Text("An admin API key was created; it is shown this once:"))
             console.print(Text(key, style="bold"))
-        server = Server(lb, accounts, DataKey.load(lb.settings.data_dir), settings)
         console.print(Text(f"lorebase serving on http://{host}:{port} (docs at /docs)"))
-        run(server, host, port)
+        run(lb, host, port)
 
 
 @users_app.command("list")
@@ -203,11 +194,9 @@ def keys_revoke(
 def keys_rotate_data_key(ctx: typer.Context) -> None:
     """Re-encrypt every uploaded original and display name under a new data key (stop the
     server first). Safe to run again if it was interrupted."""
-    from lorebase.keyring import rotate_data_key
-
-    with open_from(ctx, holder="lorebase keys rotate-data-key") as lb, lb.ingesting():
-        rotation = rotate_data_key(lb.settings.data_dir, lb.store)
-        accounts_of(lb).audit("cli", "rotate_data_key", f"key:{rotation.new_key.id}")
+    with open_from(ctx, holder="lorebase keys rotate-data-key") as lb:
+        rotation = lb.rotate_data_key()
+        lb.accounts.audit("cli", "rotate_data_key", f"key:{rotation.new_key.id}")
     console = Console()
     console.print(Text(f"re-encrypted {rotation.blobs} files and {rotation.names} names "
                        f"under key {rotation.new_key.id}"))  # fmt: skip

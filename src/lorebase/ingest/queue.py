@@ -1,26 +1,35 @@
-"""The upload queue: bounded, non-blocking admission, a pool of worker threads, a drain sweep.
+"""The ingestion queue, the one owner of background work: bounded, non-blocking admission,
+a pool of worker threads, a drain sweep.
 
-Admission never waits: a full queue answers ``False`` (the HTTP layer turns that into 503 with
-``Retry-After``) and the stored upload stays ``pending``; the drain sweep re-admits pending
-uploads as room frees up, so nothing accepted is lost. A document already queued or in flight
-is never queued twice. Stopping lets each worker finish its current document.
+A job is an uploaded document to index ``(kb_id, document_id)`` or a pass over a base's
+folders ``(kb_id, None)`` (a sync or reindex asked for over HTTP). Admission never waits: a
+full queue answers ``False`` (the HTTP layer turns that into 503 with ``Retry-After``) and the
+stored upload stays ``pending``; the drain sweep re-admits pending uploads as room frees up, so
+nothing accepted is lost. A document already queued or in flight is never queued twice; a pass
+already waiting for a base is not queued again (one asked for while a pass runs is, so that
+what changed meanwhile is seen). Stopping lets each worker finish its current job.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_QUEUE_SIZE = 256
 SWEEP_SECONDS = 5.0
 
-Job = tuple[int, str]  # (knowledge base id, document id)
+Job = tuple[int, str | None]  # (knowledge base id, document id), or (id, None): a folder pass
 
 
 @dataclass(slots=True)
 class QueueStats:
+    """Counts since the queue was made (metrics): admissions, refusals, jobs finished."""
+
     accepted: int = 0
     rejected: int = 0
     done: int = 0
@@ -30,7 +39,7 @@ class QueueStats:
 class IngestQueue:
     def __init__(
         self,
-        process: Callable[[int, str], None],
+        process: Callable[[int, str | None], None],
         pending: Callable[[], Iterable[Job]],
         *,
         size: int = DEFAULT_QUEUE_SIZE,
@@ -40,7 +49,8 @@ class IngestQueue:
         self._process = process
         self._pending = pending
         self._queue: queue.Queue[Job] = queue.Queue(maxsize=size)
-        self._known: set[str] = set()  # queued or in flight
+        self._queued: set[Job] = set()
+        self._running: set[Job] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -67,27 +77,32 @@ class IngestQueue:
         for thread in self._threads:
             thread.join(timeout)
 
-    def admit(self, kb_id: int, document_id: str) -> bool:
-        """Queue a document unless it is already queued or in flight (True: it is, or now
-        is, on its way); False when the queue is full."""
+    def admit(self, kb_id: int, document_id: str | None = None) -> bool:
+        """Queue a document (or, with no document, a pass over the base's folders) unless it
+        is already on its way (True: it is, or now is); False when the queue is full."""
+        job: Job = (kb_id, document_id)
         with self._lock:
-            if document_id in self._known:
+            if self._waiting(job):
                 return True
             try:
-                self._queue.put_nowait((kb_id, document_id))
+                self._queue.put_nowait(job)
             except queue.Full:
                 self.stats.rejected += 1
                 return False
-            self._known.add(document_id)
+            self._queued.add(job)
             self.stats.accepted += 1
             return True
+
+    def _waiting(self, job: Job) -> bool:
+        """Queued, or (a document) in flight. Call with the lock held."""
+        return job in self._queued or (job[1] is not None and job in self._running)
 
     def sweep_now(self) -> int:
         """Admit pending uploads that are not queued yet; returns how many were admitted."""
         admitted = 0
         for kb_id, document_id in self._pending():
             with self._lock:
-                if document_id in self._known:
+                if self._waiting((kb_id, document_id)):
                     continue
             if not self.admit(kb_id, document_id):
                 break
@@ -97,17 +112,23 @@ class IngestQueue:
     def _work(self) -> None:
         while not self._stop.is_set():
             try:
-                kb_id, document_id = self._queue.get(timeout=0.2)
+                job = self._queue.get(timeout=0.2)
             except queue.Empty:
                 continue
+            with self._lock:
+                self._queued.discard(job)
+                self._running.add(job)
             try:
-                self._process(kb_id, document_id)
+                self._process(*job)
                 self.stats.done += 1
-            except Exception:  # the document's own state says what failed; keep serving
+            except Exception as error:  # the document's (or base's) state says what failed
                 self.stats.failed += 1
+                # The class only: a message might quote what the job was reading.
+                logger.error("a background job for knowledge base %d failed (%s)", job[0],
+                             type(error).__name__)  # fmt: skip
             finally:
                 with self._lock:
-                    self._known.discard(document_id)
+                    self._running.discard(job)
                 self._queue.task_done()
 
     def _sweep(self) -> None:

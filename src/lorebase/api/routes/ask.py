@@ -1,6 +1,7 @@
 """POST /v1/ask: an answer from the configured chat model, streamed as server-sent events.
 
-The chat endpoint is the operator's (``LOREBASE_CHAT_URL``…); the locality gate decides, on
+The chat endpoint is the operator's (``LOREBASE_CHAT_URL``…, read once into the settings); the
+locality gate decides, on
 that endpoint, whether knowledge-base content may reach it. Events: ``notice`` (the gate's
 decision, named endpoint), ``delta`` (answer text), ``tool`` (a tool the model used; no
 arguments), ``answer`` (final text and the numbered sources), ``error``.
@@ -9,7 +10,6 @@ arguments), ``answer`` (final text and the numbered sources), ``error``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,12 +17,10 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from lorebase.accounts.access import Caller
-from lorebase.api.deps import CallerDep, ServerDep
-from lorebase.api.routes.tools import toolbox_for
+from lorebase.api.deps import CallerDep, LbDep
 from lorebase.api.schemas import Strict
-from lorebase.api.server import Server
 from lorebase.errors import LorebaseError
+from lorebase.service import Caller, Lorebase
 
 router = APIRouter(tags=["agent tools"])
 
@@ -38,15 +36,12 @@ def _event(kind: str, data: dict[str, Any]) -> str:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def _answer_events(server: Server, caller: Caller, body: AskIn) -> Iterator[str]:
+def _answer_events(lb: Lorebase, caller: Caller, body: AskIn) -> Iterator[str]:
     from lorebase.agent.ask import Answer, Asker, Delta, Notice, ToolUse
-    from lorebase.agent.chat import ChatClient, ChatSettings
-    from lorebase.agent.gate import LocalityGate
 
     try:
-        toolbox = toolbox_for(server, caller, body.profile)
-        gate = LocalityGate.from_env(os.environ)
-        with ChatClient(ChatSettings.from_env(), gate) as client:
+        toolbox = lb.toolbox(caller, body.profile)
+        with lb.chat_client() as client:
             asker = Asker(toolbox, client)
             for event in asker.ask(body.question, inject=body.inject, top_k=body.top_k):
                 if isinstance(event, Notice):
@@ -77,7 +72,7 @@ def _answer(answer: Any) -> dict[str, Any]:
 
 
 @router.post("/v1/ask")
-def ask(body: AskIn, server: ServerDep, caller: CallerDep) -> StreamingResponse:
+def ask(body: AskIn, lb: LbDep, caller: CallerDep) -> StreamingResponse:
     """Answer a question with the configured chat model over the caller's knowledge bases,
     streamed as server-sent events, ending with the numbered sources it cited."""
-    return StreamingResponse(_answer_events(server, caller, body), media_type="text/event-stream")
+    return StreamingResponse(_answer_events(lb, caller, body), media_type="text/event-stream")

@@ -8,10 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, UploadFile, status
 
 from lorebase.api.convert import document_out
-from lorebase.api.deps import CallerDep, DocumentId, KbId, ServerDep
+from lorebase.api.deps import CallerDep, DocumentId, KbId, LbDep
 from lorebase.api.schemas import ChunkOut, DocumentOut, TextOut, UploadOut
 from lorebase.errors import InvalidInput
-from lorebase.store.base import DocumentState
+from lorebase.service import DocumentState
 
 router = APIRouter(tags=["documents"])
 
@@ -31,18 +31,18 @@ def _chunks(upload: UploadFile) -> Iterator[bytes]:
     status_code=status.HTTP_202_ACCEPTED,
 )
 def upload_documents(
-    kb_id: KbId, files: list[UploadFile], server: ServerDep, caller: CallerDep
+    kb_id: KbId, files: list[UploadFile], lb: LbDep, caller: CallerDep
 ) -> UploadOut:
     """Upload files (multipart, field `files`). Each is stored encrypted and queued: the answer
     comes at once with the document ids; `GET /v1/documents/{id}` or the event stream tells
     when they are indexed. Identical bytes already in the base return the existing document."""
-    kb = server.kb_for(caller, kb_id, write=True)
+    kb = lb.kb_by_id(kb_id, caller, write=True)
     if not files or len(files) > MAX_FILES_PER_UPLOAD:
         raise InvalidInput(f"send 1 to {MAX_FILES_PER_UPLOAD} files in the field `files`")
     documents, created = [], []
     for upload in files:
-        record, new = server.upload(caller, kb, upload.filename or "upload", _chunks(upload))
-        documents.append(document_out(server, record))
+        record, new = lb.upload(kb, upload.filename or "upload", _chunks(upload), caller=caller)
+        documents.append(document_out(lb, record))
         created.append(new)
     return UploadOut(documents=documents, created=created)
 
@@ -50,58 +50,53 @@ def upload_documents(
 @router.get("/v1/knowledge-bases/{kb_id}/documents", response_model=list[DocumentOut])
 def list_documents(
     kb_id: KbId,
-    server: ServerDep,
+    lb: LbDep,
     caller: CallerDep,
     state: Annotated[DocumentState | None, Query()] = None,
 ) -> list[DocumentOut]:
-    kb = server.kb_for(caller, kb_id)
-    return [document_out(server, d) for d in server.lb.store.list_documents(kb.id, state)]
+    kb = lb.kb_by_id(kb_id, caller)
+    return [document_out(lb, d) for d in lb.documents(kb, state)]
 
 
 @router.post("/v1/knowledge-bases/{kb_id}/reindex", status_code=status.HTTP_202_ACCEPTED)
-def reindex_all(kb_id: KbId, server: ServerDep, caller: CallerDep) -> dict[str, int]:
-    kb = server.kb_for(caller, kb_id, write=True)
-    documents = server.lb.store.list_documents(kb.id)
-    for document in documents:
-        server.requeue(kb, document)
-    return {"queued": len(documents)}
+def reindex_all(kb_id: KbId, lb: LbDep, caller: CallerDep) -> dict[str, int]:
+    """Index every document again in the background: uploads through the ingestion queue,
+    folder documents in one pass over the base's folders."""
+    return {"queued": lb.reindex(lb.kb_by_id(kb_id, caller, write=True))}
 
 
 @router.get("/v1/documents/{document_id}", response_model=DocumentOut)
-def get_document(document_id: DocumentId, server: ServerDep, caller: CallerDep) -> DocumentOut:
-    _, document = server.document_for(caller, document_id)
-    return document_out(server, document)
+def get_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> DocumentOut:
+    _, document = lb.document(document_id, caller)
+    return document_out(lb, document)
 
 
 @router.delete("/v1/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_document(document_id: DocumentId, server: ServerDep, caller: CallerDep) -> Response:
+def delete_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> Response:
     """Purge every row of the document in one transaction, then its stored original."""
-    kb, document = server.document_for(caller, document_id, write=True)
-    server.delete_document(kb, document)
-    server.audit(caller, "delete_document", f"document:{document.id}")
+    kb, document = lb.document(document_id, caller, write=True)
+    lb.delete_document(kb, document, caller=caller)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/v1/documents/{document_id}/reindex", status_code=status.HTTP_202_ACCEPTED)
-def reindex_document(
-    document_id: DocumentId, server: ServerDep, caller: CallerDep
-) -> dict[str, str]:
-    kb, document = server.document_for(caller, document_id, write=True)
-    server.requeue(kb, document)
+def reindex_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> dict[str, str]:
+    kb, document = lb.document(document_id, caller, write=True)
+    lb.reindex(kb, document)
     return {"status": "queued"}
 
 
 @router.get("/v1/documents/{document_id}/text", response_model=TextOut)
 def document_text(
     document_id: DocumentId,
-    server: ServerDep,
+    lb: LbDep,
     caller: CallerDep,
     start: Annotated[int, Query(ge=0)] = 0,
     max_chars: Annotated[int, Query(ge=1, le=MAX_TEXT_CHARS)] = 20_000,
 ) -> TextOut:
     """A bounded window of the extracted text (chunk offsets index into it)."""
-    kb, document = server.document_for(caller, document_id)
-    text = server.lb.store.document_text(kb.id, document.id)
+    kb, document = lb.document(document_id, caller)
+    text = lb.text(kb, document.id)
     return TextOut(document_id=document.id, start=start, text=text[start : start + max_chars],
                    total_chars=len(text))  # fmt: skip
 
@@ -110,13 +105,13 @@ def document_text(
 def surrounding_chunks(
     document_id: DocumentId,
     around: str,
-    server: ServerDep,
+    lb: LbDep,
     caller: CallerDep,
     window: Annotated[int, Query(ge=0, le=5)] = 1,
 ) -> list[ChunkOut]:
     """The chunk `around` and up to `window` chunks each side of it, in order."""
-    kb, document = server.document_for(caller, document_id)
-    chunks = server.lb.store.neighbors([kb.id], around, window)
+    kb, document = lb.document(document_id, caller)
+    chunks = lb.neighbors(kb, around, window)
     return [
         ChunkOut(chunk_id=c.id, ordinal=c.ordinal, text=c.text, trail=list(c.trail),
                  page=c.page, line=c.line)

@@ -7,26 +7,20 @@ import time
 from fastapi import APIRouter
 
 from lorebase.api.convert import search_out
-from lorebase.api.deps import CallerDep, ServerDep
+from lorebase.api.deps import CallerDep, LbDep, MetricsDep
 from lorebase.api.schemas import SearchIn, SearchOut
 
 router = APIRouter(tags=["search"])
 
 
 @router.post("/v1/search", response_model=SearchOut)
-def search(body: SearchIn, server: ServerDep, caller: CallerDep) -> SearchOut:
-    if body.knowledge_bases:
-        kbs = [server.kb_for(caller, kb_id) for kb_id in body.knowledge_bases]
-    else:
-        kbs = server.visible_kbs(caller)
-    if not kbs:
-        from lorebase.errors import NotFound
-
-        raise NotFound("you can see no knowledge base yet; create one first")
+def search(body: SearchIn, lb: LbDep, metrics: MetricsDep, caller: CallerDep) -> SearchOut:
+    """Search the given bases (ids), or every base the caller may see."""
+    names = [lb.kb_by_id(kb_id, caller).name for kb_id in body.knowledge_bases or ()]
     started = time.perf_counter()
-    response = server.lb.search(
-        body.query, kb=[kb.name for kb in kbs], top_k=body.top_k, mode=body.mode,
-        rerank=body.rerank, document_ids=body.document_ids, neighbors=body.neighbors,
+    response = lb.search(
+        body.query, kb=names, top_k=body.top_k, mode=body.mode, rerank=body.rerank,
+        document_ids=body.document_ids, neighbors=body.neighbors, caller=caller,
     )  # fmt: skip
-    server.metrics.search_seconds.labels(body.mode).observe(time.perf_counter() - started)
-    return search_out(server, response)
+    metrics.search_seconds.labels(body.mode).observe(time.perf_counter() - started)
+    return search_out(lb, response)

@@ -6,8 +6,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from lorebase.api.deps import ApiKeyDep, CallerDep, ServerDep
-from lorebase.errors import NotFound
+from lorebase.api.deps import ApiKeyDep, CallerDep, LbDep, MetricsDep
 
 router = APIRouter(tags=["system"])
 
@@ -19,10 +18,10 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-def readyz(server: ServerDep) -> Response:
+def readyz(lb: LbDep) -> Response:
     """The store answers and the workers run."""
     try:
-        server.lb.store.list_kbs()
+        lb.knowledge_bases(totals=False)
     except Exception:
         return Response('{"status": "unavailable"}', status_code=503,
                         media_type="application/json")  # fmt: skip
@@ -30,25 +29,21 @@ def readyz(server: ServerDep) -> Response:
 
 
 @router.get("/metrics")
-def metrics(server: ServerDep) -> Response:
+def metrics(registry: MetricsDep) -> Response:
     """Prometheus text format."""
-    return Response(generate_latest(server.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get("/v1/events")
-async def events(server: ServerDep, caller: CallerDep, key: ApiKeyDep) -> StreamingResponse:
+async def events(lb: LbDep, caller: CallerDep, key: ApiKeyDep) -> StreamingResponse:
     """Server-sent events: document and knowledge-base state changes (ids, states, counts —
-    never names or text) for the bases the caller may see."""
-    visible = {kb.id for kb in server.visible_kbs(caller)}
+    never names or text) for the bases the caller may see. Each event is judged with the
+    caller looked up afresh: a revoked key ends the stream, a lost team membership or a
+    deleted base stops its events."""
+    visible = {kb.id for kb in lb.knowledge_bases(caller, totals=False)}
 
     def may_see(kb_id: int) -> bool:
-        """Asked per event, with the caller looked up afresh: a revoked key ends the stream
-        (Unauthorized), a lost team membership or a deleted base stops its events."""
-        try:
-            server.kb_for(server.caller(key), kb_id)
-        except NotFound:
-            return False
-        return True
+        return lb.may_see(key, kb_id)
 
-    return StreamingResponse(server.events.stream(visible, may_see),
+    return StreamingResponse(lb.events.stream(visible, may_see),
                              media_type="text/event-stream")  # fmt: skip

@@ -1,0 +1,150 @@
+"""Knowledge bases and the folders they follow: create, change, delete (with everything in
+them), one path each whatever the surface."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from lorebase.accounts.access import Caller
+from lorebase.errors import Forbidden, InvalidInput, NotFound
+from lorebase.service.access import Access
+from lorebase.settings import ChunkSettings
+from lorebase.store.base import KnowledgeBase, Scope, Source
+
+DEFAULT_KB = "default"
+
+
+def folder(path: Path | str) -> Path:
+    """A source folder as an absolute path; ``InvalidInput`` when it is not a folder."""
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.is_dir():
+        raise InvalidInput(f"{path} is not a folder; a source must be a folder")
+    return resolved
+
+
+class Bases(Access):
+    def _base(self, kb: KnowledgeBase | str) -> KnowledgeBase:
+        return self.store.get_kb(kb, totals=False) if isinstance(kb, str) else kb
+
+    def create_kb(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        scope: Scope | str = Scope.PERSONAL,
+        chunk_settings: ChunkSettings | None = None,
+        sources: Sequence[Path] = (),
+        team: str | None = None,
+        caller: Caller | None = None,
+    ) -> KnowledgeBase:
+        """A new base (``Conflict`` when the name is taken), owned by the caller, following
+        ``sources`` (checked first; nothing is left behind when one is refused)."""
+        scope = Scope(scope)
+        team_id = self.accounts.get_team(team).id if team else None
+        if scope is Scope.TEAM and team_id is None:
+            raise InvalidInput("a team knowledge base needs a team")
+        self.check_create(caller, scope, team_id)
+        if sources and caller is not None and not caller.is_admin:
+            raise Forbidden("only administrators may point a knowledge base at server folders")
+        folders = [folder(path) for path in sources]
+        kb = self.store.create_kb(
+            name,
+            description=description,
+            scope=scope,
+            owner=caller.user.name if caller is not None else None,
+            chunk_settings=chunk_settings or self.settings.chunk,
+            team_id=team_id if scope is Scope.TEAM else None,
+        )
+        try:
+            for path in folders:
+                self.store.add_source(kb.id, str(path))
+        except Exception:
+            self.store.delete_kb(kb.id)
+            raise
+        self.audit(caller, "create_knowledge_base", f"kb:{kb.id}")
+        return self.store.get_kb_by_id(kb.id)
+
+    def ensure_kb(self, name: str) -> KnowledgeBase:
+        """The knowledge base called ``name``, created with default settings if needed."""
+        try:
+            return self.store.get_kb(name)
+        except NotFound:
+            return self.create_kb(name)
+
+    def update_kb(
+        self,
+        kb: KnowledgeBase | str,
+        chunk_settings: ChunkSettings | None = None,
+        *,
+        description: str | None = None,
+        caller: Caller | None = None,
+    ) -> KnowledgeBase:
+        """New chunking settings (the next pass re-chunks, and re-embeds what changed) and/or
+        a new description."""
+        base = self._base(kb)
+        if chunk_settings is not None:
+            self.store.update_kb_chunking(base.id, chunk_settings)
+        if description is not None:
+            self.store.set_kb_description(base.id, description)
+        self.audit(caller, "update_knowledge_base", f"kb:{base.id}")
+        return self.store.get_kb_by_id(base.id)
+
+    def delete_kb(self, kb: KnowledgeBase | str, *, caller: Caller | None = None) -> None:
+        """The base and everything in it: rows, vectors, lexical rows (one transaction), then
+        the encrypted originals of its uploads (a blob that will not go is left for the orphan
+        sweep at the next start; the delete still succeeds)."""
+        base = self._base(kb)
+        uploads = [d.id for d in self.store.list_documents(base.id) if d.uploaded]
+        self.store.delete_kb(base.id)
+        if uploads:
+            blobs = self.blobs
+            for document_id in uploads:
+                with contextlib.suppress(OSError):
+                    blobs.delete(document_id)
+        self.events.publish("knowledge_base", base.id, state="deleted")
+        self.audit(caller, "delete_knowledge_base", f"kb:{base.id}")
+
+    # -- sources -----------------------------------------------------------------------------
+    def sources(self, kb: KnowledgeBase | str) -> list[Source]:
+        return self.store.list_sources(self._base(kb).id)
+
+    def add_source(
+        self, kb: KnowledgeBase | str, path: Path | str, *, caller: Caller | None = None
+    ) -> Source:
+        """Follow a folder (on this machine: over HTTP, administrators only)."""
+        if caller is not None and not caller.is_admin:
+            raise Forbidden("only administrators may point a knowledge base at server folders")
+        base = self._base(kb)
+        source = self.store.add_source(base.id, str(folder(path)))
+        self.audit(caller, "add_source", f"kb:{base.id}")
+        return source
+
+    def source_for(self, kb: KnowledgeBase, path: Path) -> Source:
+        """The source following ``path``, added if the base does not follow it yet."""
+        wanted = str(folder(path))
+        for source in self.store.list_sources(kb.id):
+            if source.path == wanted:
+                return source
+        return self.store.add_source(kb.id, wanted)
+
+    def remove_source(
+        self, kb: KnowledgeBase | str, source: int | str, *, caller: Caller | None = None
+    ) -> int:
+        """Stop following a folder (by id, path or label); its documents are dropped.
+        Returns how many."""
+        base = self._base(kb)
+        for known in self.store.list_sources(base.id):
+            if _matches(known, source):
+                dropped = self.store.remove_source(base.id, known.id)
+                self.audit(caller, "remove_source", f"kb:{base.id}")
+                return dropped
+        raise NotFound(f"{base.name} follows no folder {source!r}; `kb sources list` shows them")
+
+
+def _matches(source: Source, wanted: int | str) -> bool:
+    if isinstance(wanted, int):
+        return source.id == wanted
+    text = wanted.rstrip("/")
+    return text in (source.label, source.path, str(Path(text).expanduser().resolve()))

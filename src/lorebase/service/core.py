@@ -1,0 +1,108 @@
+"""The :class:`Lorebase` application service, assembled from one mixin per group of use cases.
+
+Each group lives in a module of its own, each building on the one before: ``access`` (callers
+and what they may see), ``bases``, ``documents`` (reads, search, agents, deletes, reindex),
+``uploads``, ``passes`` (indexing folders, the background of ``serve``); :class:`Parts`
+declares what they share. The composition root
+(:mod:`lorebase.app`) builds the parts from :class:`~lorebase.settings.Settings` and hands them
+in: this layer never picks a concrete store, embedder or reranker.
+
+Threading: searches and reads run on any thread (the store gives each its own snapshot);
+ingestion — folder passes, uploads, reindexes — runs under the ingestion lock, either on the
+caller's thread (CLI, library) or on the ingestion queue's workers (``serve``); nothing else
+starts a thread but the folder watcher of ``serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+
+from lorebase.accounts.base import AccountStore, Role, User
+from lorebase.crypto import DataKey
+from lorebase.embed.base import Embedder
+from lorebase.events import EventBus
+from lorebase.ingest.pipeline import Ingestor
+from lorebase.ingest.queue import IngestQueue
+from lorebase.ingest.sync import Syncer
+from lorebase.lock import IngestLock
+from lorebase.rerank.base import Reranker
+from lorebase.search.service import SearchService
+from lorebase.service.passes import Passes
+from lorebase.settings import Settings
+from lorebase.store.base import Store
+
+# The identity of HTTP requests when keys are off (loopback only): a local administrator.
+LOCAL_USER = User(id=0, name="local", role=Role.ADMIN, created_at=0.0)
+
+
+class Lorebase(Passes):
+    """A lorebase instance over one data directory. Use :func:`lorebase.open`.
+
+    Methods that take a ``caller`` check what that user may see and change, and report a
+    base or document they may not see exactly like a missing one. Without a caller (the
+    library, the CLI: whoever runs the process owns the data directory) nothing is hidden.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder | None,
+        holder: str = "lorebase",
+        reranker: Reranker | None = None,
+        *,
+        accounts: Callable[[], AccountStore] | None = None,
+        data_key: DataKey | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        self.ingestor = Ingestor(store, embedder, settings.extract)
+        self.syncer = Syncer(store, self.ingestor)
+        self.searcher = SearchService(store, embedder, reranker)
+        self.lock = IngestLock(settings.data_dir, holder)
+        self.events = EventBus()
+        self.queue = IngestQueue(
+            self._run_job,
+            self._pending_jobs,
+            size=settings.serve.queue_size,
+            workers=settings.serve.workers,
+        )
+        self._make_accounts = accounts
+        self._accounts: AccountStore | None = None
+        self._init_uploads(data_key)
+        self._init_passes()
+
+    @property
+    def accounts(self) -> AccountStore:
+        """Users, teams, API keys and the audit log (opened on first use)."""
+        if self._accounts is None:
+            if self._make_accounts is None:
+                from lorebase.errors import Unavailable
+
+                raise Unavailable("this lorebase was opened without accounts")
+            self._accounts = self._make_accounts()
+        return self._accounts
+
+    # -- life ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.stop_serving()
+        self.searcher.close()
+        self.store.close()
+        for client in (self.embedder, self.reranker):  # HTTP ones hold pooled connections
+            closing = getattr(client, "close", None)
+            if callable(closing):
+                closing()
+
+    def __enter__(self) -> Lorebase:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

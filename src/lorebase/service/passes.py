@@ -1,0 +1,182 @@
+"""Indexing: files and folders added, passes over the folders a base follows, watching them,
+and the background of ``serve`` (the ingestion queue's workers and the folder watcher)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lorebase.errors import NotFound
+from lorebase.ingest.pipeline import IngestReport, Progress, SourceFile
+from lorebase.ingest.queue import Job
+from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
+from lorebase.service.bases import DEFAULT_KB
+from lorebase.service.uploads import Uploads
+from lorebase.store.base import DocumentState, KnowledgeBase
+
+if TYPE_CHECKING:
+    from lorebase.keyring import Rotation
+
+WATCHER_JOIN_SECONDS = 30
+
+
+class Passes(Uploads):
+    _watcher: threading.Thread | None
+    _serving: bool
+
+    def _init_passes(self) -> None:
+        self._stop = threading.Event()
+        self._watcher = None
+        self._serving = False
+
+    @contextmanager
+    def ingesting(self) -> Iterator[None]:
+        """Hold the ingestion lock. On first taking it, documents a crashed pass left half
+        way go back to ``pending`` (holding the lock proves no other pass is running)."""
+        first = not self.lock.held
+        self.lock.acquire()
+        try:
+            if first:
+                self.store.reset_unfinished()
+            yield
+        finally:
+            self.lock.release()
+
+    def add(
+        self,
+        paths: Sequence[Path],
+        kb: str = DEFAULT_KB,
+        on_progress: Callable[[Progress], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> IngestReport:
+        """Index files and folders into ``kb`` (created if needed). Folders become sources the
+        base follows (``sync`` and ``watch`` keep them up to date); files are added as they
+        are."""
+        for path in paths:
+            if not path.exists():
+                raise NotFound(f"{path} does not exist; check the path and try again")
+        with self.ingesting():
+            base = self.ensure_kb(kb)
+            sources = [self.source_for(base, path) for path in paths if path.is_dir()]
+            files = [SourceFile(p, p.name) for p in paths if not p.is_dir()]
+            return self.syncer.sync(
+                base, sources=sources, extra_files=files, on_progress=on_progress, stop=stop
+            )
+
+    def sync(
+        self,
+        kb: str | None = None,
+        *,
+        full: bool = False,
+        stop: threading.Event | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> dict[str, IngestReport]:
+        """One pass over the folders of ``kb`` (default: every base that has folders)."""
+        with self.ingesting():
+            bases = [self.store.get_kb(kb)] if kb else self.store.list_kbs()
+            reports: dict[str, IngestReport] = {}
+            for base in bases:
+                if kb is None and not self.store.list_sources(base.id):
+                    continue
+                if stop is not None and stop.is_set():
+                    break
+                reports[base.name] = self.syncer.sync(
+                    base, full=full, stop=stop, on_progress=on_progress
+                )
+            return reports
+
+    def watch(
+        self,
+        kb: str | None = None,
+        *,
+        stop: threading.Event,
+        rescan_seconds: float = DEFAULT_RESCAN_SECONDS,
+        on_report: Callable[[KnowledgeBase, IngestReport], None] | None = None,
+    ) -> None:
+        """Keep the folders of ``kb`` (default all) indexed until ``stop`` is set."""
+
+        def bases() -> list[KnowledgeBase]:
+            return [self.store.get_kb(kb)] if kb else self.store.list_kbs()
+
+        def folders(base: KnowledgeBase) -> list[Path]:
+            return [Path(s.path) for s in self.store.list_sources(base.id)]
+
+        def run_pass(base: KnowledgeBase) -> IngestReport:
+            report = self.syncer.sync(self.store.get_kb_by_id(base.id), stop=stop)
+            if on_report is not None:
+                on_report(base, report)
+            return report
+
+        with self.ingesting():
+            watch(bases, folders, run_pass, stop, rescan_seconds=rescan_seconds)
+
+    def rotate_data_key(self) -> Rotation:
+        """Re-encrypt every upload and sealed name under a new data key (re-runnable: a
+        rotation cut short is finished by running it again)."""
+        from lorebase.keyring import rotate_data_key
+
+        with self.ingesting():
+            rotation = rotate_data_key(self.settings.data_dir, self.store, self.settings.data_key)
+        self._data_key, self._blobs = rotation.new_key, None
+        return rotation
+
+    # -- the background of `serve` ---------------------------------------------------------------
+    def start_serving(self) -> None:
+        """Take the ingestion lock for the life of the service, sweep orphaned blobs, start the
+        queue's workers and (unless turned off) the folder watcher."""
+        if self._serving:
+            return
+        self.lock.acquire()
+        self._serving = True
+        self._stop.clear()
+        self.store.reset_unfinished()
+        # Holding the lock, no upload is half-stored: orphans of any age can go.
+        self.blobs.sweep_orphans(self.upload_ids(), grace=0)
+        self.queue.start()
+        self.queue.sweep_now()
+        if self.settings.serve.watch:
+            self._watcher = threading.Thread(target=self._watch_folders, name="lorebase-watch",
+                                             daemon=True)  # fmt: skip
+            self._watcher.start()
+
+    def stop_serving(self) -> None:
+        """Workers finish the job they hold; the watcher ends; the lock is released."""
+        if not self._serving:
+            return
+        self._serving = False
+        self._stop.set()
+        self.queue.stop()
+        if self._watcher is not None:
+            self._watcher.join(timeout=WATCHER_JOIN_SECONDS)
+            self._watcher = None
+        self.lock.release()
+
+    def _watch_folders(self) -> None:
+        def on_report(kb: KnowledgeBase, report: IngestReport) -> None:
+            self._publish_totals(kb.id)
+
+        self.watch(stop=self._stop, rescan_seconds=self.settings.serve.rescan_seconds,
+                   on_report=on_report)  # fmt: skip
+
+    def _publish_totals(self, kb_id: int) -> None:
+        fresh = self.store.get_kb_by_id(kb_id)
+        self.events.publish("knowledge_base", kb_id, state=fresh.state.value,
+                            documents=fresh.documents, chunks=fresh.chunks)  # fmt: skip
+
+    def _run_job(self, kb_id: int, document_id: str | None) -> None:
+        """A queue worker's job: one upload, or a pass over one base's folders."""
+        if document_id is not None:
+            self._index_upload(kb_id, document_id)
+            return
+        try:
+            kb = self.store.get_kb_by_id(kb_id, totals=False)
+        except NotFound:  # deleted while the pass waited
+            return
+        self.sync(kb.name, stop=self._stop)
+        self._publish_totals(kb_id)
+
+    def _pending_jobs(self) -> Iterator[Job]:
+        yield from self.store.list_uploads(DocumentState.PENDING)
