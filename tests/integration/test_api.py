@@ -418,3 +418,70 @@ def json_with(body: dict | None, kb_id: int) -> dict | None:  # type: ignore[typ
     if body is None:
         return None
     return {k: ([kb_id] if v == ["{kb}"] else v) for k, v in body.items()}
+
+
+# -- one service: regressions of the split top layer ---------------------------------------------
+def test_deleting_a_base_through_the_library_removes_its_upload_blobs(
+    env: Env, tmp_path: Path
+) -> None:
+    """`lb.delete_kb` (the library and `lorebase kb delete`) used to leave the encrypted
+    originals on disk; only the HTTP route removed them."""
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
+    upload(env, "alice", kb_id, "other.md", b"# Other\n\nAnother upload.\n")
+    assert env.lb.queue.join(30)
+    blobs = tmp_path / "data" / "blobs"
+    assert len([p for p in blobs.rglob("*") if p.is_file()]) == 2
+    env.lb.delete_kb("alice-private")
+    assert [p for p in blobs.rglob("*") if p.is_file()] == []
+    assert env.lb.store.list_uploads() == []
+
+
+def test_reindexing_a_folder_base_queues_one_pass_and_starts_no_thread(
+    env: Env, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`POST …/reindex` on a folder base of 40 documents used to start 40 daemon threads, each
+    running a whole pass, their failures reaching only stderr. Now the ingestion queue owns the
+    work: one pass, counted in the queue's stats, a failure logged without content."""
+    folder = tmp_path / "handbook"
+    folder.mkdir()
+    for n in range(40):
+        (folder / f"page-{n:02d}.md").write_text(f"# Page {n}\n\nPolicy number {n} says hello.\n")
+    kb = env.lb.create_kb("handbook", scope="global", sources=[folder])
+    env.lb.sync("handbook")
+    assert env.lb.kb("handbook").indexed == 40
+    accepted = env.lb.queue.stats.accepted
+    threads = threading.active_count()
+    response = env.client.post(f"/v1/knowledge-bases/{kb.id}/reindex", headers=env.as_("admin"))
+    assert response.status_code == 202 and response.json() == {"queued": 40}
+    assert threading.active_count() <= threads  # no thread per document (or per request)
+    assert env.lb.queue.stats.accepted == accepted + 1  # one pass for the 40 documents
+    assert env.lb.queue.join(30)
+    after = env.lb.kb("handbook")
+    assert (after.indexed, after.pending) == (40, 0)
+    # A pass that fails is counted and logged (the class only), not lost on stderr.
+    done, failed = env.lb.queue.stats.done, env.lb.queue.stats.failed
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error while writing Policy number 7")
+
+    env.lb.sync = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR, logger="lorebase"):
+        response = env.client.post(f"/v1/knowledge-bases/{kb.id}/sync", headers=env.as_("admin"))
+        assert response.status_code == 202
+        assert env.lb.queue.join(30)
+    assert (env.lb.queue.stats.done, env.lb.queue.stats.failed) == (done, failed + 1)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "OperationalError" in logged and "Policy" not in logged
+
+
+def test_a_route_asking_for_passes_again_and_again_queues_one(env: Env, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nText.\n")
+    kb = env.lb.create_kb("notes", scope="global", sources=[folder])
+    env.lb.stop_serving()  # nothing takes jobs: what waits in the queue is what was asked for
+    for _ in range(5):
+        response = env.client.post(f"/v1/knowledge-bases/{kb.id}/sync", headers=env.as_("admin"))
+        assert response.status_code == 202
+    assert env.lb.queue.depth == 1
