@@ -8,7 +8,7 @@ DATA ?= .lorebase
 KB ?= docs
 QUERY ?= what happens when a PDF is password protected or has no text layer
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/pytest -q
+
+# The fast lane for your own loop: lint, then the unit and contract tests (under a minute).
+test-fast: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/pytest -q -m fast
 
 bench: $(STAMP)
 	$(BIN)/python bench/extract.py

@@ -7,6 +7,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+# The fast lane (`make test-fast`, `pytest -m fast`): unit and contract tests, under a minute.
+FAST_FOLDERS = ("unit", "contract")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test in the fast folders ``fast`` (and leave the rest alone)."""
+    for item in items:
+        parts = Path(str(item.path)).relative_to(TESTS).parts
+        if parts and parts[0] in FAST_FOLDERS:
+            item.add_marker(pytest.mark.fast)
 SHARED_DOCS = REPO.parent / "shared" / "data" / "docs"
 SHARED_IR = REPO.parent / "shared" / "data" / "ir"
 
