@@ -1,7 +1,8 @@
 """Agents: the knowledge base as tools (MCP, OpenAI function calling), fenced results, profiles
 and ``lorebase ask``.
 
-One transport-independent :class:`~lorebase.agent.tools.ToolBox` implements the tools; the MCP
-server, the CLI and (later) the HTTP routes are thin shells over it. Nothing here is imported
-by the rest of lorebase, and ``mcp`` and ``httpx`` load only when a transport is used.
+One transport-independent :class:`~lorebase.agent.tools.ToolBox` implements the tools over the
+application service (``Lorebase.toolbox(caller, profile)`` makes one); the MCP server (stdio
+and HTTP), the ``/v1/tools`` routes and ``ask`` are thin shells over it. ``mcp`` and ``httpx``
+load only when a transport is used.
 """
