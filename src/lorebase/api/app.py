@@ -14,12 +14,16 @@ from starlette.routing import Route
 
 from lorebase import __version__
 from lorebase.api import problems
+from lorebase.api.guard import KeyFirst
 from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
 from lorebase.api.metrics import Metrics
 from lorebase.api.routes import ask, documents, knowledge_bases, search, system, tools
+from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
 from lorebase.service import Lorebase
 
 access_log = logging.getLogger("lorebase.access")
+# The largest JSON body any route takes (a search, a tool call, a question are a few KB).
+MAX_JSON_BYTES = 256 * 1024
 
 
 def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
@@ -49,12 +53,16 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         version=__version__,
         description="A local-first knowledge base with hybrid retrieval and cited answers.",
         lifespan=lifespan,
+        max_body_size=MAX_JSON_BYTES,
+        form_limits={"max_files": MAX_FILES_PER_UPLOAD, "max_fields": MAX_FILES_PER_UPLOAD},
     )
+    app.add_middleware(KeyFirst, lb=lb)
     app.state.lb = lb
     app.state.metrics = metrics
     problems.install(app)
     # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
+    documents.add_upload_route(app, lb.settings.serve.max_upload_bytes)
     for module in (knowledge_bases, documents, search, system, tools, ask):
         app.include_router(module.router)
 

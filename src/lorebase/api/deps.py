@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Path, Request
 
+from lorebase.api.guard import api_key
 from lorebase.api.metrics import Metrics
 from lorebase.service import Caller, Lorebase
 
@@ -21,14 +22,9 @@ def get_metrics(request: Request) -> Metrics:
     return metrics
 
 
-def get_api_key(
-    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
-    x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> str | None:
+def get_api_key(request: Request) -> str | None:
     """The key a request carries: `Authorization: Bearer KEY`, else `X-API-Key`."""
-    if authorization and authorization.lower().startswith("bearer "):
-        return authorization[7:].strip()
-    return x_api_key
+    return api_key(request.headers)
 
 
 def get_caller(

@@ -16,19 +16,12 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from lorebase.agent.mcp import SDK_LOG_LEVEL, SDK_LOGGER, build_server
+from lorebase.api.guard import api_key
 from lorebase.api.problems import problem
 from lorebase.errors import LorebaseError
 from lorebase.service import Lorebase
 
 MCP_PATH = "/mcp"
-
-
-def _key(request: Any) -> str | None:
-    headers = request.headers
-    authorization = headers.get("authorization")
-    if authorization and authorization.lower().startswith("bearer "):
-        return str(authorization[7:].strip())
-    return headers.get("x-api-key")
 
 
 class McpEndpoint:
@@ -40,7 +33,7 @@ class McpEndpoint:
         logging.getLogger(SDK_LOGGER).setLevel(SDK_LOG_LEVEL)
 
         def toolbox_of(ctx: Any) -> Any:
-            return lb.toolbox(lb.authenticate(_key(ctx.request)))
+            return lb.toolbox(lb.authenticate(api_key(ctx.request.headers)))
 
         self.lb = lb
         self.manager = StreamableHTTPSessionManager(
@@ -55,7 +48,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            self.lb.authenticate(_key(request))
+            self.lb.authenticate(api_key(request.headers))
         except LorebaseError as error:
             response = problem(401, "unauthorized", "Unauthorized", str(error))
             await response(scope, receive, send)

@@ -87,7 +87,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        slug = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, "http-error")
+        slugs = {404: "not-found", 405: "method-not-allowed", 413: "too-large"}
+        slug = slugs.get(error.status_code, "http-error")
         return problem(error.status_code, slug, str(error.detail), str(error.detail))
 
     @app.exception_handler(Exception)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, UploadFile, status
+from fastapi import APIRouter, FastAPI, Query, Response, UploadFile, status
 
 from lorebase.api.convert import document_out
 from lorebase.api.deps import CallerDep, DocumentId, KbId, LbDep
@@ -25,17 +25,28 @@ def _chunks(upload: UploadFile) -> Iterator[bytes]:
         yield block
 
 
-@router.post(
-    "/v1/knowledge-bases/{kb_id}/documents",
-    response_model=UploadOut,
-    status_code=status.HTTP_202_ACCEPTED,
-)
+UPLOAD_PATH = "/v1/knowledge-bases/{kb_id}/documents"
+# Room for the multipart framing around the files (boundaries, part headers).
+MULTIPART_SLACK = 64 * 1024
+
+
+def add_upload_route(app: FastAPI, max_upload_bytes: int) -> None:
+    """The upload route, bounded by the configured upload limit: a body over it is refused
+    from its ``Content-Length`` or as soon as the stream passes it (413), never spooled."""
+    app.add_api_route(
+        UPLOAD_PATH, upload_documents, methods=["POST"], response_model=UploadOut,
+        status_code=status.HTTP_202_ACCEPTED, tags=["documents"],
+        max_body_size=max_upload_bytes + MULTIPART_SLACK,
+    )  # fmt: skip
+
+
 def upload_documents(
     kb_id: KbId, files: list[UploadFile], lb: LbDep, caller: CallerDep
 ) -> UploadOut:
-    """Upload files (multipart, field `files`). Each is stored encrypted and queued: the answer
-    comes at once with the document ids; `GET /v1/documents/{id}` or the event stream tells
-    when they are indexed. Identical bytes already in the base return the existing document."""
+    """Upload files (multipart, field `files`; together at most the server's upload limit,
+    `--max-upload-mb`). Each is stored encrypted and queued: the answer comes at once with the
+    document ids; `GET /v1/documents/{id}` or the event stream tells when they are indexed.
+    Identical bytes already in the base return the existing document."""
     kb = lb.kb_by_id(kb_id, caller, write=True)
     if not files or len(files) > MAX_FILES_PER_UPLOAD:
         raise InvalidInput(f"send 1 to {MAX_FILES_PER_UPLOAD} files in the field `files`")
