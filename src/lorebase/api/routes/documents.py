@@ -118,8 +118,8 @@ def surrounding_chunks(
     kb, document = server.document_for(caller, document_id)
     chunks = server.lb.store.neighbors([kb.id], around, window)
     return [
-        ChunkOut(chunk_id=c.id, ordinal=c.ordinal, text=c.text, trail=list(c.trail),
-                 page=c.page, line=c.line)
+        ChunkOut(chunk_id=c.id, ordinal=c.ordinal, text=c.text, trail=list(c.provenance.trail),
+                 page=c.provenance.page, line=c.provenance.line)
         for c in chunks
-        if c.document_id == document.id
+        if c.provenance.document_id == document.id
     ]  # fmt: skip
