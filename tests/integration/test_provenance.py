@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from lorebase.agent.citations import Source
-from lorebase.agent.fence import for_terminal, one_line
+from lorebase.agent.citations import Source, terminal_citation
 from lorebase.agent.tools import ToolBox
 from lorebase.api.convert import hit_out
 from lorebase.api.schemas import HitOut
@@ -126,14 +125,15 @@ def test_one_formatter_cites_for_the_cli_the_api_and_the_agent(lb: Lorebase) -> 
     assert CITATION in console.export_text()
     assert hit_out(hit, {}).citation == CITATION
     [source] = ToolBox(lb).call("search_knowledge_base", {"query": "reset_password"}).sources
-    assert source.label == for_terminal(expected.citation(one_line)) == CITATION
+    assert source.label == terminal_citation(expected) == CITATION
 
 
-def test_the_agent_label_stays_safe_for_terminals() -> None:
+def test_what_the_agent_and_the_cli_print_stays_safe_for_terminals() -> None:
     hostile = Provenance(knowledge_base="k", knowledge_base_id=1, document_id="d",
                          path="a\x1b[31m.md", title=None, kind="md",
                          trail=("Line\nbreak", "\u202eevil"), line=2)  # fmt: skip
     label = Source(number=1, chunk_id="c", provenance=hostile).label
+    assert label == terminal_citation(hostile)  # what `lorebase search` prints
     assert label == "a [31m.md › Line break › evil (line 2)"  # no escape, newline or bidi
 
 

@@ -14,6 +14,12 @@ from lorebase.agent.fence import for_terminal, one_line
 from lorebase.types import Provenance
 
 
+def terminal_citation(provenance: Provenance) -> str:
+    """:meth:`Provenance.citation`, safe to print: document-controlled parts are single lines
+    without control characters, escape sequences or bidi overrides."""
+    return for_terminal(provenance.citation(one_line))
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """One cited passage (``chunk_id`` set) or document window (``chunk_id`` None) and its
@@ -25,9 +31,8 @@ class Source:
 
     @property
     def label(self) -> str:
-        """The passage's citation (``path › heading › subheading (line 12)``), safe to print:
-        document-controlled parts are single lines without control characters."""
-        return for_terminal(self.provenance.citation(one_line))
+        """The passage's citation (``path › heading › subheading (line 12)``), safe to print."""
+        return terminal_citation(self.provenance)
 
 
 class Citations:

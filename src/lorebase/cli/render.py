@@ -15,6 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from lorebase.agent.citations import terminal_citation
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.types import SearchResponse
@@ -198,7 +199,8 @@ def print_search(console: Console, response: SearchResponse) -> None:
         console.print("No passages found.")
     for rank, hit in enumerate(response.hits, start=1):
         best = hit.best_score
-        line = Text(f"{rank}. ", style="bold") + Text(hit.provenance.citation(), style="bold cyan")
+        cited = terminal_citation(hit.provenance)
+        line = Text(f"{rank}. ", style="bold") + Text(cited, style="bold cyan")
         line += Text(f"  [{hit.provenance.knowledge_base} · {best.score:.4f}]", style="dim")
         console.print(line)
         console.print(Padding(Text(" ".join(hit.snippet.split())), (0, 0, 1, 3)))
