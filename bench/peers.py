@@ -170,7 +170,7 @@ def child_lorebase(name: str, work: Path) -> dict:
 
         def search(query: str, mode: str = mode) -> list[str]:
             hits = lb.search(query, kb="bench", top_k=DEPTH, mode=mode).hits
-            return [corpus_id_from_path(hit.path) for hit in hits]
+            return [corpus_id_from_path(hit.provenance.path) for hit in hits]
 
         modes[mode] = measure(questions, search)
     lb.close()

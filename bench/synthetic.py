@@ -40,7 +40,7 @@ from lorebase.settings import ExtractSettings
 from lorebase.store.base import NewDocument
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.store import SqliteStore
-from lorebase.types import Chunk, ContentKind
+from lorebase.types import Chunk, ContentKind, Position
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -154,13 +154,15 @@ def make_document(pool: Pool, number: int, rng: np.random.Generator) -> Syntheti
                 ordinal=ordinal,
                 text=text,
                 embed_text=f"{title} > {trail[0]}\n{text}",
-                trail=trail,
-                start=offset,
-                end=offset + len(text),
-                content_kind=ContentKind.PROSE,
                 tokens=len(text.split()) * 4 // 3,
                 content_hash=digest,
-                line=1 + ordinal,
+                position=Position(
+                    trail=trail,
+                    start=offset,
+                    end=offset + len(text),
+                    content_kind=ContentKind.PROSE,
+                    line=1 + ordinal,
+                ),
             )
         )
         offset += len(text) + 2

@@ -18,6 +18,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.path)).relative_to(TESTS).parts
         if parts and parts[0] in FAST_FOLDERS:
             item.add_marker(pytest.mark.fast)
+
+
 SHARED_DOCS = REPO.parent / "shared" / "data" / "docs"
 SHARED_IR = REPO.parent / "shared" / "data" / "ir"
 

@@ -4,7 +4,7 @@ import lorebase
 with lorebase.open("~/.lorebase") as lb:
     lb.add([Path("~/notes")], kb="notes")
     for hit in lb.search("vacation policy", kb="notes").hits:
-        print(hit.citation, hit.snippet)
+        print(hit.provenance.citation(), hit.snippet)
 """
 
 from __future__ import annotations

@@ -2,18 +2,27 @@
 
 Data flows one way: ``bytes -> Extracted -> list[Chunk]``. Every value here is frozen.
 
+Provenance is declared once: a chunk's :class:`Position` (what the chunker knows), which the
+store completes into a :class:`Provenance` (plus the document and knowledge base). Stored
+chunks, search hits, API hits and agent citations all hold that one value, and
+:meth:`Provenance.citation` is the one way a passage is cited.
+
 Offsets: ``Extracted.text`` is the document's canonical extracted text: the texts of its
 elements joined by :data:`ELEMENT_SEPARATOR` (elements with empty text, such as page breaks,
-add nothing). ``Element.start``/``Element.end`` and ``Chunk.start``/``Chunk.end`` index into it,
-so ``extracted.text[el.start:el.end] == el.text`` always holds.
+add nothing). ``Element.start``/``Element.end`` and ``Position.start``/``Position.end`` index
+into it, so ``extracted.text[el.start:el.end] == el.text`` always holds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 ELEMENT_SEPARATOR = "\n\n"
+
+CITATION_SEPARATOR = " › "
+"""Joins the path and headings of a citation: ``path › heading › subheading``."""
 
 
 class ElementKind(StrEnum):
@@ -86,27 +95,71 @@ class Extracted:
     warnings: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Position:
+    """Where a passage sits in its document: what the chunker knows.
+
+    ``trail`` is the heading trail (outermost first), ``start``/``end`` character offsets into
+    the document's extracted text, ``page``/``page_end`` the first and last page it touches
+    (PDF, ``page_end`` only when it differs), ``line`` its first source line; ``language`` and
+    ``symbol`` describe code.
+    """
+
+    trail: tuple[str, ...] = ()
+    start: int = 0
+    end: int = 0
+    content_kind: ContentKind = ContentKind.PROSE
+    page: int | None = None
+    page_end: int | None = None
+    line: int | None = None
+    language: str | None = None
+    symbol: str | None = None
+
+    @property
+    def location(self) -> str:
+        """``p. 3–4``, ``p. 3`` or ``line 12``, or empty when neither is known."""
+        if self.page is not None:
+            pages = f"{self.page}–{self.page_end}" if self.page_end not in (None, self.page) else ""
+            return f"p. {pages or self.page}"
+        return f"line {self.line}" if self.line is not None else ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance(Position):
+    """Where a passage comes from: its position plus the document and knowledge base the
+    store knows. ``path`` is relative to its source; ``uploaded`` marks an uploaded file, whose
+    path is the stored blob's (surfaces show the upload's own name instead)."""
+
+    knowledge_base: str
+    knowledge_base_id: int
+    document_id: str
+    path: str
+    title: str | None
+    kind: str
+    uploaded: bool = False
+
+    def citation(self, clean: Callable[[str], str] = str) -> str:
+        """``path › heading › subheading (p. 12)`` or ``(line 40)``: how a person cites the
+        passage. ``clean`` is applied to each document-controlled part (path, headings);
+        parts it leaves empty are dropped."""
+        parts = (clean(part) for part in (self.path, *self.trail))
+        text = CITATION_SEPARATOR.join(part for part in parts if part)
+        return f"{text} ({self.location})" if self.location else text
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A piece of one section, ready to embed and index.
 
     ``embed_text`` is what an embedder sees: ``title > trail`` on the first line, then the text.
-    ``page``/``page_end`` are the first and last page it touches (PDF), ``line`` its first source
-    line. ``id`` and ``content_hash`` are deterministic: same bytes and settings, same values.
+    ``position`` says where it sits in the document. ``id`` and ``content_hash`` are
+    deterministic: same bytes and settings, same values.
     """
 
     id: str
     ordinal: int
     text: str
     embed_text: str
-    trail: tuple[str, ...]
-    start: int
-    end: int
-    content_kind: ContentKind
     tokens: int
     content_hash: str
-    line: int | None = None
-    page: int | None = None
-    page_end: int | None = None
-    language: str | None = None
-    symbol: str | None = None
+    position: Position

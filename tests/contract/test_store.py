@@ -24,7 +24,7 @@ from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, KnowledgeBase, NewDocument, Scope, Store
-from lorebase.types import Chunk, ContentKind
+from lorebase.types import Chunk, ContentKind, Position, Provenance
 
 DIM = 8
 IDENTITY = EmbedderIdentity(model="test-model", digest="a" * 64, dim=DIM)
@@ -126,16 +126,17 @@ def make_chunks(
                 ordinal=ordinal,
                 text=text,
                 embed_text=" > ".join(trail) + "\n" + text,
-                trail=trail,
-                start=offset,
-                end=offset + len(text),
-                content_kind=ContentKind.CODE if symbol else ContentKind.PROSE,
                 tokens=len(text.split()),
                 content_hash=hashlib.sha256(text.encode()).hexdigest(),
-                line=ordinal + 1,
-                page=None,
-                language="python" if symbol else None,
-                symbol=symbol,
+                position=Position(
+                    trail=trail,
+                    start=offset,
+                    end=offset + len(text),
+                    content_kind=ContentKind.CODE if symbol else ContentKind.PROSE,
+                    line=ordinal + 1,
+                    language="python" if symbol else None,
+                    symbol=symbol,
+                ),
             )
         )
         offset += len(text) + 2
@@ -436,7 +437,10 @@ def test_ids_from_another_knowledge_base_find_nothing(store: Store) -> None:
     assert chunk_a[0] not in ids_of(store.dense_search([b.id], IDENTITY, unit(1), 5))
     both = store.keyword_search([a.id, b.id], "zebra", 5)
     assert len(both) == 2
-    assert {c.kb_name for c in store.get_chunks([a.id, b.id], ids_of(both))} == {"a", "b"}
+    assert {c.provenance.knowledge_base for c in store.get_chunks([a.id, b.id], ids_of(both))} == {
+        "a",
+        "b",
+    }
     assert len(store.dense_search([a.id, b.id], IDENTITY, unit(1), 5)) == 2
     assert store.keyword_search([], "zebra", 5) == []
 
@@ -448,7 +452,10 @@ def test_identical_files_in_two_places_get_distinct_chunk_ids(store: Store) -> N
         store.replace_document(kb.id, new_doc(path, "same"), chunks, None, None, "k")
     hits = store.keyword_search([a.id, b.id], "zebra", 10)
     assert len(hits) == len(set(ids_of(hits))) == 3
-    assert {c.path for c in store.get_chunks([a.id], ids_of(hits))} == {"one.md", "two.md"}
+    assert {c.provenance.path for c in store.get_chunks([a.id], ids_of(hits))} == {
+        "one.md",
+        "two.md",
+    }
 
 
 # -- keyword search ----------------------------------------------------------------------------
@@ -484,7 +491,7 @@ def test_heading_match_outranks_body_match(store: Store) -> None:
     )
     hits = store.keyword_search([kb.id], "vacation", 5)
     top = store.get_chunks([kb.id], [hits[0][0]])[0]
-    assert top.trail == ("Policy", "Vacation") and len(hits) == 2
+    assert top.provenance.trail == ("Policy", "Vacation") and len(hits) == 2
     assert hits[0][1] > hits[1][1] > 0
 
 
@@ -498,7 +505,7 @@ def test_keyword_search_ranks_limits_and_filters_documents(store: Store) -> None
     assert len(store.keyword_search([kb.id], "zebra", 2)) == 2
     assert store.keyword_search([kb.id], "zebra", 0) == []
     only_b = store.keyword_search([kb.id], "zebra tulip", 10, [b.id])
-    assert {c.path for c in store.get_chunks([kb.id], ids_of(only_b))} == {"b.md"}
+    assert {c.provenance.path for c in store.get_chunks([kb.id], ids_of(only_b))} == {"b.md"}
     assert len(only_b) == 2
     assert store.keyword_search([kb.id], "zebra", 10, []) == []
     assert len(store.keyword_search([kb.id], "zebra", 10, [a.id, b.id, "unknown"])) == 3
@@ -571,9 +578,9 @@ def test_dense_search_keeps_identities_apart(store: Store) -> None:
     put(store, kb, "a.md", ["under identity a"], vectors=unit(1)[None], identity=IDENTITY)
     put(store, kb, "b.md", ["under identity b"], vectors=unit(1)[None], identity=OTHER_IDENTITY)
     (hit,) = store.dense_search([kb.id], IDENTITY, unit(1), 10)
-    assert store.get_chunks([kb.id], [hit[0]])[0].path == "a.md"
+    assert store.get_chunks([kb.id], [hit[0]])[0].provenance.path == "a.md"
     (hit,) = store.dense_search([kb.id], OTHER_IDENTITY, unit(1), 10)
-    assert store.get_chunks([kb.id], [hit[0]])[0].path == "b.md"
+    assert store.get_chunks([kb.id], [hit[0]])[0].provenance.path == "b.md"
     unknown = EmbedderIdentity(model="never-used", digest="c" * 64, dim=DIM)
     assert store.dense_search([kb.id], unknown, unit(1), 10) == []
 
@@ -692,12 +699,26 @@ def test_get_chunks_hydrates_in_the_order_asked(store: Store) -> None:
     got = store.get_chunks([kb.id], [ids[1], "unknown", ids[0]])
     assert [c.id for c in got] == [ids[1], ids[0]]
     first = got[1]
-    assert (first.kb_id, first.kb_name, first.document_id) == (kb.id, "docs", doc.id)
-    assert (first.path, first.title, first.kind, first.ordinal) == ("src/a.py", "A", "py", 0)
-    assert (first.text, first.trail, first.start, first.end) == ("zebra one", ("mod",), 0, 9)
-    assert (first.content_kind, first.line, first.page, first.page_end) == ("code", 1, None, None)
-    assert (first.language, first.symbol, first.tokens) == ("python", "f", 2)
-    assert got[0].trail == ("mod", "f")
+    assert (first.ordinal, first.text, first.tokens) == (0, "zebra one", 2)
+    assert first.provenance == Provenance(
+        knowledge_base="docs",
+        knowledge_base_id=kb.id,
+        document_id=doc.id,
+        path="src/a.py",
+        title="A",
+        kind="py",
+        uploaded=False,
+        trail=("mod",),
+        start=0,
+        end=9,
+        content_kind=ContentKind.CODE,
+        line=1,
+        page=None,
+        page_end=None,
+        language="python",
+        symbol="f",
+    )
+    assert got[0].provenance.trail == ("mod", "f")
     assert store.get_chunks([kb.id], []) == []
 
 
@@ -709,7 +730,7 @@ def test_neighbors_are_the_window_around_a_chunk(store: Store) -> None:
     assert [c.ordinal for c in store.neighbors([kb.id], ids[3], 1)] == [2, 3, 4]
     assert [c.ordinal for c in store.neighbors([kb.id], ids[0], 2)] == [0, 1, 2]
     assert [c.ordinal for c in store.neighbors([kb.id], ids[5], 0)] == [5]
-    assert {c.path for c in store.neighbors([kb.id], ids[5], 100)} == {"a.md"}
+    assert {c.provenance.path for c in store.neighbors([kb.id], ids[5], 100)} == {"a.md"}
     with pytest.raises(NotFound):
         store.neighbors([kb.id], "unknown", 1)
 
@@ -798,7 +819,7 @@ def test_uploads_are_listed_apart_from_folder_files(store: Store) -> None:
     store.record_failure(first.id, sealed, "corrupt")
     assert store.list_uploads(DocumentState.PENDING) == [(second.id, two.id)]
     hits = store.keyword_search([first.id], "folder", 10)
-    assert [c.uploaded for c in store.get_chunks([first.id], ids_of(hits))] == [False]
+    assert [c.provenance.uploaded for c in store.get_chunks([first.id], ids_of(hits))] == [False]
 
 
 def test_a_closed_store_says_so_for_reads_and_writes(backend: Backend, tmp_path: Path) -> None:

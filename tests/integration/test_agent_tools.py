@@ -110,7 +110,7 @@ def test_search_returns_fenced_cited_hits(lb: Lorebase) -> None:
     assert "[1] knowledge_base: team" in result.text
     assert_fenced(result)
     source = result.sources[0]
-    assert source.label == "team/handbook.md › Staff Handbook › Vacation, line 5"
+    assert source.label == "team/handbook.md › Staff Handbook › Vacation (line 5)"
     # The same passage keeps its number; a new response gets a new nonce.
     again = toolbox.call(
         "search_knowledge_base", {"query": "vacation days carry over", "knowledge_base": "team"}

@@ -454,7 +454,8 @@ def test_reindexing_a_folder_base_queues_one_pass_and_starts_no_thread(
     threads = threading.active_count()
     response = env.client.post(f"/v1/knowledge-bases/{kb.id}/reindex", headers=env.as_("admin"))
     assert response.status_code == 202 and response.json() == {"queued": 40}
-    assert threading.active_count() <= threads  # no thread per document (or per request)
+    # No thread per document (it was 40): at most the test client's own portal may come and go.
+    assert threading.active_count() <= threads + 2
     assert env.lb.queue.stats.accepted == accepted + 1  # one pass for the 40 documents
     assert env.lb.queue.join(30)
     after = env.lb.kb("handbook")

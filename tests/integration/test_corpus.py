@@ -104,7 +104,7 @@ def test_doj_handbook_headings_form_a_trail(
     assert len(headings) > 100
     assert {e.level for e in headings} >= {1, 2}
     chunks = chunk_document(handbook, ChunkSettings())
-    assert any(len(c.trail) >= 2 for c in chunks)
+    assert any(len(c.position.trail) >= 2 for c in chunks)
 
 
 def test_html_output_never_contains_script_or_nav_text(

@@ -69,7 +69,7 @@ def test_the_reranker_reorders_the_best_candidates(lb: Lorebase, reranker: FakeR
     # ...and the hits come in its order, which is not the fused one.
     scores = FakeReranker().score(query, passages)
     order = sorted(range(len(passages)), key=lambda i: -scores[i])
-    shown = [embed_text(h.title, h.trail, h.text) for h in reranked.hits]
+    shown = [embed_text(h.provenance.title, h.provenance.trail, h.text) for h in reranked.hits]
     assert shown == [passages[i] for i in order[:5]]
     assert [h.chunk_id for h in reranked.hits] != [h.chunk_id for h in plain.hits]
     assert [h.scores["rerank"].rank for h in reranked.hits] == [1, 2, 3, 4, 5]
@@ -103,7 +103,7 @@ def test_repeated_passages_reach_the_reranker_once(tmp_path: Path) -> None:
     ((_, passages),) = reranker.calls
     assert len(passages) == len(set(passages)) == 2
     assert [h.scores["rerank"].rank for h in response.hits] == [1, 2]
-    assert response.hits[0].trail[-1] == "Policy"
+    assert response.hits[0].provenance.trail[-1] == "Policy"
 
 
 def test_without_rerank_the_reranker_is_not_asked(lb: Lorebase, reranker: FakeReranker) -> None:
@@ -142,7 +142,7 @@ def test_no_reranker_configured_says_so(tmp_path: Path, corpus: Path) -> None:
 def test_reranked_keyword_and_dense_modes(lb: Lorebase) -> None:
     for mode in ("keyword", "dense"):
         response = lb.search("visitors park north lot", kb="hr", mode=mode, top_k=3, rerank=True)
-        assert response.hits[0].trail[-1] == "Parking", mode
+        assert response.hits[0].provenance.trail[-1] == "Parking", mode
         assert all("rerank" in h.scores for h in response.hits)
 
 

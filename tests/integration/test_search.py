@@ -122,10 +122,12 @@ def test_unchanged_files_are_not_read_again_and_vectors_are_reused(
 def test_hybrid_search_cites_the_passage(lb: Lorebase) -> None:
     response = lb.search("how many vacation days carry over", kb="team")
     top = response.hits[0]
-    assert top.path == "corpus/policies/handbook.md"
-    assert top.trail == ("Staff Handbook", "Leave policy", "Vacation")
-    assert top.citation.startswith("corpus/policies/handbook.md › Staff Handbook › Leave policy")
-    assert top.line == 12  # the paragraph under "### Vacation"
+    assert top.provenance.path == "corpus/policies/handbook.md"
+    assert top.provenance.trail == ("Staff Handbook", "Leave policy", "Vacation")
+    assert top.provenance.citation().startswith(
+        "corpus/policies/handbook.md › Staff Handbook › Leave policy"
+    )
+    assert top.provenance.line == 12  # the paragraph under "### Vacation"
     assert "vacation" in top.snippet.lower()
     assert set(top.scores) == {"keyword", "dense", "fused"}
     assert response.warnings == []
@@ -133,14 +135,18 @@ def test_hybrid_search_cites_the_passage(lb: Lorebase) -> None:
 
 
 def test_exact_identifiers_and_accents_are_found(lb: Lorebase) -> None:
-    assert lb.search("ERR_4711", kb="team", mode="keyword").hits[0].path == "corpus/errors.md"
+    assert (
+        lb.search("ERR_4711", kb="team", mode="keyword").hits[0].provenance.path
+        == "corpus/errors.md"
+    )
     hit = lb.search("configuracao", kb="team", mode="keyword").hits[0]
-    assert hit.path == "corpus/pt.md"
+    assert hit.provenance.path == "corpus/pt.md"
 
 
 def test_code_hits_carry_language_and_symbol(lb: Lorebase) -> None:
     hit = lb.search("password reset e-mail", kb="team").hits[0]
-    assert (hit.path, hit.content_kind, hit.language, hit.symbol) == (
+    where = hit.provenance
+    assert (where.path, where.content_kind, where.language, where.symbol) == (
         "corpus/auth.py", "code", "python", "reset_password",
     )  # fmt: skip
 
@@ -150,9 +156,9 @@ def test_modes_and_filters(lb: Lorebase) -> None:
     assert dense.hits and all(set(h.scores) == {"dense"} for h in dense.hits)
     keyword = lb.search("vacation", kb="team", mode="keyword")
     assert all(set(h.scores) == {"keyword"} for h in keyword.hits)
-    errors_id = lb.search("ERR_4711", kb="team").hits[0].document_id
+    errors_id = lb.search("ERR_4711", kb="team").hits[0].provenance.document_id
     only = lb.search("vacation days", kb="team", document_ids=[errors_id])
-    assert {h.document_id for h in only.hits} <= {errors_id}
+    assert {h.provenance.document_id for h in only.hits} <= {errors_id}
 
 
 def test_neighbors_come_from_the_same_document(lb: Lorebase) -> None:
@@ -203,18 +209,19 @@ def test_knowledge_bases_are_kept_apart(lb: Lorebase, tmp_path: Path) -> None:
     (other / "note.md").write_text("# Note\n\nThe vacation calendar is on the wiki.\n")
     lb.add([other], kb="personal")
     hits = lb.search("vacation", kb="personal").hits
-    assert {h.knowledge_base for h in hits} == {"personal"}
-    team_doc = lb.search("vacation", kb="team").hits[0].document_id
+    assert {h.provenance.knowledge_base for h in hits} == {"personal"}
+    team_doc = lb.search("vacation", kb="team").hits[0].provenance.document_id
     assert lb.search("vacation", kb="personal", document_ids=[team_doc]).hits == []
     with pytest.raises(NotFound):
         lb.read("personal", team_doc)
     both = lb.search("vacation", kb=["team", "personal"]).hits
-    assert {h.knowledge_base for h in both} == {"team", "personal"}
+    assert {h.provenance.knowledge_base for h in both} == {"team", "personal"}
 
 
 def test_read_returns_a_window_of_the_extracted_text(lb: Lorebase) -> None:
     hit = lb.search("vacation", kb="team").hits[0]
-    text = lb.read("team", hit.document_id, start=hit.start, max_chars=hit.end - hit.start)
+    where = hit.provenance
+    text = lb.read("team", where.document_id, start=where.start, max_chars=where.end - where.start)
     assert text == hit.text
 
 

@@ -40,11 +40,11 @@ def lb(onnx_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Lorebase:
 @pytest.mark.parametrize(("query", "expected"), sorted(PARAPHRASES.items()))
 def test_paraphrases_find_their_passage(lb: Lorebase, query: str, expected: str) -> None:
     dense = lb.search(query, kb="company", mode="dense", top_k=3).hits
-    assert dense[0].path == f"company/{expected}"
+    assert dense[0].provenance.path == f"company/{expected}"
     # Hybrid may rank a passage that shares a word above it ("leave" the car vs annual
     # leave), but keeps it near the top.
     hybrid = lb.search(query, kb="company", mode="hybrid", top_k=3).hits
-    assert f"company/{expected}" in [hit.path for hit in hybrid[:2]]
+    assert f"company/{expected}" in [hit.provenance.path for hit in hybrid[:2]]
 
 
 def test_the_knowledge_base_records_the_model_identity(lb: Lorebase) -> None:

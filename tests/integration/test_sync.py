@@ -50,7 +50,10 @@ def test_a_folder_added_becomes_a_source_that_sync_follows(tmp_path: Path, folde
         report = lb.sync("notes")["notes"]
         assert (report.added, report.updated, report.removed, report.unchanged) == (1, 1, 1, 4)
         assert "notes/note2.md" not in paths(lb)
-        assert lb.search("Rewritten", kb="notes", mode="keyword").hits[0].path == "notes/note1.md"
+        assert (
+            lb.search("Rewritten", kb="notes", mode="keyword").hits[0].provenance.path
+            == "notes/note1.md"
+        )
         assert lb.search("item2", kb="notes", mode="keyword").hits == []
         kb = lb.kb("notes")
         assert kb.state is KbState.READY and kb.pass_finished_at is not None
@@ -185,7 +188,7 @@ def test_a_new_model_replaces_vectors_without_ever_mixing(tmp_path: Path, folder
         assert lb.kb("notes").identity_key == old_key
     with make(tmp_path / "data", FakeEmbedder(model="model-a")) as lb:
         hits = lb.search("note", kb="notes", mode="dense", top_k=20).hits
-        assert len({h.path for h in hits}) == 6
+        assert len({h.provenance.path for h in hits}) == 6
     with make(tmp_path / "data", FakeEmbedder(model="model-b")) as lb:
         # model-b is not complete yet: dense search says so and keyword answers.
         response = lb.search("note", kb="notes")
@@ -194,7 +197,7 @@ def test_a_new_model_replaces_vectors_without_ever_mixing(tmp_path: Path, folder
         kb = lb.kb("notes")
         assert kb.identity_key != old_key and kb.identity_key.startswith("model-b")
         hits = lb.search("note", kb="notes", mode="dense", top_k=20).hits
-        assert len({h.path for h in hits}) == 6
+        assert len({h.provenance.path for h in hits}) == 6
 
 
 def test_new_chunking_settings_rechunk_on_the_next_pass(tmp_path: Path, folder: Path) -> None:

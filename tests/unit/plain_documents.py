@@ -4,7 +4,7 @@ that write to a store below the ingestion pipeline."""
 from __future__ import annotations
 
 from lorebase.store.base import NewDocument
-from lorebase.types import Chunk, ContentKind
+from lorebase.types import Chunk, Position
 
 
 def plain_document(number: int, texts: list[str]) -> tuple[NewDocument, list[Chunk]]:
@@ -18,12 +18,9 @@ def plain_document(number: int, texts: list[str]) -> tuple[NewDocument, list[Chu
                 ordinal=ordinal,
                 text=text,
                 embed_text=text,
-                trail=(),
-                start=offset,
-                end=offset + len(text),
-                content_kind=ContentKind.PROSE,
                 tokens=len(text.split()),
                 content_hash=f"{number}-{ordinal}-{len(text)}",
+                position=Position(start=offset, end=offset + len(text)),
             )
         )
         offset += len(text) + 2

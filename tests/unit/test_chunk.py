@@ -56,7 +56,7 @@ def sentences(count: int, word: str = "word") -> str:
 def by_trail(chunks: list[Chunk]) -> dict[tuple[str, ...], list[Chunk]]:
     grouped: dict[tuple[str, ...], list[Chunk]] = {}
     for chunk in chunks:
-        grouped.setdefault(chunk.trail, []).append(chunk)
+        grouped.setdefault(chunk.position.trail, []).append(chunk)
     return grouped
 
 
@@ -85,7 +85,7 @@ def test_trails_follow_nested_heading_levels() -> None:
         para("Skipping levels is fine."),
     )
     chunks = chunk_document(doc, DEFAULT)
-    assert [(c.trail, c.text) for c in chunks] == [
+    assert [(c.position.trail, c.text) for c in chunks] == [
         ((), "Welcome to the handbook, read before anything else."),
         (("Handbook", "Leave policy"), "Leave is granted by your manager."),
         (("Handbook", "Leave policy", "Vacation"), "Ten days per year."),
@@ -99,7 +99,7 @@ def test_trails_follow_nested_heading_levels() -> None:
 def test_heading_without_body_gives_no_chunk_but_stays_in_trail() -> None:
     doc = document(heading("Handbook", 1), heading("Empty", 2), heading("Inner", 3), para("x y"))
     chunks = chunk_document(doc, DEFAULT)
-    assert [c.trail for c in chunks] == [("Handbook", "Empty", "Inner")]
+    assert [c.position.trail for c in chunks] == [("Handbook", "Empty", "Inner")]
 
 
 def test_chunks_never_span_sections() -> None:
@@ -109,8 +109,8 @@ def test_chunks_never_span_sections() -> None:
     chunks = chunk_document(doc, SMALL)
     grouped = by_trail(chunks)
     assert set(grouped) == {("One",), ("Two",)}
-    one_end = max(c.end for c in grouped[("One",)])
-    assert all(c.start > one_end for c in grouped[("Two",)])
+    one_end = max(c.position.end for c in grouped[("One",)])
+    assert all(c.position.start > one_end for c in grouped[("Two",)])
     assert all("Two" not in c.text and "term" not in c.text for c in grouped[("One",)])
     assert len(grouped[("One",)]) > 3
 
@@ -123,7 +123,7 @@ def test_chunks_respect_bounds_and_cut_at_sentence_ends() -> None:
         assert len(chunk.text) <= DEFAULT.chunk_size
         assert chunk.tokens == estimate_tokens(chunk.text) <= DEFAULT.max_tokens
         assert chunk.text.endswith(".")
-        assert chunk.text == doc.text[chunk.start : chunk.end]
+        assert chunk.text == doc.text[chunk.position.start : chunk.position.end]
 
 
 def test_paragraph_end_is_preferred_over_sentence_end() -> None:
@@ -137,12 +137,12 @@ def test_overlap_repeats_the_end_of_the_previous_chunk_from_a_word_start() -> No
     doc = document(para(sentences(100)))
     chunks = chunk_document(doc, ChunkSettings(chunk_size=400, overlap=100))
     for previous, chunk in itertools.pairwise(chunks):
-        assert previous.start < chunk.start < previous.end
-        assert previous.end - chunk.start <= 100
-        assert doc.text[chunk.start - 1] == " "
+        assert previous.position.start < chunk.position.start < previous.position.end
+        assert previous.position.end - chunk.position.start <= 100
+        assert doc.text[chunk.position.start - 1] == " "
     no_overlap = chunk_document(doc, ChunkSettings(chunk_size=400, overlap=0))
     for previous, chunk in itertools.pairwise(no_overlap):
-        assert chunk.start > previous.end
+        assert chunk.position.start > previous.position.end
 
 
 def test_a_giant_word_is_cut_at_the_limit() -> None:
@@ -159,11 +159,11 @@ def test_table_that_fits_is_kept_whole() -> None:
     chunks = chunk_document(doc, ChunkSettings(chunk_size=700, overlap=150))
     table_start = doc.text.index(TABLE)
     table_end = table_start + len(TABLE)
-    assert any(c.start <= table_start and c.end >= table_end for c in chunks)
+    assert any(c.position.start <= table_start and c.position.end >= table_end for c in chunks)
     for chunk in chunks:
-        assert not table_start < chunk.end < table_end  # no cut inside the table
-        if table_start < chunk.start < table_end:  # overlap repeats whole rows only
-            assert doc.text[chunk.start - 1] == "\n" and chunk.text.startswith("| row")
+        assert not table_start < chunk.position.end < table_end  # no cut inside the table
+        if table_start < chunk.position.start < table_end:  # overlap repeats whole rows only
+            assert doc.text[chunk.position.start - 1] == "\n" and chunk.text.startswith("| row")
 
 
 def test_block_after_overlap_starts_its_own_chunk() -> None:
@@ -172,7 +172,7 @@ def test_block_after_overlap_starts_its_own_chunk() -> None:
     doc = document(para(prose), table(TABLE))
     chunks = chunk_document(doc, ChunkSettings(chunk_size=len(TABLE) + 20, overlap=150))
     assert chunks[-1].text == TABLE
-    assert chunks[-1].content_kind is ContentKind.TABLE
+    assert chunks[-1].position.content_kind is ContentKind.TABLE
 
 
 def test_long_table_is_split_on_row_ends() -> None:
@@ -181,10 +181,10 @@ def test_long_table_is_split_on_row_ends() -> None:
     chunks = chunk_document(doc, ChunkSettings(chunk_size=500, overlap=100))
     assert len(chunks) > 3
     for chunk in chunks:
-        assert chunk.content_kind is ContentKind.TABLE
+        assert chunk.position.content_kind is ContentKind.TABLE
         assert chunk.text.endswith("|")
-        assert chunk.end == len(doc.text) or doc.text[chunk.end] == "\n"
-        assert doc.text[chunk.start - 1] in " \n"
+        assert chunk.position.end == len(doc.text) or doc.text[chunk.position.end] == "\n"
+        assert doc.text[chunk.position.start - 1] in " \n"
     assert all(row in "".join(c.text for c in chunks) for row in rows)
 
 
@@ -203,14 +203,20 @@ def test_code_is_kept_whole_with_language_and_symbol() -> None:
     assert with_code
     for chunk in with_code:
         assert CODE.strip() in chunk.text
-        assert chunk.language == "python"
-        assert chunk.symbol == "vacation_days"
+        assert chunk.position.language == "python"
+        assert chunk.position.symbol == "vacation_days"
     alone = document(code(CODE, language="python", line=3))
     [chunk] = chunk_document(alone, DEFAULT)
-    assert chunk.content_kind is ContentKind.CODE
-    assert chunk.language == "python" and chunk.symbol is None and chunk.line == 3
+    assert chunk.position.content_kind is ContentKind.CODE
+    assert (
+        chunk.position.language == "python"
+        and chunk.position.symbol is None
+        and chunk.position.line == 3
+    )
     prose = [c for c in chunks if "def " not in c.text]
-    assert all(c.language is None and c.content_kind is ContentKind.PROSE for c in prose)
+    assert all(
+        c.position.language is None and c.position.content_kind is ContentKind.PROSE for c in prose
+    )
 
 
 def test_long_code_splits_on_line_ends_and_keeps_indentation() -> None:
@@ -219,8 +225,8 @@ def test_long_code_splits_on_line_ends_and_keeps_indentation() -> None:
     chunks = chunk_document(doc, ChunkSettings(chunk_size=400, overlap=0))
     assert len(chunks) > 3
     for chunk in chunks:
-        assert chunk.content_kind is ContentKind.CODE
-        assert chunk.end == len(doc.text) or doc.text[chunk.end] == "\n"
+        assert chunk.position.content_kind is ContentKind.CODE
+        assert chunk.position.end == len(doc.text) or doc.text[chunk.position.end] == "\n"
 
 
 def test_cjk_text_is_bound_by_tokens() -> None:
@@ -234,7 +240,7 @@ def test_cjk_text_is_bound_by_tokens() -> None:
         assert chunk.text.endswith("。")
     covered = set()
     for chunk in chunks:
-        covered.update(range(chunk.start, chunk.end))
+        covered.update(range(chunk.position.start, chunk.position.end))
     assert covered == set(range(len(doc.text)))
 
 
@@ -263,22 +269,22 @@ def test_pages_across_a_page_break() -> None:
         para("Only on page two.", page=2),
     )
     first, second = chunk_document(doc, DEFAULT)
-    assert (first.page, first.page_end) == (1, 2)
+    assert (first.position.page, first.position.page_end) == (1, 2)
     assert first.text == "First page text.\n\nSecond page text."
-    assert (second.page, second.page_end) == (2, None)
+    assert (second.position.page, second.position.page_end) == (2, None)
     no_pages = chunk_document(document(para("text")), DEFAULT)[0]
-    assert (no_pages.page, no_pages.page_end) == (None, None)
+    assert (no_pages.position.page, no_pages.position.page_end) == (None, None)
 
 
 def test_line_numbers_count_line_ends_inside_the_first_element() -> None:
     lines = [f"Line {n} of the poem goes on and on." for n in range(40)]
     doc = document(heading("Poem", 1, line=1), para("\n".join(lines), line=3))
     chunks = chunk_document(doc, ChunkSettings(chunk_size=300, overlap=0))
-    assert chunks[0].line == 3
+    assert chunks[0].position.line == 3
     for chunk in chunks:
         number = int(re.match(r"Line (\d+)", chunk.text).group(1))  # type: ignore[union-attr]
-        assert chunk.line == 3 + number
-    assert chunk_document(document(para("no lines")), DEFAULT)[0].line is None
+        assert chunk.position.line == 3 + number
+    assert chunk_document(document(para("no lines")), DEFAULT)[0].position.line is None
 
 
 @pytest.mark.parametrize(
@@ -313,7 +319,7 @@ def test_ids_and_hashes_are_deterministic_and_depend_on_settings() -> None:
 
 def test_mixed_chunk_is_prose() -> None:
     [chunk] = chunk_document(document(para("Intro."), table("| a | b |")), DEFAULT)
-    assert chunk.content_kind is ContentKind.PROSE
+    assert chunk.position.content_kind is ContentKind.PROSE
 
 
 # --- properties over generated documents -------------------------------------------------------
@@ -382,26 +388,30 @@ def check_properties(doc: Extracted, config: ChunkSettings) -> None:
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
 
     for chunk in chunks:
-        assert chunk.text == text[chunk.start : chunk.end]
+        assert chunk.text == text[chunk.position.start : chunk.position.end]
         assert chunk.text and not chunk.text[0].isspace() and not chunk.text[-1].isspace()
         assert len(chunk.text) <= config.chunk_size
         assert estimate_tokens(chunk.text) == chunk.tokens <= config.max_tokens
 
     sections = reference_sections(doc)
     for trail, start, end in sections:
-        mine = [c for c in chunks if start <= c.start < end]
-        assert all(c.end <= end and c.trail == trail for c in mine)
+        mine = [c for c in chunks if start <= c.position.start < end]
+        assert all(c.position.end <= end and c.position.trail == trail for c in mine)
         covered = bytearray(end - start)
         for chunk in mine:
-            covered[chunk.start - start : chunk.end - start] = b"\x01" * len(chunk.text)
-            assert chunk.start == start or text[chunk.start - 1].isspace()
-            assert chunk.end == end or text[chunk.end].isspace()
+            covered[chunk.position.start - start : chunk.position.end - start] = b"\x01" * len(
+                chunk.text
+            )
+            assert chunk.position.start == start or text[chunk.position.start - 1].isspace()
+            assert chunk.position.end == end or text[chunk.position.end].isspace()
         missing = [i for i in range(start, end) if not covered[i - start] and not text[i].isspace()]
         assert not missing
-        starts = [c.start for c in mine]
-        ends = [c.end for c in mine]
+        starts = [c.position.start for c in mine]
+        ends = [c.position.end for c in mine]
         assert starts == sorted(set(starts)) and ends == sorted(set(ends))
-    assert sum(len([c for c in chunks if s <= c.start < e]) for _, s, e in sections) == len(chunks)
+    assert sum(
+        len([c for c in chunks if s <= c.position.start < e]) for _, s, e in sections
+    ) == len(chunks)
 
 
 @settings(max_examples=150, deadline=None)

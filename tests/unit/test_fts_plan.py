@@ -123,7 +123,7 @@ def test_document_filters_apply_to_both_queries(store: SqliteStore, small_split:
     assert document is not None
     found = store.keyword_search([kb_id], "alpha beta delta", 50, [document.id])
     chunks = store.get_chunks([kb_id], [c for c, _ in found])
-    assert chunks and {c.document_id for c in chunks} == {document.id}
+    assert chunks and {c.provenance.document_id for c in chunks} == {document.id}
 
 
 def test_term_frequencies_are_counted_once_per_row_count(

@@ -11,42 +11,28 @@ import threading
 from dataclasses import dataclass
 
 from lorebase.agent.fence import for_terminal, one_line
+from lorebase.types import Provenance
 
-PATH_SEPARATOR = " › "
+
+def terminal_citation(provenance: Provenance) -> str:
+    """:meth:`Provenance.citation`, safe to print: document-controlled parts are single lines
+    without control characters, escape sequences or bidi overrides."""
+    return for_terminal(provenance.citation(one_line))
 
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One cited passage (``chunk_id`` set) or document window (``chunk_id`` None)."""
+    """One cited passage (``chunk_id`` set) or document window (``chunk_id`` None) and its
+    provenance (a window's: the document, with the window's offsets)."""
 
     number: int
-    knowledge_base: str
-    document_id: str
     chunk_id: str | None
-    path: str
-    title: str | None
-    trail: tuple[str, ...]
-    page: int | None = None
-    page_end: int | None = None
-    line: int | None = None
-
-    @property
-    def location(self) -> str:
-        """``p. 3–4`` or ``line 12``, or empty."""
-        if self.page is not None:
-            pages = f"{self.page}–{self.page_end}" if self.page_end not in (None, self.page) else ""
-            return f"p. {pages or self.page}"
-        return f"line {self.line}" if self.line is not None else ""
+    provenance: Provenance
 
     @property
     def label(self) -> str:
-        """``path › heading › subheading, line 12``, safe to print (document-controlled parts
-        are single lines without control characters)."""
-        parts = [one_line(self.path), *(one_line(step) for step in self.trail)]
-        text = PATH_SEPARATOR.join(part for part in parts if part)
-        if self.location:
-            text += f", {self.location}"
-        return for_terminal(text)
+        """The passage's citation (``path › heading › subheading (line 12)``), safe to print."""
+        return terminal_citation(self.provenance)
 
 
 class Citations:
@@ -56,37 +42,14 @@ class Citations:
         self._lock = threading.Lock()
         self._by_key: dict[tuple[str, str, str | None], Source] = {}
 
-    def register(
-        self,
-        *,
-        knowledge_base: str,
-        document_id: str,
-        chunk_id: str | None,
-        path: str,
-        title: str | None,
-        trail: tuple[str, ...] = (),
-        page: int | None = None,
-        page_end: int | None = None,
-        line: int | None = None,
-    ) -> Source:
+    def register(self, chunk_id: str | None, provenance: Provenance) -> Source:
         """The source's number: a new one, or the one it got before."""
-        key = (knowledge_base, document_id, chunk_id)
+        key = (provenance.knowledge_base, provenance.document_id, chunk_id)
         with self._lock:
             known = self._by_key.get(key)
             if known is not None:
                 return known
-            source = Source(
-                number=len(self._by_key) + 1,
-                knowledge_base=knowledge_base,
-                document_id=document_id,
-                chunk_id=chunk_id,
-                path=path,
-                title=title,
-                trail=trail,
-                page=page,
-                page_end=page_end,
-                line=line,
-            )
+            source = Source(number=len(self._by_key) + 1, chunk_id=chunk_id, provenance=provenance)
             self._by_key[key] = source
             return source
 

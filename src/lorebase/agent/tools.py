@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lorebase.agent.citations import Citations, Source
@@ -26,10 +26,10 @@ from lorebase.agent.fence import CONTENT_TRUST, Fence, NonceCollision, one_line
 from lorebase.agent.profiles import system_prompt_hint
 from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, ToolSpec, validate
 from lorebase.errors import InvalidInput, LorebaseError, NotFound, Unavailable
+from lorebase.types import CITATION_SEPARATOR, Provenance
 
 if TYPE_CHECKING:
-    from lorebase.search.types import Hit
-    from lorebase.service import KnowledgeBase, Lorebase, StoredChunk
+    from lorebase.service import KnowledgeBase, Lorebase
 
 logger = logging.getLogger(__name__)
 
@@ -176,11 +176,12 @@ class ToolBox:
         )
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
-            source = self._register(hit.knowledge_base, hit.chunk_id, hit)
+            source = self._register(hit.chunk_id, hit.provenance)
             block = fence.block(hit.text, attributes={"id": source.number},
-                                header=_header(hit, source.path))  # fmt: skip
+                                header=_header(source.provenance))  # fmt: skip
             best = hit.best_score
-            found = {"rank": rank, "content_kind": hit.content_kind, "score": best.score}
+            kind = hit.provenance.content_kind
+            found = {"rank": rank, "content_kind": kind, "score": best.score}
             hits.append(_ids(source) | _where(source) | found | {"content": block})
             blocks.append(f"{_trusted_line(source)}\n{block}")
             sources.append(source)
@@ -204,17 +205,22 @@ class ToolBox:
         if start > total:
             raise ToolArgumentError(f"start is past the end of the document ({total} characters)")
         end = min(total, start + args["max_chars"])
-        source = self.citations.register(
+        document = Provenance(
             knowledge_base=kb.name,
+            knowledge_base_id=kb.id,
             document_id=record.id,
-            chunk_id=None,
-            path=self._path(record.id, record.path, record.uploaded),
+            path=record.path,
             title=record.title,
+            kind=record.kind,
+            uploaded=record.uploaded,
+            start=start,
+            end=end,
         )
+        source = self._register(None, document)
         block = fence.block(
             text[start:end],
             attributes={"id": source.number},
-            header=[("path", source.path), ("title", record.title)],
+            header=[("path", source.provenance.path), ("title", record.title)],
         )
         window = {
             "start": start,
@@ -234,9 +240,9 @@ class ToolBox:
         chunks = self.lb.neighbors(kb, args["chunk_id"], args["window"])
         items, blocks, sources = [], [], []
         for chunk in chunks:
-            source = self._register(chunk.kb_name, chunk.id, chunk)
+            source = self._register(chunk.id, chunk.provenance)
             block = fence.block(chunk.text, attributes={"id": source.number},
-                                header=_header(chunk, source.path))  # fmt: skip
+                                header=_header(source.provenance))  # fmt: skip
             target = chunk.id == args["chunk_id"]
             place = {"ordinal": chunk.ordinal, "is_target": target, "content": block}
             items.append(_ids(source) | _where(source) | place)
@@ -257,28 +263,20 @@ class ToolBox:
             self._names[document_id] = self.upload_names(document_id)
         return self._names[document_id] or path
 
-    def _register(self, kb_name: str, chunk_id: str, item: Hit | StoredChunk) -> Source:
-        return self.citations.register(
-            knowledge_base=kb_name,
-            document_id=item.document_id,
-            chunk_id=chunk_id,
-            path=self._path(item.document_id, item.path, item.uploaded),
-            title=item.title,
-            trail=tuple(item.trail),
-            page=item.page,
-            page_end=item.page_end,
-            line=item.line,
-        )
+    def _register(self, chunk_id: str | None, provenance: Provenance) -> Source:
+        """The source's number; an upload is cited by its own file name when that is known."""
+        path = self._path(provenance.document_id, provenance.path, provenance.uploaded)
+        return self.citations.register(chunk_id, replace(provenance, path=path))
 
 
-def _header(item: Hit | StoredChunk, path: str) -> list[tuple[str, str | None]]:
+def _header(provenance: Provenance) -> list[tuple[str, str | None]]:
     """The document-controlled metadata of a passage: goes inside the fence."""
     return [
-        ("path", path),
-        ("title", item.title),
-        ("headings", " › ".join(item.trail)),
-        ("symbol", item.symbol),
-        ("language", item.language),
+        ("path", provenance.path),
+        ("title", provenance.title),
+        ("headings", CITATION_SEPARATOR.join(provenance.trail)),
+        ("symbol", provenance.symbol),
+        ("language", provenance.language),
     ]
 
 
@@ -293,26 +291,27 @@ def _envelope(fence: Fence) -> dict[str, Any]:
 def _ids(source: Source) -> dict[str, Any]:
     return {
         "citation": source.number,
-        "knowledge_base": source.knowledge_base,
-        "document_id": source.document_id,
+        "knowledge_base": source.provenance.knowledge_base,
+        "document_id": source.provenance.document_id,
         **({"chunk_id": source.chunk_id} if source.chunk_id else {}),
     }
 
 
 def _where(source: Source) -> dict[str, Any]:
-    return {"page": source.page, "page_end": source.page_end, "line": source.line}
+    where = source.provenance
+    return {"page": where.page, "page_end": where.page_end, "line": where.line}
 
 
 def _trusted_line(source: Source) -> str:
     """What lorebase itself says about a source: ids and location, outside the fence."""
     parts = [
-        f"[{source.number}] knowledge_base: {one_line(source.knowledge_base)}",
-        f"document_id: {source.document_id}",
+        f"[{source.number}] knowledge_base: {one_line(source.provenance.knowledge_base)}",
+        f"document_id: {source.provenance.document_id}",
     ]
     if source.chunk_id:
         parts.append(f"chunk_id: {source.chunk_id}")
-    if source.location:
-        parts.append(source.location)
+    if source.provenance.location:
+        parts.append(source.provenance.location)
     return " · ".join(parts)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 from lorebase.api.schemas import (
     ChunkingIn,
     DocumentOut,
@@ -36,22 +38,28 @@ def document_out(lb: Lorebase, document: DocumentRecord) -> DocumentOut:
 
 
 def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
-    """The API's hit: the search hit read field by field (the schema is the public contract),
+    """The API's hit: the provenance's fields beside the hit's own (flat, the public contract),
     an upload shown by its own name."""
-    path = names.get(hit.document_id, hit.path)
-    out = HitOut.model_validate(hit, from_attributes=True)
-    return out.model_copy(
-        update={"path": path, "citation": hit.citation.replace(hit.path, path, 1)}
-    )
+    provenance = hit.provenance
+    if provenance.document_id in names:
+        provenance = replace(provenance, path=names[provenance.document_id])
+    return HitOut.model_validate(
+        {f.name: getattr(provenance, f.name) for f in fields(provenance)}
+        | {"chunk_id": hit.chunk_id, "text": hit.text, "snippet": hit.snippet,
+           "citation": provenance.citation(), "scores": hit.scores, "before": hit.before,
+           "after": hit.after},
+        from_attributes=True,
+    )  # fmt: skip
 
 
 def search_out(lb: Lorebase, response: SearchResponse) -> SearchOut:
     names: dict[str, str] = {}
     for hit in response.hits:
-        if hit.uploaded and hit.document_id not in names:
-            name = lb.upload_name(hit.document_id)
+        document_id = hit.provenance.document_id
+        if hit.provenance.uploaded and document_id not in names:
+            name = lb.upload_name(document_id)
             if name is not None:
-                names[hit.document_id] = name
+                names[document_id] = name
     return SearchOut(
         hits=[hit_out(hit, names) for hit in response.hits],
         mode=response.mode.value,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from lorebase.chunk.tokens import estimate_tokens
 from lorebase.settings import ChunkSettings
-from lorebase.types import Chunk, ContentKind, Element, ElementKind, Extracted
+from lorebase.types import Chunk, ContentKind, Element, ElementKind, Extracted, Position
 
 TRAIL_SEPARATOR = " > "
 """Joins the document title and heading trail in the first line of ``embed_text``."""
@@ -116,15 +116,17 @@ def build_chunk(
         ordinal=ordinal,
         text=text,
         embed_text=embedded,
-        trail=trail,
-        start=start,
-        end=end,
-        content_kind=content_kind(elements),
         tokens=estimate_tokens(text) if tokens is None else tokens,
         content_hash=hashlib.sha256(embedded.encode("utf-8")).hexdigest(),
-        line=first_line(extracted.text, elements, start),
-        page=page,
-        page_end=page_end,
-        language=code_attribute(elements, "language"),
-        symbol=code_attribute(elements, "symbol"),
+        position=Position(
+            trail=trail,
+            start=start,
+            end=end,
+            content_kind=content_kind(elements),
+            line=first_line(extracted.text, elements, start),
+            page=page,
+            page_end=page_end,
+            language=code_attribute(elements, "language"),
+            symbol=code_attribute(elements, "symbol"),
+        ),
     )

@@ -15,11 +15,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from lorebase.agent.citations import terminal_citation
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.types import SearchResponse
 from lorebase.service import KnowledgeBase, Source
-from lorebase.types import Chunk, Extracted
+from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
 
 T = TypeVar("T")
 
@@ -27,9 +28,18 @@ PREVIEW_CHARS = 80
 
 
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums, paths and tuples as plain JSON values."""
+    """Dataclasses, enums, paths and tuples as plain JSON values. A position or provenance is
+    flat: its fields sit beside those of the chunk, hit or source that holds it, as in the
+    HTTP API."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if isinstance(item, Position):
+                out |= to_jsonable(item)
+            else:
+                out[f.name] = to_jsonable(item)
+        return out
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, Path):
@@ -118,11 +128,12 @@ def chunks_table(chunks: list[Chunk], name: str) -> Table:
     for column in ("#", "section", "where", "kind", "tokens", "text"):
         table.add_column(column, overflow="fold")
     for chunk in chunks:
-        kind = chunk.content_kind.value + (f" {chunk.symbol}" if chunk.symbol else "")
+        where = chunk.position
+        kind = where.content_kind.value + (f" {where.symbol}" if where.symbol else "")
         table.add_row(
             str(chunk.ordinal),
-            Text(" › ".join(chunk.trail)),
-            _where(chunk.line, chunk.page, chunk.page_end),
+            Text(CITATION_SEPARATOR.join(where.trail)),
+            _where(where.line, where.page, where.page_end),
             kind,
             str(chunk.tokens),
             _preview(chunk.text),
@@ -177,7 +188,7 @@ def failures_table(failed: list[tuple[str, str]]) -> Table:
 def search_json(response: SearchResponse) -> dict[str, Any]:
     out = to_jsonable(response)
     for hit, data in zip(response.hits, out["hits"], strict=True):
-        data["citation"] = hit.citation
+        data["citation"] = hit.provenance.citation()
     return out
 
 
@@ -188,8 +199,9 @@ def print_search(console: Console, response: SearchResponse) -> None:
         console.print("No passages found.")
     for rank, hit in enumerate(response.hits, start=1):
         best = hit.best_score
-        line = Text(f"{rank}. ", style="bold") + Text(hit.citation, style="bold cyan")
-        line += Text(f"  [{hit.knowledge_base} · {best.score:.4f}]", style="dim")
+        cited = terminal_citation(hit.provenance)
+        line = Text(f"{rank}. ", style="bold") + Text(cited, style="bold cyan")
+        line += Text(f"  [{hit.provenance.knowledge_base} · {best.score:.4f}]", style="dim")
         console.print(line)
         console.print(Padding(Text(" ".join(hit.snippet.split())), (0, 0, 1, 3)))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in response.timings_ms.items())

@@ -196,7 +196,7 @@ def _run_mode(
         answered_by.add(response.mode.value)
         warnings.update(dict.fromkeys(w.split(":", 1)[0] for w in response.warnings))
         covered += [_cited(hit) for hit in response.hits]
-        ranked = tuple(metrics.distinct(task.document_of(h.path) for h in response.hits))
+        ranked = tuple(metrics.distinct(task.document_of(h.provenance.path) for h in response.hits))
         scores = question_metrics(ranked, question, config.ks) if question.answerable else {}
         top = _top_dense(response.hits)
         outcomes.append(
@@ -277,8 +277,9 @@ def _top_dense(hits: Sequence[Hit]) -> float | None:
 
 
 def _cited(hit: Hit) -> bool:
+    where = hit.provenance
     return metrics.citation_complete(
-        hit.kind, hit.path, trail=hit.trail, page=hit.page, line=hit.line
+        where.kind, where.path, trail=where.trail, page=where.page, line=where.line
     )
 
 

@@ -190,7 +190,9 @@ class SearchService:
         what the embedder read: the passage under its title and headings."""
         assert self.reranker is not None
         head, rest = hits[:RERANK_CANDIDATES], hits[RERANK_CANDIDATES:]
-        passages = [embed_text(hit.title, hit.trail, hit.text) for hit in head]
+        passages = [
+            embed_text(hit.provenance.title, hit.provenance.trail, hit.text) for hit in head
+        ]
         try:
             scores = _timed(timings, "rerank", lambda: self.reranker.rerank(query, passages))  # type: ignore[union-attr]
         except InvalidInput as error:  # refused: a wrong key, model or URL (content-free text)
@@ -230,7 +232,7 @@ def _without_repeats(hits: list[Hit]) -> list[Hit]:
     seen: set[tuple[tuple[str, ...], str]] = set()
     kept = []
     for hit in hits:
-        key = (hit.trail, " ".join(hit.text.split()))
+        key = (hit.provenance.trail, " ".join(hit.text.split()))
         if key not in seen:
             seen.add(key)
             kept.append(hit)
@@ -239,26 +241,7 @@ def _without_repeats(hits: list[Hit]) -> list[Hit]:
 
 def _hit(chunk: StoredChunk, scores: dict[str, StepScore]) -> Hit:
     return Hit(
-        chunk_id=chunk.id,
-        knowledge_base=chunk.kb_name,
-        knowledge_base_id=chunk.kb_id,
-        document_id=chunk.document_id,
-        path=chunk.path,
-        title=chunk.title,
-        kind=chunk.kind,
-        trail=chunk.trail,
-        page=chunk.page,
-        page_end=chunk.page_end,
-        line=chunk.line,
-        start=chunk.start,
-        end=chunk.end,
-        content_kind=chunk.content_kind,
-        language=chunk.language,
-        symbol=chunk.symbol,
-        text=chunk.text,
-        snippet="",
-        scores=scores,
-        uploaded=chunk.uploaded,
+        chunk_id=chunk.id, provenance=chunk.provenance, text=chunk.text, snippet="", scores=scores
     )
 
 

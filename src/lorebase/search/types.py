@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from lorebase.errors import InvalidInput
 from lorebase.search.fusion import FUSIONS
+from lorebase.types import Provenance
 
 MAX_TOP_K = 100
 MAX_NEIGHBORS = 2
@@ -67,27 +68,12 @@ class Hit:
     """One cited passage with its provenance and its score in every step."""
 
     chunk_id: str
-    knowledge_base: str
-    knowledge_base_id: int
-    document_id: str
-    path: str
-    title: str | None
-    kind: str
-    trail: tuple[str, ...]
-    page: int | None
-    page_end: int | None
-    line: int | None
-    start: int
-    end: int
-    content_kind: str
-    language: str | None
-    symbol: str | None
+    provenance: Provenance
     text: str
     snippet: str
     scores: dict[str, StepScore]
     before: tuple[Neighbor, ...] = ()
     after: tuple[Neighbor, ...] = ()
-    uploaded: bool = False  # the path is the stored blob's; show the upload's own name instead
 
     @property
     def best_score(self) -> StepScore:
@@ -97,18 +83,6 @@ class Hit:
             if step in self.scores:
                 return self.scores[step]
         return next(iter(self.scores.values()))
-
-    @property
-    def citation(self) -> str:
-        """``path › heading › subheading (p. 12)`` — how a person would cite this passage."""
-        parts = [self.path, *self.trail]
-        where = ""
-        if self.page is not None:
-            pages = f"{self.page}–{self.page_end}" if self.page_end else f"{self.page}"
-            where = f" (p. {pages})"
-        elif self.line is not None:
-            where = f" (line {self.line})"
-        return " › ".join(parts) + where
 
 
 @dataclass(frozen=True, slots=True)

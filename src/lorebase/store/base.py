@@ -16,7 +16,7 @@ import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.settings import ChunkSettings
-from lorebase.types import Chunk
+from lorebase.types import Chunk, Provenance
 
 
 class Scope(StrEnum):
@@ -128,28 +128,13 @@ class DocumentRecord:
 
 @dataclass(frozen=True, slots=True)
 class StoredChunk:
-    """A chunk as search hydrates it: the chunk plus where it lives."""
+    """A chunk as search hydrates it: its text and where it comes from."""
 
     id: str
-    kb_id: int
-    kb_name: str
-    document_id: str
-    path: str
-    title: str | None
-    kind: str
     ordinal: int
     text: str
-    trail: tuple[str, ...]
-    start: int
-    end: int
-    content_kind: str
-    line: int | None
-    page: int | None
-    page_end: int | None
-    language: str | None
-    symbol: str | None
     tokens: int
-    uploaded: bool = False  # an uploaded file, not a file of a folder
+    provenance: Provenance
 
 
 Scored = list[tuple[str, float]]  # (chunk id, score), best first

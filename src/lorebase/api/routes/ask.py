@@ -61,9 +61,9 @@ def _answer(answer: Any) -> dict[str, Any]:
         {
             "number": source.number,
             "citation": source.label,
-            "document_id": source.document_id,
+            "document_id": source.provenance.document_id,
             "chunk_id": source.chunk_id,
-            "knowledge_base": source.knowledge_base,
+            "knowledge_base": source.provenance.knowledge_base,
         }
         for source in answer.sources
     ]

@@ -124,8 +124,8 @@ def surrounding_chunks(
     kb, document = lb.document(document_id, caller)
     chunks = lb.neighbors(kb, around, window)
     return [
-        ChunkOut(chunk_id=c.id, ordinal=c.ordinal, text=c.text, trail=list(c.trail),
-                 page=c.page, line=c.line)
+        ChunkOut(chunk_id=c.id, ordinal=c.ordinal, text=c.text, trail=list(c.provenance.trail),
+                 page=c.provenance.page, line=c.provenance.line)
         for c in chunks
-        if c.document_id == document.id
+        if c.provenance.document_id == document.id
     ]  # fmt: skip

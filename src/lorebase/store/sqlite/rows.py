@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from lorebase.settings import ChunkSettings
@@ -18,18 +18,19 @@ from lorebase.store.base import (
     Scope,
     StoredChunk,
 )
-from lorebase.types import Chunk
+from lorebase.types import Chunk, ContentKind, Provenance
 
 MAX_PARAMS = 500
 """Most ids bound in one ``IN (...)`` list; long lists are looked up in batches."""
 
 TEXT_COMPRESSION_LEVEL = 6
 
-KB_COLUMNS = (
-    "id, name, description, scope, owner, chunk_size, max_tokens, overlap, identity_key, "
-    "created_at, state, state_reason, pass_started_at, pass_finished_at, progress_done, "
-    "progress_total, team_id"
-)
+KB_FIELDS = (
+    "id", "name", "description", "scope", "owner", "chunk_size", "max_tokens", "overlap",
+    "identity_key", "created_at", "state", "state_reason", "pass_started_at",
+    "pass_finished_at", "progress_done", "progress_total", "team_id",
+)  # fmt: skip
+KB_COLUMNS = ", ".join(KB_FIELDS)
 KB_TOTALS_SQL = (
     "SELECT kb_id, count(*), coalesce(sum(state = 'indexed'), 0), "
     "coalesce(sum(state = 'failed'), 0), coalesce(sum(chunk_count), 0), "
@@ -38,100 +39,110 @@ KB_TOTALS_SQL = (
 )
 """Totals of documents, append ``WHERE kb_id = ?`` (one base) or ``GROUP BY kb_id`` (all)."""
 
-DOCUMENT_COLUMNS = (
-    "id, kb_id, path, kind, size, content_hash, state, mtime, title, page_count, reason, "
-    "chunk_count, identity_key, settings_key, updated_at, source_id, display_name"
-)
+DOCUMENT_FIELDS = (
+    "id", "kb_id", "path", "kind", "size", "content_hash", "state", "mtime", "title",
+    "page_count", "reason", "chunk_count", "identity_key", "settings_key", "updated_at",
+    "source_id", "display_name",
+)  # fmt: skip
+DOCUMENT_COLUMNS = ", ".join(DOCUMENT_FIELDS)
 
+STORED_CHUNK_FIELDS = {  # name -> the expression that selects it
+    "id": "c.id",
+    "ordinal": "c.ordinal",
+    "text": "c.text",
+    "tokens": "c.tokens",
+    # the rest is the chunk's Provenance, one entry per field
+    "knowledge_base": "k.name",
+    "knowledge_base_id": "c.kb_id",
+    "document_id": "c.document_id",
+    "path": "d.path",
+    "title": "d.title",
+    "kind": "d.kind",
+    "uploaded": "d.display_name IS NOT NULL",
+    "trail": "c.trail",
+    "start": "c.start_offset",
+    "end": "c.end_offset",
+    "content_kind": "c.content_kind",
+    "page": "c.page",
+    "page_end": "c.page_end",
+    "line": "c.line",
+    "language": "c.language",
+    "symbol": "c.symbol",
+}
 STORED_CHUNK_SELECT = (
-    "SELECT c.id, c.kb_id, k.name, c.document_id, d.path, d.title, d.kind, c.ordinal, c.text, "
-    "c.trail, c.start_offset, c.end_offset, c.content_kind, c.line, c.page, c.page_end, "
-    "c.language, c.symbol, c.tokens, d.display_name IS NOT NULL "
+    f"SELECT {', '.join(STORED_CHUNK_FIELDS.values())} "
     "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
     "JOIN knowledge_bases AS k ON k.id = c.kb_id"
 )
 
+CHUNK_INSERT_COLUMNS = (
+    "id", "document_id", "kb_id", "section_id", "ordinal", "text", "trail", "start_offset",
+    "end_offset", "line", "page", "page_end", "content_kind", "language", "symbol", "tokens",
+    "content_hash",
+)  # fmt: skip
 CHUNK_INSERT_SQL = (
-    "INSERT INTO chunks (id, document_id, kb_id, section_id, ordinal, text, trail, "
-    "start_offset, end_offset, line, page, page_end, content_kind, language, symbol, tokens, "
-    "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO chunks ({', '.join(CHUNK_INSERT_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + name for name in CHUNK_INSERT_COLUMNS)})"
 )
+
+
+def named(names: Iterable[str], row: Sequence[Any]) -> dict[str, Any]:
+    """A row selected with the columns ``names``, keyed by name."""
+    return dict(zip(names, row, strict=True))
 
 
 def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBase:
     """A knowledge base from a ``KB_COLUMNS`` row and its ``KB_TOTALS_SQL`` totals (after the
     kb_id column); None totals: a base without documents."""
+    kb = named(KB_FIELDS, row)
     documents, indexed, failed, chunks, size, pending = totals or (0, 0, 0, 0, 0, 0)
     return KnowledgeBase(
-        id=row[0],
-        name=row[1],
-        description=row[2],
-        scope=Scope(row[3]),
-        owner=row[4],
-        chunk_settings=ChunkSettings(chunk_size=row[5], max_tokens=row[6], overlap=row[7]),
-        identity_key=row[8],
-        created_at=row[9],
+        id=kb["id"],
+        name=kb["name"],
+        description=kb["description"],
+        scope=Scope(kb["scope"]),
+        owner=kb["owner"],
+        chunk_settings=ChunkSettings(
+            chunk_size=kb["chunk_size"], max_tokens=kb["max_tokens"], overlap=kb["overlap"]
+        ),
+        identity_key=kb["identity_key"],
+        created_at=kb["created_at"],
         documents=documents,
         indexed=indexed,
         failed=failed,
         chunks=chunks,
         bytes=size,
         pending=pending,
-        state=KbState(row[10]),
-        state_reason=row[11],
-        pass_started_at=row[12],
-        pass_finished_at=row[13],
-        progress_done=row[14],
-        progress_total=row[15],
-        team_id=row[16],
+        state=KbState(kb["state"]),
+        state_reason=kb["state_reason"],
+        pass_started_at=kb["pass_started_at"],
+        pass_finished_at=kb["pass_finished_at"],
+        progress_done=kb["progress_done"],
+        progress_total=kb["progress_total"],
+        team_id=kb["team_id"],
     )
 
 
 def document_from_row(row: Sequence[Any]) -> DocumentRecord:
-    return DocumentRecord(
-        id=row[0],
-        kb_id=row[1],
-        path=row[2],
-        kind=row[3],
-        size=row[4],
-        content_hash=row[5],
-        state=DocumentState(row[6]),
-        mtime=row[7],
-        title=row[8],
-        page_count=row[9],
-        reason=row[10],
-        chunk_count=row[11],
-        identity_key=row[12],
-        settings_key=row[13],
-        updated_at=row[14],
-        source_id=row[15],
-        display_name=row[16],
-    )
+    """A document from a ``DOCUMENT_COLUMNS`` row: its columns are the record's fields."""
+    document = named(DOCUMENT_FIELDS, row)
+    return DocumentRecord(**document | {"state": DocumentState(document["state"])})
 
 
 def stored_chunk_from_row(row: Sequence[Any]) -> StoredChunk:
-    return StoredChunk(
-        id=row[0],
-        kb_id=row[1],
-        kb_name=row[2],
-        document_id=row[3],
-        path=row[4],
-        title=row[5],
-        kind=row[6],
-        ordinal=row[7],
-        text=row[8],
-        trail=tuple(json.loads(row[9])),
-        start=row[10],
-        end=row[11],
-        content_kind=row[12],
-        line=row[13],
-        page=row[14],
-        page_end=row[15],
-        language=row[16],
-        symbol=row[17],
-        tokens=row[18],
-        uploaded=bool(row[19]),
+    """A chunk from a ``STORED_CHUNK_SELECT`` row: four columns of its own, the rest its
+    provenance."""
+    chunk = named(STORED_CHUNK_FIELDS, row)
+    own = {name: chunk.pop(name) for name in ("id", "ordinal", "text", "tokens")}
+    provenance = Provenance(
+        **chunk
+        | {
+            "trail": tuple(json.loads(chunk["trail"])),
+            "content_kind": ContentKind(chunk["content_kind"]),
+            "uploaded": bool(chunk["uploaded"]),
+        }
     )
+    return StoredChunk(**own, provenance=provenance)
 
 
 DOCUMENT_VALUE_COLUMNS = (  # the columns document_values() fills, in order
@@ -164,27 +175,28 @@ def document_values(document: NewDocument) -> tuple[Any, ...]:
 
 def chunk_row(
     chunk: Chunk, *, stored_id: str, document_id: str, kb_id: int, section_id: int
-) -> tuple[Any, ...]:
-    """The values of ``CHUNK_INSERT_SQL`` for one chunk."""
-    return (
-        stored_id,
-        document_id,
-        kb_id,
-        section_id,
-        chunk.ordinal,
-        chunk.text,
-        trail_json(chunk.trail),
-        chunk.start,
-        chunk.end,
-        chunk.line,
-        chunk.page,
-        chunk.page_end,
-        str(chunk.content_kind),
-        chunk.language,
-        chunk.symbol,
-        chunk.tokens,
-        chunk.content_hash,
-    )
+) -> dict[str, Any]:
+    """The values of ``CHUNK_INSERT_SQL`` for one chunk, by column."""
+    position = chunk.position
+    return {
+        "id": stored_id,
+        "document_id": document_id,
+        "kb_id": kb_id,
+        "section_id": section_id,
+        "ordinal": chunk.ordinal,
+        "text": chunk.text,
+        "trail": trail_json(position.trail),
+        "start_offset": position.start,
+        "end_offset": position.end,
+        "line": position.line,
+        "page": position.page,
+        "page_end": position.page_end,
+        "content_kind": str(position.content_kind),
+        "language": position.language,
+        "symbol": position.symbol,
+        "tokens": chunk.tokens,
+        "content_hash": chunk.content_hash,
+    }
 
 
 def trail_json(trail: Sequence[str]) -> str:
@@ -195,10 +207,11 @@ def sections_of(chunks: Sequence[Chunk]) -> list[tuple[tuple[str, ...], list[int
     """Runs of consecutive chunks that share a heading trail: ``(trail, chunk positions)``."""
     runs: list[tuple[tuple[str, ...], list[int]]] = []
     for position, chunk in enumerate(chunks):
-        if runs and runs[-1][0] == tuple(chunk.trail):
+        trail = tuple(chunk.position.trail)
+        if runs and runs[-1][0] == trail:
             runs[-1][1].append(position)
         else:
-            runs.append((tuple(chunk.trail), [position]))
+            runs.append((trail, [position]))
     return runs
 
 
