@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from lorebase.agent.mcp import SDK_LOG_LEVEL, SDK_LOGGER, build_server
-from lorebase.api.problems import problem
+from lorebase.api.problems import problem_for
 from lorebase.api.routes.tools import toolbox_for
 from lorebase.api.server import Server
 from lorebase.errors import LorebaseError
@@ -59,7 +59,7 @@ class McpEndpoint:
         try:
             self.server.caller(_key(request))
         except LorebaseError as error:
-            response = problem(401, "unauthorized", "Unauthorized", str(error))
+            response = problem_for(error)
             await response(scope, receive, send)
             return
         await self.manager.handle_request(scope, receive, send)

@@ -20,11 +20,17 @@ from lorebase.accounts.access import Caller, can_change, can_create, can_see
 from lorebase.accounts.base import AccountStore, Role, User
 from lorebase.api.events import EventBus
 from lorebase.api.metrics import Metrics
-from lorebase.api.problems import Forbidden, Overloaded, Unauthorized
 from lorebase.app import Lorebase
 from lorebase.blobs import BlobStore
 from lorebase.crypto import DataKey, open_text, seal_text
-from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    Overloaded,
+    Unauthorized,
+)
 from lorebase.extract.registry import document_kind, is_supported
 from lorebase.ingest.pipeline import SourceFile
 from lorebase.ingest.queue import IngestQueue, Job

@@ -99,7 +99,7 @@ def add_source(kb_id: KbId, body: SourceIn, server: ServerDep, caller: CallerDep
     """Follow a folder on the server's machine (admins only: it reads the server's disk)."""
     kb = server.kb_for(caller, kb_id, write=True)
     if not caller.is_admin:
-        from lorebase.api.problems import Forbidden
+        from lorebase.errors import Forbidden
 
         raise Forbidden("only administrators may point a knowledge base at server folders")
     source = server.lb.add_source(kb.name, Path(body.path))
