@@ -8,8 +8,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-# The fast lane (`make test-fast`, `pytest -m fast`): unit and contract tests, under a minute.
-FAST_FOLDERS = ("unit", "contract")
+# The fast lane (`make test-fast`, `pytest -m fast`): unit, contract and docs tests, under a
+# minute.
+FAST_FOLDERS = ("unit", "contract", "test_docs.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -70,3 +70,33 @@ def test_every_documented_option_exists() -> None:
     for path in command_paths():
         offered |= set(re.findall(r"--[a-z-]+", runner.invoke(app, [*path, "--help"]).output))
     assert documented <= offered, documented - offered
+
+
+def test_cli_docs_list_exactly_the_mapped_exit_codes() -> None:
+    from lorebase.cli.common import EXIT_CODES
+
+    documented = {int(code) for code in re.findall(r"^\| `(\d+)` \|", _doc("cli.md"), re.M)}
+    assert documented == {0, *EXIT_CODES.values()}
+
+
+def test_api_docs_list_exactly_the_mapped_problem_types() -> None:
+    from lorebase.api.problems import OTHER_HTTP_ERROR, PROBLEMS, REQUEST_PROBLEMS
+
+    rows = re.findall(r"^\| `/problems/([a-z-]+)` \| `?([^|`]+?)`? \|", _doc("api.md"), re.M)
+    documented = {(slug, status.strip()) for slug, status in rows}
+    mapped = {(slug, str(status)) for status, slug, _ in PROBLEMS.values()}
+    mapped |= {(slug, str(status)) for status, (slug, _) in REQUEST_PROBLEMS.items()}
+    assert {pair for pair in documented if pair[0] != OTHER_HTTP_ERROR} == mapped
+    assert OTHER_HTTP_ERROR in {slug for slug, _ in documented}
+
+
+def test_agent_docs_list_exactly_the_tool_error_codes() -> None:
+    from lorebase.agent.tools import TOOL_ERROR_CODES
+
+    section = _doc("agents.md").split("A failed tool call", 1)[1].split("\n\n", 1)[0]
+    documented = set(re.findall(r"`([a-z_]+)`", section))
+    assert documented == set(TOOL_ERROR_CODES.values())
+
+
+def _doc(name: str) -> str:
+    return (REPO / "docs" / name).read_text()

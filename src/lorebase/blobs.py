@@ -45,8 +45,16 @@ from typing import BinaryIO
 
 from cryptography.exceptions import InvalidTag
 
-from lorebase.crypto import NONCE_BYTES, TAG_BYTES, DataKey, WrongKey, fsync_dir, pick_key
-from lorebase.errors import InvalidInput, LorebaseError, NotFound, Unsupported
+from lorebase.crypto import NONCE_BYTES, TAG_BYTES, DataKey, fsync_dir, pick_key
+from lorebase.errors import (
+    DamagedBlob,
+    InvalidInput,
+    LorebaseError,
+    NotFound,
+    RotationIncomplete,
+    Unsupported,
+    WrongKey,
+)
 
 MAGIC = b"LOREBLOB"
 FORMAT_VERSION = 1
@@ -62,32 +70,6 @@ FILE_MODE = 0o600
 FOLDER_MODE = 0o700
 
 BlobData = bytes | bytearray | memoryview | Iterable[bytes]
-
-
-class DamagedBlob(InvalidInput):
-    """A blob failed authentication or is not a blob file; it is left in place."""
-
-    def __init__(self, blob_id: str, detail: str) -> None:
-        self.blob_id = blob_id
-        super().__init__(
-            f"blob {blob_id} is damaged or was altered ({detail}); it was left as it is: "
-            "restore it from a backup, or delete it and upload the original again"
-        )
-
-
-class RotationIncomplete(InvalidInput):
-    """Some blobs could not be re-encrypted; the rest were. ``failed`` maps each blob id to its
-    ``WrongKey`` or ``DamagedBlob``; those files are untouched."""
-
-    def __init__(self, rotated: int, failed: dict[str, LorebaseError]) -> None:
-        self.rotated = rotated
-        self.failed = failed
-        first_id, first = next(iter(failed.items()))
-        super().__init__(
-            f"{len(failed)} blob(s) could not be re-encrypted and were left as they were "
-            f"({rotated} were); the first, {first_id}: {first}. Fix that and run the rotation "
-            "again: it skips blobs already under the new key"
-        )
 
 
 def check_blob_id(blob_id: str) -> str:

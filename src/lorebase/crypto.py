@@ -33,7 +33,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from lorebase.errors import Conflict, InvalidInput
+from lorebase.errors import Conflict, InvalidInput, WrongKey
 
 KEY_ENV = "LOREBASE_DATA_KEY"
 KEY_FILE = "data.key"
@@ -46,28 +46,10 @@ SEALED_VERSION = 1
 _SEALED_AAD_PREFIX = b"lorebase-sealed-text\0"
 _SEALED_HEADER_BYTES = 1 + KEY_ID_BYTES
 
-WRONG_KEY_MESSAGE = (
-    "the data key does not match the one these files were encrypted with; "
-    f"set {KEY_ENV} to the right key"
-)
 _KEY_FORMAT_HINT = (
     f"the base64 of exactly {KEY_BYTES} random bytes (44 characters); make one with: "
     "python -c 'import base64,os; print(base64.b64encode(os.urandom(32)).decode())'"
 )
-
-
-class WrongKey(InvalidInput):
-    """Data was encrypted with another key than the one configured. A settings problem (hence
-    ``InvalidInput``), reported apart from damage so the operator fixes the key, not the files.
-    """
-
-    def __init__(self, found: str | None = None, configured: Sequence[str] = ()) -> None:
-        self.found = found
-        self.configured = tuple(configured)
-        detail = ""
-        if found is not None:
-            detail = f" (written with key {found}; configured: {', '.join(configured) or '-'})"
-        super().__init__(WRONG_KEY_MESSAGE + detail)
 
 
 class DataKey:

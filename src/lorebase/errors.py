@@ -3,22 +3,61 @@ document, chunk or query text.
 
 ::
 
-    LorebaseError
-    ├── NotFound          a knowledge base, document or chunk that does not exist (or is not yours)
-    ├── Conflict          the request clashes with existing state
-    ├── Unsupported       a format or feature lorebase does not handle
-    ├── Unavailable       a dependency (model, server) cannot be reached or is not installed
-    └── InvalidInput      bad arguments or settings
-        └── ExtractionFailed   a file yields no text; carries a fixed FailureReason
+    LorebaseError                 anything else lorebase raises on purpose
+    ├── InvalidInput              bad arguments or settings; the caller can fix them
+    │   ├── ExtractionFailed      a file yields no text; carries a fixed FailureReason
+    │   ├── ContentBlocked        content would leave the machine without the operator's opt-in
+    │   └── ToolArgumentError     an agent tool called with arguments its schema refuses
+    ├── NotFound                  a knowledge base, document or chunk that does not exist
+    │   │                         (or is not yours)
+    │   ├── ToolNotFound          a base the agent tools may not see in this conversation
+    │   └── UnknownTool           an agent tool that does not exist
+    ├── Conflict                  the request clashes with existing state
+    ├── Unsupported               a format or feature lorebase does not handle
+    ├── Unavailable               a dependency (model, server) cannot be reached or is not
+    │   │                         installed; retrying later may help
+    │   ├── Overloaded            the ingestion queue is full; carries retry_after seconds
+    │   └── ToolUnavailable       an agent tool could not produce its answer this time
+    ├── Unauthorized              no valid API key
+    ├── Forbidden                 a valid key without the right to do this
+    └── ServerFault               the server's own data or configuration is at fault, not the
+        │                         request: an operator has to act
+        ├── WrongKey              data encrypted with another key than the configured one
+        ├── DamagedBlob           a stored file failed authentication or is not a blob file
+        └── RotationIncomplete    a key rotation left some files under the old key
+
+Each surface maps this tree once, with a table keyed by class and resolved along the MRO (so a
+new subclass answers like its parent): HTTP problem responses in
+:data:`lorebase.api.problems.PROBLEMS`, CLI exit codes in
+:data:`lorebase.cli.common.EXIT_CODES`, agent tool error codes in
+:data:`lorebase.agent.tools.TOOL_ERROR_CODES`. :func:`resolve` does the walking.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
 from lorebase.types import FailureReason
+
+V = TypeVar("V")
 
 
 class LorebaseError(Exception):
     """Base of every error lorebase raises on purpose."""
+
+
+def resolve(table: Mapping[type[LorebaseError], V], error: LorebaseError) -> V:
+    """The entry for ``error``'s class or its nearest mapped ancestor (the tables map
+    :class:`LorebaseError` itself, so every error finds one)."""
+    for cls in type(error).__mro__:
+        if cls in table:
+            return table[cls]
+    raise KeyError(type(error).__name__)  # pragma: no cover - the tables map the root
+
+
+class InvalidInput(LorebaseError):
+    pass
 
 
 class NotFound(LorebaseError):
@@ -37,10 +76,6 @@ class Unavailable(LorebaseError):
     pass
 
 
-class InvalidInput(LorebaseError):
-    pass
-
-
 class Unauthorized(LorebaseError):
     """No valid API key."""
 
@@ -49,12 +84,9 @@ class Forbidden(LorebaseError):
     """A valid key without the right to do this (only where seeing is allowed)."""
 
 
-class Overloaded(Unavailable):
-    """The ingestion queue is full; retry later."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+class ServerFault(LorebaseError):
+    """The server's own data or configuration is at fault, not the request: retrying or
+    changing the request will not help; an operator has to act (the message says how)."""
 
 
 _REASON_MESSAGES: dict[FailureReason, str] = {
@@ -81,3 +113,78 @@ class ExtractionFailed(InvalidInput):
         if detail:
             message += f" ({detail})"
         super().__init__(message)
+
+
+class ContentBlocked(InvalidInput):
+    """The gate stopped a request that would have sent knowledge-base content off the
+    machine without the operator's opt-in (a setting; hence ``InvalidInput``)."""
+
+
+class ToolArgumentError(InvalidInput):
+    """An agent tool was called with arguments its schema refuses."""
+
+
+class ToolNotFound(NotFound):
+    """A base (or what is in it) the agent tools may not see in this conversation."""
+
+
+class UnknownTool(NotFound):
+    """An agent tool that does not exist."""
+
+
+class Overloaded(Unavailable):
+    """The ingestion queue is full; retry after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ToolUnavailable(Unavailable):
+    """An agent tool could not produce its answer this time; try again."""
+
+
+WRONG_KEY_MESSAGE = (
+    "the data key does not match the one these files were encrypted with; "
+    "set LOREBASE_DATA_KEY to the right key"
+)
+
+
+class WrongKey(ServerFault):
+    """Data was encrypted with another key than the one configured: the server's settings are
+    at fault, and it is reported apart from damage so the operator fixes the key, not the
+    files."""
+
+    def __init__(self, found: str | None = None, configured: Sequence[str] = ()) -> None:
+        self.found = found
+        self.configured = tuple(configured)
+        detail = ""
+        if found is not None:
+            detail = f" (written with key {found}; configured: {', '.join(configured) or '-'})"
+        super().__init__(WRONG_KEY_MESSAGE + detail)
+
+
+class DamagedBlob(ServerFault):
+    """A blob failed authentication or is not a blob file; it is left in place."""
+
+    def __init__(self, blob_id: str, detail: str) -> None:
+        self.blob_id = blob_id
+        super().__init__(
+            f"blob {blob_id} is damaged or was altered ({detail}); it was left as it is: "
+            "restore it from a backup, or delete it and upload the original again"
+        )
+
+
+class RotationIncomplete(ServerFault):
+    """Some blobs could not be re-encrypted; the rest were. ``failed`` maps each blob id to its
+    ``WrongKey`` or ``DamagedBlob``; those files are untouched."""
+
+    def __init__(self, rotated: int, failed: dict[str, LorebaseError]) -> None:
+        self.rotated = rotated
+        self.failed = failed
+        first_id, first = next(iter(failed.items()))
+        super().__init__(
+            f"{len(failed)} blob(s) could not be re-encrypted and were left as they were "
+            f"({rotated} were); the first, {first_id}: {first}. Fix that and run the rotation "
+            "again: it skips blobs already under the new key"
+        )

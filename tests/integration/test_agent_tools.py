@@ -11,15 +11,17 @@ from pathlib import Path
 import pytest
 
 from lorebase.agent.fence import MARKER, has_marker_like
-from lorebase.agent.tools import (
-    ToolArgumentError,
-    ToolBox,
-    ToolNotFound,
-    ToolResult,
-    UnknownTool,
-)
+from lorebase.agent.tools import ToolBox, ToolResult, tool_error_code
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
+from lorebase.errors import (
+    NotFound,
+    ServerFault,
+    ToolArgumentError,
+    ToolNotFound,
+    Unavailable,
+    UnknownTool,
+)
 from lorebase.rerank.fake import FakeReranker
 from lorebase.settings import Settings
 
@@ -184,9 +186,9 @@ def test_reads_only_within_the_named_knowledge_base(lb: Lorebase) -> None:
         "search_knowledge_base", {"query": "executives bonus", "knowledge_base": "finance"}
     )
     hit = secret.structured["hits"][0]
-    with pytest.raises(ToolNotFound):
+    with pytest.raises(NotFound):
         toolbox.call("read_document", {"document_id": hit["document_id"], "knowledge_base": "team"})
-    with pytest.raises(ToolNotFound):
+    with pytest.raises(NotFound):
         toolbox.call("read_surrounding_chunks", {"chunk_id": hit["chunk_id"],
                                                  "knowledge_base": "team"})  # fmt: skip
 
@@ -224,6 +226,18 @@ def test_bad_calls_say_what_is_wrong(lb: Lorebase) -> None:
     with pytest.raises(ToolArgumentError, match="window must be an integer from 0 to 3"):
         toolbox.call("read_surrounding_chunks", {"chunk_id": "a", "knowledge_base": "team",
                                                  "window": 9})  # fmt: skip
-    with pytest.raises(ToolNotFound, match="no such document"):
+    with pytest.raises(NotFound, match="no such document") as missing:
         toolbox.call("read_document", {"document_id": "ffff", "knowledge_base": "team"})
-    assert ToolArgumentError.code == "invalid_arguments" and ToolNotFound.code == "not_found"
+    assert tool_error_code(missing.value) == "not_found"
+
+
+def test_tool_error_codes_follow_the_error_tree() -> None:
+    assert tool_error_code(ToolArgumentError("x")) == "invalid_arguments"
+    assert tool_error_code(ToolNotFound("x")) == "not_found"
+    assert tool_error_code(UnknownTool("x")) == "unknown_tool"
+
+    class NewKindOfOutage(Unavailable):  # a class nobody mapped answers like its parent
+        pass
+
+    assert tool_error_code(NewKindOfOutage("x")) == "unavailable"
+    assert tool_error_code(ServerFault("x")) == "server_fault"

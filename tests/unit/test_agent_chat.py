@@ -13,15 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from lorebase.agent.chat import (
-    ChatClient,
-    ChatSettings,
-    ContentBlocked,
-    Reply,
-    carries_knowledge,
-)
+from lorebase.agent.chat import ChatClient, ChatSettings, Reply, carries_knowledge
 from lorebase.agent.gate import LocalityGate
-from lorebase.errors import InvalidInput, Unavailable
+from lorebase.errors import ContentBlocked, InvalidInput, Unavailable
 from lorebase.settings import ChatConfig, Settings
 
 FENCED = "<untrusted-document id=1 nonce=0123456789abcdef01234567>\nx\n</untrusted-document>"

@@ -11,25 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from lorebase.blobs import (
-    HEADER_BYTES,
-    BlobStore,
-    DamagedBlob,
-    RotationIncomplete,
-    check_blob_id,
-)
+from lorebase.blobs import HEADER_BYTES, BlobStore, check_blob_id
 from lorebase.crypto import (
     KEY_ENV,
     KEY_FILE,
     NONCE_BYTES,
     TAG_BYTES,
-    WRONG_KEY_MESSAGE,
     DataKey,
-    WrongKey,
     open_text,
     seal_text,
 )
-from lorebase.errors import InvalidInput, NotFound, Unsupported
+from lorebase.errors import (
+    WRONG_KEY_MESSAGE,
+    DamagedBlob,
+    InvalidInput,
+    NotFound,
+    RotationIncomplete,
+    ServerFault,
+    Unsupported,
+    WrongKey,
+)
 
 CHUNK = 16  # small chunks make multi-chunk blobs cheap
 RECORD = NONCE_BYTES + CHUNK + TAG_BYTES
@@ -257,7 +258,7 @@ def test_wrong_key_is_reported_and_the_file_kept(store: BlobStore, tmp_path: Pat
     assert str(caught.value).startswith(WRONG_KEY_MESSAGE)
     assert "set LOREBASE_DATA_KEY to the right key" in str(caught.value)
     assert store.key.id in str(caught.value)
-    assert isinstance(caught.value, InvalidInput)
+    assert isinstance(caught.value, ServerFault)  # the server's key is at fault, not the request
     with pytest.raises(WrongKey):
         other.stream(A)
     assert (store.root / A).read_bytes() == before

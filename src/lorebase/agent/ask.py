@@ -30,7 +30,8 @@ from typing import Any
 
 from lorebase.agent.chat import ChatClient, Reply, ToolCall
 from lorebase.agent.citations import Source
-from lorebase.agent.tools import ToolBox, ToolError, ToolNotFound
+from lorebase.agent.tools import ToolBox, tool_error_code
+from lorebase.errors import LorebaseError, NotFound
 
 MAX_TOOL_ROUNDS = 4
 MAX_CALLS_PER_ROUND = 8
@@ -122,7 +123,7 @@ class Asker:
         try:
             found = self.toolbox.call("search_knowledge_base", {"query": question, "top_k": top_k})
             passages = found.text
-        except ToolNotFound as error:
+        except NotFound as error:
             yield Notice(f"no passages: {error}")
             passages = "(no knowledge base is available)"
         prompt = f"{question}\n\n---\nPassages (cite as [n]):\n\n{passages}"
@@ -177,8 +178,8 @@ class Asker:
             return "error: the arguments are not valid JSON", False
         try:
             return self.toolbox.call(call.name, arguments).text, True
-        except ToolError as error:
-            return f"error: {error}", False
+        except LorebaseError as error:
+            return f"error: {tool_error_code(error)}: {error}", False
 
     def _answer(self, said: str, rounds: int, final: str | None = None) -> Answer:
         numbers = dict.fromkeys(int(n) for n in CITED.findall(said))

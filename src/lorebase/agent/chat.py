@@ -23,7 +23,7 @@ from typing import Any
 
 from lorebase.agent.fence import MARKER
 from lorebase.agent.gate import Decision, LocalityGate
-from lorebase.errors import InvalidInput, Unavailable
+from lorebase.errors import ContentBlocked, InvalidInput, Unavailable
 from lorebase.settings import DEFAULT_CHAT_URL, ChatConfig
 
 ENV_MODEL = "LOREBASE_CHAT_MODEL"
@@ -43,11 +43,6 @@ DEFAULT_HINT = "the endpoint refused the request; check the model name and the U
 CLIENT_ERROR_MIN = 400
 SERVER_ERROR_MIN = 500
 RETRY_LATER = 429
-
-
-class ContentBlocked(InvalidInput):
-    """The gate stopped a request that would have sent knowledge-base content off the
-    machine without the operator's opt-in."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lorebase import __version__
-from lorebase.agent.tools import ToolBox, ToolError, UnknownTool
+from lorebase.agent.tools import UNKNOWN_TOOL, ToolBox, tool_error_code
 from lorebase.errors import LorebaseError, Unavailable
 
 if TYPE_CHECKING:
@@ -73,12 +73,11 @@ def build_server(toolbox_for: ToolBoxFor | ToolBox, instructions: str | None = N
         toolbox = resolve(ctx)
         try:
             result = await anyio.to_thread.run_sync(toolbox.call, params.name, params.arguments)
-        except UnknownTool as error:
-            raise mcp_error(code=types.INVALID_PARAMS, message=str(error)) from None
-        except ToolError as error:
-            return _error_result(types, f"{error.code}: {error}")
         except LorebaseError as error:
-            return _error_result(types, str(error))
+            code = tool_error_code(error)
+            if code == UNKNOWN_TOOL:
+                raise mcp_error(code=types.INVALID_PARAMS, message=str(error)) from None
+            return _error_result(types, f"{code}: {error}")
         except Exception as error:  # a bug: say which kind, never what (it may quote content)
             logger.warning("tool %s failed with %s", params.name, type(error).__name__)
             return _error_result(types, f"internal error ({type(error).__name__})")

@@ -8,9 +8,10 @@ document-controlled metadata only inside fences (see :mod:`lorebase.agent.fence`
 
 A toolbox is scoped to a set of knowledge bases (a profile, or all of them): a base outside the
 scope answers exactly like a base that does not exist, and a document or chunk id is looked up
-only inside the base named with it. Bad calls raise a :class:`ToolError` whose message says
-what is wrong and never quotes a query or document text. Nothing here logs content: only the
-tool name, the time taken and how many sources were handed out.
+only inside the base named with it. A failed call raises a lorebase error whose message says
+what is wrong and never quotes a query or document text; transports show it with its code from
+:data:`TOOL_ERROR_CODES`. Nothing here logs content: only the tool name, the time taken and how
+many sources were handed out.
 """
 
 from __future__ import annotations
@@ -25,7 +26,22 @@ from lorebase.agent.citations import Citations, Source
 from lorebase.agent.fence import CONTENT_TRUST, Fence, NonceCollision, one_line
 from lorebase.agent.profiles import system_prompt_hint
 from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, ToolSpec, validate
-from lorebase.errors import InvalidInput, LorebaseError, NotFound, Unavailable
+from lorebase.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    LorebaseError,
+    NotFound,
+    ServerFault,
+    ToolArgumentError,
+    ToolNotFound,
+    ToolUnavailable,
+    Unauthorized,
+    Unavailable,
+    UnknownTool,
+    Unsupported,
+    resolve,
+)
 from lorebase.types import CITATION_SEPARATOR, Provenance
 
 if TYPE_CHECKING:
@@ -37,26 +53,27 @@ logger = logging.getLogger(__name__)
 FENCE_ATTEMPTS = 3
 
 
-class ToolError(LorebaseError):
-    """A tool call that cannot be answered; ``code`` names the kind for transports."""
+UNKNOWN_TOOL = "unknown_tool"  # MCP answers it with a protocol error, not a failed result
 
-    code = "tool_error"
+# The code a transport shows with a failed tool call, per error class (see lorebase.errors);
+# resolved along the MRO, so a new error answers with its parent's code.
+TOOL_ERROR_CODES: dict[type[LorebaseError], str] = {
+    LorebaseError: "tool_error",
+    InvalidInput: "invalid_arguments",
+    NotFound: "not_found",
+    UnknownTool: UNKNOWN_TOOL,
+    Conflict: "conflict",
+    Unsupported: "unsupported",
+    Unavailable: "unavailable",
+    Unauthorized: "unauthorized",
+    Forbidden: "forbidden",
+    ServerFault: "server_fault",
+}
 
 
-class ToolArgumentError(ToolError, InvalidInput):
-    code = "invalid_arguments"
-
-
-class UnknownTool(ToolError, NotFound):
-    code = "unknown_tool"
-
-
-class ToolNotFound(ToolError, NotFound):
-    code = "not_found"
-
-
-class ToolUnavailable(ToolError, Unavailable):
-    code = "unavailable"
+def tool_error_code(error: LorebaseError) -> str:
+    """The code of a failed tool call, from :data:`TOOL_ERROR_CODES`."""
+    return resolve(TOOL_ERROR_CODES, error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,16 +137,7 @@ class ToolBox:
             raise ToolArgumentError(str(error)) from None
         handler: Callable[[dict[str, Any], Fence], ToolResult] = getattr(self, f"_{name}")
         started = time.perf_counter()
-        try:
-            result = self._fenced(handler, args)
-        except ToolError:
-            raise
-        except NotFound as error:
-            raise ToolNotFound(str(error)) from None
-        except InvalidInput as error:
-            raise ToolArgumentError(str(error)) from None
-        except Unavailable as error:
-            raise ToolUnavailable(str(error)) from None
+        result = self._fenced(handler, args)
         elapsed = (time.perf_counter() - started) * 1000
         logger.debug(
             "tool %s answered in %.1f ms with %d sources", name, elapsed, len(result.sources)

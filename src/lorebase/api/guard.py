@@ -14,7 +14,7 @@ import anyio.to_thread
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lorebase.api.problems import problem
+from lorebase.api.problems import problem_for
 from lorebase.errors import Unauthorized
 from lorebase.service import Lorebase
 
@@ -47,7 +47,7 @@ class KeyFirst:
             try:
                 await anyio.to_thread.run_sync(self.lb.authenticate, key)
             except Unauthorized as error:
-                response = problem(401, "unauthorized", "Unauthorized", str(error))
+                response = problem_for(error)
                 response.headers["Connection"] = "close"
                 await response(scope, receive, send)
                 return

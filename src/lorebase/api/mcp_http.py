@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from lorebase.agent.mcp import SDK_LOG_LEVEL, SDK_LOGGER, build_server
 from lorebase.api.guard import api_key
-from lorebase.api.problems import problem
+from lorebase.api.problems import problem_for
 from lorebase.errors import LorebaseError
 from lorebase.service import Lorebase
 
@@ -50,7 +50,7 @@ class McpEndpoint:
         try:
             self.lb.authenticate(api_key(request.headers))
         except LorebaseError as error:
-            response = problem(401, "unauthorized", "Unauthorized", str(error))
+            response = problem_for(error)
             await response(scope, receive, send)
             return
         await self.manager.handle_request(scope, receive, send)

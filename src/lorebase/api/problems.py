@@ -19,32 +19,39 @@ from lorebase.errors import (
     LorebaseError,
     NotFound,
     Overloaded,
+    ServerFault,
     Unauthorized,
     Unavailable,
     Unsupported,
+    resolve,
 )
 
 PROBLEM_JSON = "application/problem+json"
 PROBLEM_BASE = "/problems/"
 
-# (status, type slug, title) per error class; the most specific class wins.
-STATUS: dict[type[LorebaseError], tuple[int, str, str]] = {
+# (status, type slug, title) per error class, resolved along the MRO (see lorebase.errors).
+PROBLEMS: dict[type[LorebaseError], tuple[int, str, str]] = {
+    LorebaseError: (500, "internal", "Internal error"),
+    InvalidInput: (422, "invalid-input", "Invalid input"),
+    ExtractionFailed: (422, "unreadable-document", "The document could not be read"),
     NotFound: (404, "not-found", "Not found"),
     Conflict: (409, "conflict", "Conflict"),
-    ExtractionFailed: (422, "unreadable-document", "The document could not be read"),
-    InvalidInput: (422, "invalid-input", "Invalid input"),
     Unsupported: (415, "unsupported", "Unsupported"),
     Unavailable: (503, "unavailable", "Unavailable"),
+    Overloaded: (503, "overloaded", "Busy"),
+    Unauthorized: (401, "unauthorized", "Unauthorized"),
+    Forbidden: (403, "forbidden", "Forbidden"),
+    ServerFault: (500, "server-fault", "Server fault"),
 }
 
-
-STATUS.update(
-    {
-        Unauthorized: (401, "unauthorized", "Unauthorized"),
-        Forbidden: (403, "forbidden", "Forbidden"),
-        Overloaded: (503, "overloaded", "Busy"),
-    }
-)
+# Problems the web framework raises before lorebase is asked: (slug, title) per status.
+REQUEST_PROBLEMS: dict[int, tuple[str, str]] = {
+    404: ("not-found", "Not found"),
+    405: ("method-not-allowed", "Method not allowed"),
+    413: ("too-large", "Content too large"),
+    422: ("invalid-request", "Invalid request"),
+}
+OTHER_HTTP_ERROR = "http-error"  # any other status the framework answers with
 
 
 def problem(status: int, slug: str, title: str, detail: str, **extra: object) -> JSONResponse:
@@ -58,21 +65,21 @@ def problem(status: int, slug: str, title: str, detail: str, **extra: object) ->
                         headers=headers)  # fmt: skip
 
 
+def problem_for(error: LorebaseError) -> JSONResponse:
+    """The problem response for a lorebase error, from :data:`PROBLEMS`."""
+    status, slug, title = resolve(PROBLEMS, error)
+    extra: dict[str, object] = {}
+    if isinstance(error, Overloaded):
+        extra["retry_after"] = error.retry_after
+    if isinstance(error, ExtractionFailed):
+        extra["reason"] = error.reason.value
+    return problem(status, slug, title, str(error), **extra)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(LorebaseError)
     async def lorebase_error(request: Request, error: LorebaseError) -> JSONResponse:
-        for cls in type(error).__mro__:
-            if cls in STATUS:
-                status, slug, title = STATUS[cls]  # type: ignore[index]
-                break
-        else:
-            status, slug, title = 500, "internal", "Internal error"
-        extra: dict[str, object] = {}
-        if isinstance(error, Overloaded):
-            extra["retry_after"] = error.retry_after
-        if isinstance(error, ExtractionFailed):
-            extra["reason"] = error.reason.value
-        return problem(status, slug, title, str(error), **extra)
+        return problem_for(error)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
@@ -82,16 +89,16 @@ def install(app: FastAPI) -> None:
             for item in error.errors()
         ]  # fmt: skip
         names = ", ".join(f["field"] for f in fields)
-        return problem(422, "invalid-request", "Invalid request", f"check these fields: {names}",
-                       errors=fields)  # fmt: skip
+        slug, title = REQUEST_PROBLEMS[422]
+        return problem(422, slug, title, f"check these fields: {names}", errors=fields)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        slugs = {404: "not-found", 405: "method-not-allowed", 413: "too-large"}
-        slug = slugs.get(error.status_code, "http-error")
+        slug, _ = REQUEST_PROBLEMS.get(error.status_code, (OTHER_HTTP_ERROR, ""))
         return problem(error.status_code, slug, str(error.detail), str(error.detail))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         detail = "something went wrong on the server; the log has the request id"
-        return problem(500, "internal", "Internal error", detail)
+        status, slug, title = PROBLEMS[LorebaseError]
+        return problem(status, slug, title, detail)

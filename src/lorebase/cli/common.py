@@ -16,11 +16,15 @@ from rich.text import Text
 
 from lorebase.errors import (
     Conflict,
+    Forbidden,
     InvalidInput,
     LorebaseError,
     NotFound,
+    ServerFault,
+    Unauthorized,
     Unavailable,
     Unsupported,
+    resolve,
 )
 
 if TYPE_CHECKING:
@@ -29,13 +33,18 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# Exit codes per error class (see lorebase.errors); 1 is "finished, but something failed".
+# Exit codes per error class, resolved along the MRO (see lorebase.errors). 1 is also
+# "finished, but something failed" (a command that reports failures it carried on past).
 EXIT_CODES: dict[type[LorebaseError], int] = {
+    LorebaseError: 1,
     InvalidInput: 2,
     NotFound: 3,
     Conflict: 4,
     Unsupported: 5,
     Unavailable: 6,
+    ServerFault: 7,
+    Unauthorized: 8,
+    Forbidden: 8,
 }
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
@@ -62,10 +71,7 @@ class CliContext:
 
 
 def exit_code_for(error: LorebaseError) -> int:
-    for cls in type(error).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    return 1
+    return resolve(EXIT_CODES, error)
 
 
 def fail(error: LorebaseError) -> NoReturn:
