@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -25,6 +26,9 @@ from lorebase.settings import ChunkSettings
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, KnowledgeBase, NewDocument, Scope, Store
 from lorebase.types import Chunk, ContentKind
+
+if TYPE_CHECKING:
+    from lorebase.store.sqlite import SqliteStore
 
 DIM = 8
 IDENTITY = EmbedderIdentity(model="test-model", digest="a" * 64, dim=DIM)
@@ -47,6 +51,13 @@ class Backend:
     its transaction, before the vectors); a hook that raises makes the write fail half-way."""
 
 
+def _sqlite(store: Store) -> SqliteStore:
+    from lorebase.store.sqlite import SqliteStore
+
+    assert isinstance(store, SqliteStore)
+    return store
+
+
 def _sqlite_row_counts(store: Store) -> dict[str, int]:
     tables = (
         "documents",
@@ -57,20 +68,21 @@ def _sqlite_row_counts(store: Store) -> dict[str, int]:
         "chunks_fts",
         "chunks_fts_docsize",  # one row per indexed chunk (segments may keep tombstones)
     )
-    conn = store._conn  # type: ignore[attr-defined]
-    counts = {
-        table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables
-    }
-    counts["chunks_fts(index)"] = conn.execute(
-        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'zebra OR alpha OR tulip'"
-    ).fetchone()[0]
+    with _sqlite(store).database.read() as conn:
+        counts = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables
+        }
+        counts["chunks_fts(index)"] = conn.execute(
+            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'zebra OR alpha OR tulip'"
+        ).fetchone()[0]
     return counts
 
 
 def _sqlite_check_index(store: Store) -> None:
     from lorebase.store.sqlite.fts import integrity_check_sql
 
-    store._conn.execute(integrity_check_sql())  # type: ignore[attr-defined]
+    with _sqlite(store).database.write() as conn:
+        conn.execute(integrity_check_sql())
 
 
 def _sqlite_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], None]) -> None:
