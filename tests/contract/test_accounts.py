@@ -41,13 +41,13 @@ BACKENDS: dict[str, Opener] = {"sqlite": _sqlite_own, "sqlite-shared": _sqlite_s
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def backend(request: pytest.FixtureRequest) -> Opener:
+def accounts_backend(request: pytest.FixtureRequest) -> Opener:
     return BACKENDS[request.param]
 
 
 @pytest.fixture
-def accounts(backend: Opener, tmp_path: Path) -> Iterator[AccountStore]:
-    with backend(tmp_path) as opened:
+def accounts(accounts_backend: Opener, tmp_path: Path) -> Iterator[AccountStore]:
+    with accounts_backend(tmp_path) as opened:
         yield opened
 
 
@@ -135,8 +135,8 @@ def test_the_audit_log_is_newest_first_and_limited(accounts: AccountStore) -> No
     assert [e.target for e in accounts.audit_log(limit=1)] == ["user-2"]
 
 
-def test_accounts_persist_across_opens(backend: Opener, tmp_path: Path) -> None:
-    with backend(tmp_path) as accounts:
+def test_accounts_persist_across_opens(accounts_backend: Opener, tmp_path: Path) -> None:
+    with accounts_backend(tmp_path) as accounts:
         key, _ = accounts.create_key(accounts.create_user("dana").id)
-    with backend(tmp_path) as accounts:
+    with accounts_backend(tmp_path) as accounts:
         assert accounts.resolve_key(key) == accounts.get_user("dana")
