@@ -172,3 +172,76 @@ def test_delete_kb_purges_everything_but_the_reuse_cache(store: Store, backend: 
     assert store.dense_search([kb.id], IDENTITY, unit(1), 5) == []
     cached = store.cached_vectors(IDENTITY, [c.content_hash for c in chunks])
     np.testing.assert_array_equal(cached[chunks[0].content_hash], unit(1))
+
+
+# -- the life cycle ----------------------------------------------------------------------------
+def test_pending_documents_keep_answering_from_the_indexed_version(store: Store) -> None:
+    kb = store.create_kb("docs")
+    indexed, _ = put(store, kb, "a.md", ["zebra old version"])
+    store.mark_pending(kb.id, [new_doc("a.md", "zebra new version"), new_doc("b.md", "new")])
+    store.mark_pending(kb.id, [])  # nothing to do
+    states = {d.path: d.state for d in store.list_documents(kb.id)}
+    assert states == {"a.md": DocumentState.PENDING, "b.md": DocumentState.PENDING}
+    again = store.get_document(kb.id, "a.md")
+    assert again is not None and again.id == indexed.id
+    assert len(store.keyword_search([kb.id], "zebra", 10)) == 1
+    assert [d.path for d in store.list_documents(kb.id, DocumentState.PENDING)] == ["a.md", "b.md"]
+
+
+def test_states_move_and_unfinished_work_is_reset(store: Store) -> None:
+    kb = store.create_kb("docs")
+    store.mark_pending(kb.id, [new_doc(p) for p in ("a.md", "b.md", "c.md", "d.md")])
+    store.set_document_state(kb.id, "a.md", DocumentState.EXTRACTING)
+    store.set_document_state(kb.id, "b.md", DocumentState.CHUNKING)
+    store.set_document_state(kb.id, "c.md", DocumentState.EMBEDDING)
+    put(store, kb, "d.md", ["indexed"])
+    assert store.reset_unfinished() == 3
+    states = {d.path: d.state for d in store.list_documents(kb.id)}
+    assert states == {"a.md": DocumentState.PENDING, "b.md": DocumentState.PENDING,
+                      "c.md": DocumentState.PENDING, "d.md": DocumentState.INDEXED}  # fmt: skip
+    assert store.reset_unfinished() == 0
+
+
+def test_touch_remembers_a_new_modification_time(store: Store) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    record, _ = put(store, kb, "a.md", ["zebra"])
+    store.touch_document(kb.id, record.id, 42.0)
+    store.touch_document(other.id, record.id, 99.0)  # another base's id changes nothing
+    touched = store.get_document_by_id(kb.id, record.id)
+    assert touched.mtime == 42.0 and touched.content_hash == record.content_hash
+    assert touched.state is DocumentState.INDEXED
+
+
+def test_find_document_looks_in_every_base(store: Store) -> None:
+    kb = store.create_kb("docs")
+    record, _ = put(store, kb, "a.md", ["zebra"])
+    assert store.find_document(record.id) == store.get_document_by_id(kb.id, record.id)
+    assert store.find_document("no-such-document") is None
+
+
+def test_delete_documents_in_one_go_and_only_in_their_base(store: Store, backend: Backend) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    a, _ = put(store, kb, "a.md", ["zebra a"], vectors=unit(1)[None])
+    b, _ = put(store, kb, "b.md", ["zebra b"])
+    keep, _ = put(store, other, "c.md", ["zebra c"])
+    store.delete_documents(kb.id, [a.id, b.id, keep.id])
+    store.delete_documents(kb.id, [])
+    assert store.list_documents(kb.id) == []
+    assert store.keyword_search([kb.id], "zebra", 10) == []
+    assert store.dense_search([kb.id], IDENTITY, unit(1), 10) == []
+    assert [d.id for d in store.list_documents(other.id)] == [keep.id]
+    backend.check_index(store)
+
+
+# -- metrics -----------------------------------------------------------------------------------
+def test_documents_are_counted_by_state_over_every_base(store: Store) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    assert set(store.count_documents_by_state().values()) == {0}
+    put(store, kb, "a.md", ["zebra"])
+    put(store, other, "b.md", ["zebra"])
+    store.record_failure(kb.id, new_doc("c.pdf"), "corrupt")
+    store.mark_pending(other.id, [new_doc("d.md")])
+    counts = store.count_documents_by_state()
+    assert set(counts) == set(DocumentState)
+    assert counts[DocumentState.INDEXED] == 2
+    assert counts[DocumentState.FAILED] == counts[DocumentState.PENDING] == 1

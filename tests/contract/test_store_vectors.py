@@ -13,13 +13,15 @@ from store_contract import (
     OTHER_IDENTITY,
     Backend,
     ids_of,
+    make_chunks,
     new_doc,
     put,
+    stored_ids,
     unit,
 )
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.errors import InvalidInput
+from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.store.base import Store
 
 
@@ -146,3 +148,36 @@ def test_cached_vectors_round_trip_and_outlive_documents(store: Store) -> None:
     assert store.cached_vectors(IDENTITY, []) == {}
     store.delete_document(kb.id, doc.id)
     assert len(store.cached_vectors(IDENTITY, hashes)) == 600
+
+
+# -- identity switches -------------------------------------------------------------------------
+def test_vectors_of_a_new_identity_wait_beside_the_old_until_the_switch(store: Store) -> None:
+    kb = store.create_kb("docs")
+    store.set_kb_identity(kb.id, IDENTITY)
+    record, chunks = put(
+        store, kb, "a.md", ["zebra one", "zebra two"], vectors=np.stack([unit(1), unit(2)])
+    )
+    new = np.stack([unit(3), unit(4)])
+    store.add_vectors(kb.id, record.id, chunks, new, OTHER_IDENTITY)
+    assert store.get_document_by_id(kb.id, record.id).identity_key == OTHER_IDENTITY.key
+    assert len(store.dense_search([kb.id], IDENTITY, unit(1), 10)) == 2  # both kept
+    assert ids_of(store.dense_search([kb.id], OTHER_IDENTITY, unit(4), 1)) == [
+        stored_ids(record.id, chunks)[1]
+    ]
+    store.set_kb_identity(kb.id, OTHER_IDENTITY)
+    store.purge_other_identities(kb.id, OTHER_IDENTITY)
+    assert store.dense_search([kb.id], IDENTITY, unit(1), 10) == []
+    assert len(store.dense_search([kb.id], OTHER_IDENTITY, unit(3), 10)) == 2
+
+
+def test_add_vectors_refuses_chunks_that_changed(store: Store) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    record, chunks = put(store, kb, "a.md", ["zebra one", "zebra two"])
+    changed = make_chunks(["zebra one", "zebra changed"], salt="a.md")
+    with pytest.raises(Conflict):
+        store.add_vectors(kb.id, record.id, changed, np.stack([unit(1), unit(2)]), OTHER_IDENTITY)
+    with pytest.raises(NotFound):
+        store.add_vectors(other.id, record.id, chunks, np.stack([unit(1), unit(2)]), OTHER_IDENTITY)
+    with pytest.raises(InvalidInput):
+        store.add_vectors(kb.id, record.id, chunks, unit(1)[None], OTHER_IDENTITY)
+    assert store.dense_search([kb.id], OTHER_IDENTITY, unit(1), 10) == []
