@@ -151,12 +151,14 @@ _LIFE_CYCLE: tuple[Step, ...] = (
     "UPDATE knowledge_bases SET state = 'ready' WHERE id IN (SELECT kb_id FROM documents)",
 )
 
-# Until lorebase 0.x this migration also created the account tables (users, teams,
-# team_members, api_keys, audit_log) and declared knowledge_bases.team_id a foreign key to
-# teams. The accounts now have migrations of their own (lorebase.accounts.schema, table
-# ``account_migrations``), whose first one creates those tables unless an older database
-# already has them; a team id is an opaque number to the store. Databases made before the
-# change keep their tables, rows and the foreign key.
+# As first released, this migration also created the account tables (users, teams,
+# team_members, api_keys, audit_log) and made knowledge_bases.team_id a foreign key to teams.
+# That half moved to the accounts' own migrations (lorebase.accounts.schema, recorded in
+# ``account_migrations``), whose first one creates each table only when it is missing; to the
+# store a team id is an opaque number, and the store opens without the account tables. The
+# one released migration edited on purpose: a database migrated either way ends with the same
+# tables once the accounts have opened it, and databases made before keep their rows and the
+# foreign key (tests/unit/test_migrations.py holds the released text).
 _TEAMS_AND_UPLOADS: tuple[Step, ...] = (
     "ALTER TABLE knowledge_bases ADD COLUMN team_id INTEGER",
     "ALTER TABLE documents ADD COLUMN display_name TEXT",
