@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.crypto import DataKey
@@ -65,32 +66,28 @@ def build_reranker(settings: RerankSettings) -> Reranker | None:
                         max_retry_after=1.0, max_backoff=1.0)  # fmt: skip
 
 
-def build_store(settings: Settings) -> Store:
+def build_store(settings: Settings) -> tuple[Store, Callable[[], AccountStore]]:
+    """The store, and how to open the accounts beside it (on first use: most commands never
+    need them)."""
     from lorebase.store.sqlite.store import SqliteStore
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(settings.database)
-
-
-def build_accounts(store: Store) -> Callable[[], AccountStore]:
-    """How to open the accounts beside ``store`` (on first use)."""
+    store = SqliteStore(settings.database)
 
     def accounts() -> AccountStore:
         from lorebase.accounts.sqlite import SqliteAccounts
-        from lorebase.store.sqlite.store import SqliteStore
 
-        assert isinstance(store, SqliteStore)
         return SqliteAccounts(store)
 
-    return accounts
+    return store, accounts
 
 
 def open_lorebase(
     data_dir: Path | str | None = None,
     *,
     settings: Settings | None = None,
-    embedder: Embedder | str | None = "configured",
-    reranker: Reranker | str | None = "configured",
+    embedder: Embedder | Literal["configured"] | None = "configured",
+    reranker: Reranker | Literal["configured"] | None = "configured",
     holder: str = "lorebase",
     data_key: DataKey | None = None,
 ) -> Lorebase:
@@ -101,12 +98,12 @@ def open_lorebase(
     overrides the configured data key (tests)."""
     if settings is None:
         settings = Settings.from_env(Path(data_dir) if data_dir is not None else None)
-    store = build_store(settings)
+    store, accounts = build_store(settings)
     chosen = (
         build_embedder(settings.embed, settings.model_cache)
-        if embedder == "configured"
+        if isinstance(embedder, str)
         else embedder
     )
-    reorder = build_reranker(settings.rerank) if reranker == "configured" else reranker
-    return Lorebase(settings, store, chosen, holder, reorder,  # type: ignore[arg-type]
-                    accounts=build_accounts(store), data_key=data_key)  # fmt: skip
+    reorder = build_reranker(settings.rerank) if isinstance(reranker, str) else reranker
+    return Lorebase(settings, store, chosen, holder, reorder, accounts=accounts,
+                    data_key=data_key)  # fmt: skip

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -123,3 +126,21 @@ def test_stop_words_go_before_the_term_cap() -> None:
     terms = fts.search_terms(question)
     assert len(terms) == fts.MAX_QUERY_TERMS
     assert all(term.startswith("word") for term in terms)
+
+
+def test_importing_the_query_builder_loads_neither_numpy_nor_the_store() -> None:
+    """``lorebase.store`` and ``lorebase.store.sqlite`` import their names lazily; the records
+    and ``stored_chunk_id`` still import from the package."""
+    code = (
+        "import sys\n"
+        "import lorebase.store.sqlite.fts\n"
+        "from lorebase.store import stored_chunk_id\n"
+        "import lorebase.store.base\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'"
+        " or m == 'lorebase.store.sqlite.store')\n"
+        "assert not heavy, heavy\n"
+        "from lorebase.store import KnowledgeBase, Store\n"
+        "from lorebase.store.sqlite import SqliteStore\n"
+        "assert Store in SqliteStore.__mro__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from lorebase.accounts.base import Role
+from lorebase.accounts.schema import (
+    ACCOUNT_MIGRATIONS,
+    ACCOUNT_MIGRATIONS_TABLE,
+    migrate_accounts,
+)
+from lorebase.accounts.sqlite import SqliteAccounts, key_hash
 from lorebase.errors import Conflict
+from lorebase.store.base import Scope
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite.schema import MIGRATIONS, Migration, applied_migrations, migrate
 from lorebase.store.sqlite.store import connect
@@ -151,3 +159,113 @@ def test_callable_steps_run_in_the_migration_transaction(tmp_path: Path) -> None
     migrate(conn, (*MIGRATIONS, Migration(MIGRATIONS[-1].number + 1, "data", (step,))))
     assert seen == [True]
     conn.close()
+
+
+# -- accounts: migrations of their own -----------------------------------------------------------
+# Migration 4 as released before the accounts had migrations of their own: it created the
+# account tables in the store's namespace and made knowledge_bases.team_id a foreign key.
+RELEASED_MIGRATION_4 = Migration(
+    4,
+    "users, teams, keys, audit log; uploads",
+    (
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+        "role TEXT NOT NULL CHECK (role IN ('admin', 'member')), created_at REAL NOT NULL)",
+        "CREATE TABLE teams (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+        "created_at REAL NOT NULL)",
+        "CREATE TABLE team_members ("
+        "team_id INTEGER NOT NULL REFERENCES teams(id) ON DELETE CASCADE, "
+        "user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE, "
+        "role TEXT NOT NULL CHECK (role IN ('admin', 'member')), "
+        "PRIMARY KEY (team_id, user_id))",
+        "CREATE TABLE api_keys (id INTEGER PRIMARY KEY, "
+        "user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE, "
+        "prefix TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL DEFAULT '', "
+        "created_at REAL NOT NULL, expires_at REAL, revoked_at REAL, last_used_at REAL)",
+        "CREATE TABLE audit_log (id INTEGER PRIMARY KEY, at REAL NOT NULL, "
+        "actor TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL)",
+        "ALTER TABLE knowledge_bases ADD COLUMN team_id INTEGER REFERENCES teams(id)",
+        "ALTER TABLE documents ADD COLUMN display_name TEXT",
+        "CREATE INDEX documents_hash ON documents (kb_id, content_hash)",
+    ),
+)
+RELEASED = (*MIGRATIONS[:3], RELEASED_MIGRATION_4, *MIGRATIONS[4:])
+OLD_KEY = "lb_" + "k" * 43
+
+
+def test_released_migration_4_differs_only_by_the_account_tables() -> None:
+    assert [m.number for m in RELEASED] == [m.number for m in MIGRATIONS]
+    assert set(MIGRATIONS[3].steps) < set(RELEASED_MIGRATION_4.steps) | {
+        "ALTER TABLE knowledge_bases ADD COLUMN team_id INTEGER"
+    }
+
+
+def test_a_database_with_accounts_in_the_store_schema_keeps_them(tmp_path: Path) -> None:
+    path = tmp_path / "accounts-before.db"
+    conn = connect(path)
+    assert migrate(conn, RELEASED) == [m.number for m in MIGRATIONS]
+    conn.execute("INSERT INTO users (id, name, role, created_at) VALUES (1, 'dana', 'admin', 0)")
+    conn.execute("INSERT INTO teams (id, name, created_at) VALUES (1, 'ops', 0)")
+    conn.execute("INSERT INTO team_members (team_id, user_id, role) VALUES (1, 1, 'admin')")
+    conn.execute(
+        "INSERT INTO api_keys (user_id, prefix, hash, name, created_at) VALUES (1, ?, ?, '', 0)",
+        (OLD_KEY[:10], key_hash(OLD_KEY)),
+    )
+    conn.execute(
+        "INSERT INTO audit_log (at, actor, action, target) VALUES (0, 'cli', 'create_user', 'dana')"
+    )
+    conn.execute(
+        "INSERT INTO knowledge_bases (id, name, scope, chunk_size, max_tokens, overlap, "
+        "created_at, updated_at, team_id) VALUES (1, 'ops-notes', 'team', 1200, 320, 200, 0, 0, 1)"
+    )
+    conn.close()
+
+    with SqliteStore(path) as store:
+        accounts = SqliteAccounts(store)
+        user = accounts.resolve_key(OLD_KEY)
+        assert user is not None and (user.name, user.role) == ("dana", Role.ADMIN)
+        assert accounts.memberships(user.id) == {1: Role.ADMIN}
+        assert [e.action for e in accounts.audit_log()] == ["create_user"]
+        assert store.get_kb("ops-notes").team_id == accounts.get_team("ops").id
+        # Both keep working: new rows in either namespace.
+        accounts.create_user("eli")
+        assert store.create_kb("more", scope=Scope.TEAM, team_id=1).team_id == 1
+    assert _recorded(path)[0] == [(m.number, m.name) for m in RELEASED]
+    conn = connect(path)
+    try:
+        assert applied_migrations(conn, ACCOUNT_MIGRATIONS_TABLE) == {
+            m.number for m in ACCOUNT_MIGRATIONS
+        }
+        assert migrate_accounts(conn) == []
+    finally:
+        conn.close()
+    with SqliteAccounts.open(path) as reopened:
+        assert reopened.resolve_key(OLD_KEY) is not None
+        assert [u.name for u in reopened.list_users()] == ["dana", "eli"]
+
+
+def test_the_store_and_the_accounts_migrate_apart(tmp_path: Path) -> None:
+    path = tmp_path / "apart.db"
+    with SqliteStore(path) as store:
+        # No account tables yet: a base of a team is just a number to the store.
+        assert store.create_kb("t", scope=Scope.TEAM, team_id=7).team_id == 7
+        with store.database.read() as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert "users" not in tables and ACCOUNT_MIGRATIONS_TABLE not in tables
+    with SqliteAccounts.open(path) as accounts:
+        key, _ = accounts.create_key(accounts.create_user("dana").id)
+    with SqliteStore(path) as store:
+        assert SqliteAccounts(store).resolve_key(key) is not None
+    rows, version = _recorded(path)
+    assert rows == [(m.number, m.name) for m in MIGRATIONS]
+    assert version == MIGRATIONS[-1].number  # the store's version; the accounts keep theirs
+
+
+def test_accounts_from_a_newer_lorebase_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "newer-accounts.db"
+    conn = connect(path)
+    newer = Migration(ACCOUNT_MIGRATIONS[-1].number + 1, "future", ())
+    migrate_accounts(conn, (*ACCOUNT_MIGRATIONS, newer))
+    conn.close()
+    SqliteStore(path).close()  # the store's schema is its own business
+    with pytest.raises(Conflict, match="upgrade lorebase"):
+        SqliteAccounts.open(path)

@@ -1,4 +1,6 @@
-"""Accounts in the same SQLite file as the index, over the store's connection and locks."""
+"""Accounts in SQLite: their own tables and migrations (``schema.py``), over a
+:class:`SqliteDatabase` they are given (the store's, to share its file, connections and
+write lock) or open themselves."""
 
 from __future__ import annotations
 
@@ -7,10 +9,15 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
 
 from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, Team, User
+from lorebase.accounts.schema import migrate_accounts
 from lorebase.errors import Conflict, InvalidInput, NotFound
-from lorebase.store.sqlite.store import SqliteStore
+from lorebase.store.sqlite.database import SqliteDatabase
 
 KEY_PREFIX = "lb_"
 KEY_BYTES = 32
@@ -30,15 +37,57 @@ def _name(name: str, what: str) -> str:
     return cleaned
 
 
+class HasDatabase(Protocol):
+    """Something that holds a SQLite database, such as the ``SqliteStore``."""
+
+    @property
+    def database(self) -> SqliteDatabase: ...
+
+
 class SqliteAccounts(AccountStore):
-    def __init__(self, store: SqliteStore) -> None:
-        self._store = store
+    """:class:`AccountStore` over SQLite. ``SqliteAccounts(store)`` shares the store's database
+    (its file, connections and write lock; closing the store closes it);
+    ``SqliteAccounts.open(path)`` opens a database of its own, closed by :meth:`close`. Either
+    way the account migrations are applied first."""
 
-    def _write(self):  # type: ignore[no-untyped-def]
-        return self._store._write()
+    def __init__(self, database: SqliteDatabase | HasDatabase) -> None:
+        self._db = database if isinstance(database, SqliteDatabase) else database.database
+        self._owned = False
+        with self._db.schema() as conn:
+            migrate_accounts(conn)
 
-    def _read(self):  # type: ignore[no-untyped-def]
-        return self._store._read()
+    @classmethod
+    def open(cls, path: Path | str) -> SqliteAccounts:
+        database = SqliteDatabase(path)
+        try:
+            accounts = cls(database)
+        except BaseException:
+            database.close()
+            raise
+        accounts._owned = True
+        return accounts
+
+    def close(self) -> None:
+        """Close the database if this object opened it (a shared one belongs to its owner)."""
+        if self._owned:
+            self._db.close()
+
+    def __enter__(self) -> SqliteAccounts:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._db.write()
+
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._db.read()
 
     # -- users and teams ---------------------------------------------------------------------
     def create_user(self, name: str, role: Role = Role.MEMBER) -> User:

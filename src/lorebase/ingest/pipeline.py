@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -29,7 +30,15 @@ from lorebase.extract.base import content_hash
 from lorebase.extract.registry import document_kind, extract_bytes, extractor_for
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ExtractSettings
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument, Store
+from lorebase.store.base import (
+    Catalogue,
+    DocumentRecord,
+    Documents,
+    DocumentState,
+    KnowledgeBase,
+    NewDocument,
+    Vectors,
+)
 from lorebase.types import Chunk, FailureReason
 
 # Embed once this many chunks are waiting (several small documents share one call).
@@ -105,10 +114,14 @@ def source_files(paths: Sequence[Path]) -> Iterator[SourceFile]:
             raise NotFound(f"{path} does not exist; check the path and try again")
 
 
+class IndexingStore(Catalogue, Documents, Vectors, Protocol):
+    """The roles indexing writes: the base (its identity), its documents, their vectors."""
+
+
 class Ingestor:
     def __init__(
         self,
-        store: Store,
+        store: IndexingStore,
         embedder: Embedder | None,
         extract_settings: ExtractSettings,
         batch_chunks: int = EMBED_BATCH_CHUNKS,

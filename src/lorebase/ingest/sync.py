@@ -10,17 +10,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from lorebase.ingest.pipeline import STOP_REQUESTED, Ingestor, IngestReport, Progress, SourceFile
 from lorebase.ingest.sources import iter_files
-from lorebase.store.base import KbState, KnowledgeBase, Source, Store
+from lorebase.store.base import Catalogue, Documents, KbState, KnowledgeBase, Source
+
+
+class PassStore(Catalogue, Documents, Protocol):
+    """The roles a pass uses: the base (its sources, state, progress) and its documents."""
+
 
 # How often a running pass records its progress for `lorebase status` in other processes.
 PROGRESS_EVERY_SECONDS = 1.0
 
 
 class Syncer:
-    def __init__(self, store: Store, ingestor: Ingestor) -> None:
+    def __init__(self, store: PassStore, ingestor: Ingestor) -> None:
         self.store = store
         self.ingestor = ingestor
         # One pass at a time in this process (a server's watcher, "sync now", reindex).

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from lorebase.search.types import (
     SearchResponse,
     StepScore,
 )
-from lorebase.store.base import KnowledgeBase, Store, StoredChunk
+from lorebase.store.base import Catalogue, Chunks, KnowledgeBase, LexicalIndex, StoredChunk, Vectors
 
 # Each arm returns this many candidates, or 3 x top_k when that is more.
 CANDIDATES = 50
@@ -47,9 +47,13 @@ KEYWORD_THREADS = 4
 T = TypeVar("T")
 
 
+class SearchableStore(Catalogue, LexicalIndex, Vectors, Chunks, Protocol):
+    """The roles a search reads: the bases, both arms, and the chunks they hydrate."""
+
+
 class SearchService:
     def __init__(
-        self, store: Store, embedder: Embedder | None, reranker: Reranker | None = None
+        self, store: SearchableStore, embedder: Embedder | None, reranker: Reranker | None = None
     ) -> None:
         self.store = store
         self.embedder = embedder

@@ -1,21 +1,24 @@
-"""Persistence: the :class:`Store` seam (``base.py``) and its backends (``sqlite/``, later
-``postgres/``). Backends are imported from their own modules, never from here, so importing
-this package loads none of them."""
+"""Persistence: the :class:`Store` seam and its roles (``base.py``) and its backends
+(``sqlite/``, later ``postgres/``). Backends are imported from their own modules, never from
+here, and the records are loaded on first use: importing this package (as every module under
+it does, the pure FTS query builder included) loads neither numpy nor a backend."""
 
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    KnowledgeBase,
-    NewDocument,
-    Scope,
-    Scored,
-    Store,
-    StoredChunk,
-)
+if TYPE_CHECKING:
+    from lorebase.store.base import (
+        DocumentRecord,
+        DocumentState,
+        KnowledgeBase,
+        NewDocument,
+        Scope,
+        Scored,
+        Store,
+        StoredChunk,
+    )
 
 __all__ = [
     "DocumentRecord",
@@ -28,6 +31,18 @@ __all__ = [
     "StoredChunk",
     "stored_chunk_id",
 ]
+
+_FROM_BASE = frozenset(__all__) - {"stored_chunk_id"}
+
+
+def __getattr__(name: str) -> Any:
+    """The records and the seam, imported from ``base.py`` when first asked for."""
+    if name in _FROM_BASE:
+        from lorebase.store import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 STORED_CHUNK_ID_HEX_CHARS = 32
 

@@ -1,22 +1,41 @@
-"""The ``Store`` seam: knowledge bases, documents, chunks, vectors and the lexical index.
+"""The ``Store`` seam: the records a store keeps, and the roles it plays.
 
-Every read and write is scoped by knowledge base: a document or chunk id from another
-knowledge base finds nothing. A document's rows (document, chunks, lexical rows, vectors) are
-written in one transaction: a search never sees half a document, and replacing one is atomic.
+A backend plays every role; a consumer is typed with the roles it uses:
+
+- :class:`Catalogue` — knowledge bases: create, find, delete; their settings, identity, state,
+  progress and the folders they follow.
+- :class:`Documents` — document records and their life cycle: indexed (with chunks and
+  vectors, atomically), failed, pending, touched, deleted, reset after a crash.
+- :class:`Uploads` — uploaded files: create, find by content hash, list, sealed names.
+- :class:`LexicalIndex` — keyword (BM25) search.
+- :class:`Vectors` — dense search, the embedding reuse cache, identity switches.
+- :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
+- :class:`Metrics` — counts for monitoring.
+
+:class:`Store` is all of them plus ``close``. Every read and write is scoped by knowledge base:
+a document or chunk id from another knowledge base finds nothing. A document's rows (document,
+chunks, lexical rows, vectors) are written in one transaction: a search never sees half a
+document, and replacing one is atomic.
+
+The roles are :class:`typing.Protocol` classes: a backend subclasses :class:`Store` (so a
+type checker proves it complete); a consumer accepts anything that has the role's methods.
+Importing this module loads neither numpy nor any backend.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.settings import ChunkSettings
-from lorebase.types import Chunk, Provenance
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from lorebase.embed.base import EmbedderIdentity
+    from lorebase.types import Chunk, Provenance
 
 
 class Scope(StrEnum):
@@ -140,11 +159,10 @@ class StoredChunk:
 Scored = list[tuple[str, float]]  # (chunk id, score), best first
 
 
-class Store(ABC):
-    """Persistence for everything lorebase indexes. Implementations: SQLite, PostgreSQL."""
+class Catalogue(Protocol):
+    """The knowledge bases: their rows, settings, embedding identity, state and progress of a
+    pass, and the folders (sources) they follow."""
 
-    # -- knowledge bases ---------------------------------------------------------------------
-    @abstractmethod
     def create_kb(
         self,
         name: str,
@@ -156,45 +174,79 @@ class Store(ABC):
         team_id: int | None = None,
     ) -> KnowledgeBase:
         """Create a knowledge base; ``Conflict`` when the name is taken."""
+        ...
 
-    @abstractmethod
     def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
         """By name; ``NotFound`` when there is none. Counting the totals reads every document
         row of the base: hot paths that need only the base itself (a search) pass
         ``totals=False`` and get zeros."""
+        ...
 
-    @abstractmethod
     def get_kb_by_id(self, kb_id: int, *, totals: bool = True) -> KnowledgeBase: ...
 
-    @abstractmethod
     def list_kbs(self, *, totals: bool = True) -> list[KnowledgeBase]: ...
 
-    @abstractmethod
     def delete_kb(self, kb_id: int) -> None:
         """Delete a knowledge base and every row that belongs to it."""
+        ...
 
-    @abstractmethod
+    def set_kb_description(self, kb_id: int, description: str) -> None: ...
+
+    def update_kb_chunking(self, kb_id: int, settings: ChunkSettings) -> None:
+        """New chunking settings: every document becomes stale for the next pass."""
+        ...
+
     def set_kb_identity(self, kb_id: int, identity: EmbedderIdentity) -> None:
         """Record the embedding identity the knowledge base's vectors are made with."""
+        ...
 
-    # -- documents ---------------------------------------------------------------------------
-    @abstractmethod
+    def set_kb_state(
+        self,
+        kb_id: int,
+        state: KbState,
+        reason: str | None = None,
+        *,
+        started: bool = False,
+        finished: bool = False,
+    ) -> None:
+        """Record the base's state (and the start or end time of a pass)."""
+        ...
+
+    def set_kb_progress(self, kb_id: int, done: int, total: int) -> None: ...
+
+    def add_source(self, kb_id: int, path: str) -> Source:
+        """Follow a folder (an absolute path). ``Conflict`` when it is, contains or lies
+        inside one the base already follows; ``InvalidInput`` past ``MAX_SOURCES``."""
+        ...
+
+    def list_sources(self, kb_id: int) -> list[Source]: ...
+
+    def remove_source(self, kb_id: int, source_id: int) -> int:
+        """Stop following a folder and drop its documents (one transaction); returns how many
+        documents were dropped."""
+        ...
+
+
+class Documents(Protocol):
+    """Document records and their life cycle: ``pending`` (search keeps answering from the
+    indexed version), then ``indexed`` with exactly its chunks and vectors or ``failed`` with a
+    reason, each switch atomic; touched when only the modification time changed; deleted with
+    all their rows; reset to ``pending`` after a crash."""
+
     def get_document(self, kb_id: int, path: str) -> DocumentRecord | None: ...
 
-    @abstractmethod
     def get_document_by_id(self, kb_id: int, document_id: str) -> DocumentRecord:
         """``NotFound`` when the id is unknown *or belongs to another knowledge base*."""
+        ...
 
-    @abstractmethod
+    def find_document(self, document_id: str) -> DocumentRecord | None:
+        """A document by id in any base — for callers that check visibility themselves."""
+        ...
+
     def list_documents(
         self, kb_id: int, state: DocumentState | None = None
     ) -> list[DocumentRecord]: ...
 
-    @abstractmethod
-    def document_text(self, kb_id: int, document_id: str) -> str:
-        """The stored extracted text of a document (chunk offsets index into it)."""
-
-    @abstractmethod
     def replace_document(
         self,
         kb_id: int,
@@ -208,49 +260,63 @@ class Store(ABC):
         vectors (``vectors[i]`` belongs to ``chunks[i]``; None when there is no embedder),
         replacing whatever was stored for that path. Vectors also go to the reuse cache
         under ``(chunk.content_hash, identity)``. The document keeps its id when replaced."""
+        ...
 
-    @abstractmethod
     def record_failure(self, kb_id: int, document: NewDocument, reason: str) -> DocumentRecord:
         """Atomically mark the path ``failed`` with a reason, dropping any chunks it had."""
+        ...
 
-    @abstractmethod
-    def count_documents_by_state(self) -> dict[DocumentState, int]:
-        """How many documents are in each state, over every base (for metrics)."""
+    def mark_pending(self, kb_id: int, documents: Sequence[NewDocument]) -> None:
+        """Record that these paths need work (state ``pending``) without touching what is
+        indexed for them, so search keeps answering from the old version."""
+        ...
 
-    @abstractmethod
-    def list_uploads(self, state: DocumentState | None = None) -> list[tuple[int, str]]:
-        """``(kb_id, document_id)`` of the uploaded documents of every base, in upload order."""
+    def set_document_state(self, kb_id: int, path: str, state: DocumentState) -> None: ...
 
-    @abstractmethod
-    def set_display_name(self, kb_id: int, document_id: str, sealed: str) -> None:
-        """Replace an upload's sealed display name (data-key rotation)."""
+    def touch_document(self, kb_id: int, document_id: str, mtime: float | None) -> None:
+        """Same content, new modification time: remember it so the file is not read again."""
+        ...
 
-    @abstractmethod
-    def find_document(self, document_id: str) -> DocumentRecord | None:
-        """A document by id in any base — for callers that check visibility themselves."""
+    def delete_document(self, kb_id: int, document_id: str) -> None:
+        """Delete a document and all its rows; ``NotFound`` when not in this base."""
+        ...
 
-    @abstractmethod
+    def delete_documents(self, kb_id: int, document_ids: Sequence[str]) -> None:
+        """Delete documents and all their rows in one transaction."""
+        ...
+
+    def reset_unfinished(self) -> int:
+        """Documents left in ``extracting``/``chunking``/``embedding`` (a crash) go back to
+        ``pending``; returns how many. Call only while holding the ingestion lock."""
+        ...
+
+
+class Uploads(Protocol):
+    """Uploaded files: a pending document per upload (its bytes live in the blob store under
+    the document's id), found again by content hash, listed across bases, with a sealed
+    (encrypted) display name."""
+
     def create_upload(self, kb_id: int, document: NewDocument) -> DocumentRecord:
         """A pending document for an uploaded file (its bytes go to the blob store under the
         returned id); ``document.path`` must be unique in the base."""
+        ...
 
-    @abstractmethod
     def find_by_hash(self, kb_id: int, content_hash: str) -> DocumentRecord | None:
         """A document of this base with exactly these bytes (upload de-duplication)."""
+        ...
 
-    @abstractmethod
-    def delete_document(self, kb_id: int, document_id: str) -> None:
-        """Delete a document and all its rows; ``NotFound`` when not in this base."""
+    def list_uploads(self, state: DocumentState | None = None) -> list[tuple[int, str]]:
+        """``(kb_id, document_id)`` of the uploaded documents of every base, in upload order."""
+        ...
 
-    # -- embedding reuse ---------------------------------------------------------------------
-    @abstractmethod
-    def cached_vectors(
-        self, identity: EmbedderIdentity, content_hashes: Sequence[str]
-    ) -> dict[str, np.ndarray]:
-        """Vectors already computed for these chunk content hashes under this identity."""
+    def set_display_name(self, kb_id: int, document_id: str, sealed: str) -> None:
+        """Replace an upload's sealed display name (data-key rotation)."""
+        ...
 
-    # -- search ------------------------------------------------------------------------------
-    @abstractmethod
+
+class LexicalIndex(Protocol):
+    """Keyword search over the indexed chunks of some bases."""
+
     def keyword_search(
         self,
         kb_ids: Sequence[int],
@@ -260,8 +326,13 @@ class Store(ABC):
     ) -> Scored:
         """BM25 over the lexical index. ``query`` is raw user text: the store escapes it (no
         FTS syntax injection) and OR-joins its terms. Higher score is better."""
+        ...
 
-    @abstractmethod
+
+class Vectors(Protocol):
+    """Chunk vectors, kept per embedding identity and never mixed across two: dense search,
+    the reuse cache keyed by chunk content, and the vectors of a switch of identity."""
+
     def dense_search(
         self,
         kb_ids: Sequence[int],
@@ -271,73 +342,14 @@ class Store(ABC):
         document_ids: Sequence[str] | None = None,
     ) -> Scored:
         """Inner product of a unit query vector against the vectors of this identity."""
+        ...
 
-    @abstractmethod
-    def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
-        """Hydrate chunks, in the order asked; ids outside ``kb_ids`` are left out."""
+    def cached_vectors(
+        self, identity: EmbedderIdentity, content_hashes: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        """Vectors already computed for these chunk content hashes under this identity."""
+        ...
 
-    @abstractmethod
-    def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
-        """The chunk and up to ``window`` chunks each side of it in its document, in order."""
-
-    # -- sources and the life cycle (a pass over a knowledge base's folders) -------------------
-    @abstractmethod
-    def add_source(self, kb_id: int, path: str) -> Source:
-        """Follow a folder (an absolute path). ``Conflict`` when it is, contains or lies
-        inside one the base already follows; ``InvalidInput`` past ``MAX_SOURCES``."""
-
-    @abstractmethod
-    def list_sources(self, kb_id: int) -> list[Source]: ...
-
-    @abstractmethod
-    def remove_source(self, kb_id: int, source_id: int) -> int:
-        """Stop following a folder and drop its documents (one transaction); returns how many
-        documents were dropped."""
-
-    @abstractmethod
-    def set_kb_description(self, kb_id: int, description: str) -> None: ...
-
-    @abstractmethod
-    def update_kb_chunking(self, kb_id: int, settings: ChunkSettings) -> None:
-        """New chunking settings: every document becomes stale for the next pass."""
-
-    @abstractmethod
-    def mark_pending(self, kb_id: int, documents: Sequence[NewDocument]) -> None:
-        """Record that these paths need work (state ``pending``) without touching what is
-        indexed for them, so search keeps answering from the old version."""
-
-    @abstractmethod
-    def set_document_state(self, kb_id: int, path: str, state: DocumentState) -> None: ...
-
-    @abstractmethod
-    def touch_document(self, kb_id: int, document_id: str, mtime: float | None) -> None:
-        """Same content, new modification time: remember it so the file is not read again."""
-
-    @abstractmethod
-    def delete_documents(self, kb_id: int, document_ids: Sequence[str]) -> None:
-        """Delete documents and all their rows in one transaction."""
-
-    @abstractmethod
-    def reset_unfinished(self) -> int:
-        """Documents left in ``extracting``/``chunking``/``embedding`` (a crash) go back to
-        ``pending``; returns how many. Call only while holding the ingestion lock."""
-
-    @abstractmethod
-    def set_kb_state(
-        self,
-        kb_id: int,
-        state: KbState,
-        reason: str | None = None,
-        *,
-        started: bool = False,
-        finished: bool = False,
-    ) -> None:
-        """Record the base's state (and the start or end time of a pass)."""
-
-    @abstractmethod
-    def set_kb_progress(self, kb_id: int, done: int, total: int) -> None: ...
-
-    @abstractmethod
     def add_vectors(
         self,
         kb_id: int,
@@ -348,10 +360,40 @@ class Store(ABC):
     ) -> None:
         """Vectors of another identity for a document's unchanged chunks, kept beside the
         current ones until the base switches identity (search never mixes two)."""
+        ...
 
-    @abstractmethod
     def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
         """Drop a base's vectors of every identity but ``keep`` (after a switch)."""
+        ...
 
-    @abstractmethod
+
+class Chunks(Protocol):
+    """Reading what was indexed: chunks by id (search hits), the chunks around one, and a
+    document's extracted text."""
+
+    def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        """Hydrate chunks, in the order asked; ids outside ``kb_ids`` are left out."""
+        ...
+
+    def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
+        """The chunk and up to ``window`` chunks each side of it in its document, in order."""
+        ...
+
+    def document_text(self, kb_id: int, document_id: str) -> str:
+        """The stored extracted text of a document (chunk offsets index into it)."""
+        ...
+
+
+class Metrics(Protocol):
+    """Counts over every base, for monitoring."""
+
+    def count_documents_by_state(self) -> dict[DocumentState, int]:
+        """How many documents are in each state, over every base."""
+        ...
+
+
+class Store(Catalogue, Documents, Uploads, LexicalIndex, Vectors, Chunks, Metrics, Protocol):
+    """Every role, and ``close``: what a backend implements (SQLite, PostgreSQL) and what the
+    composition root holds."""
+
     def close(self) -> None: ...

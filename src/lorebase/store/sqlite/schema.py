@@ -7,6 +7,7 @@ older lorebase opens in a newer one. Never edit a released migration: append a n
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -150,43 +151,16 @@ _LIFE_CYCLE: tuple[Step, ...] = (
     "UPDATE knowledge_bases SET state = 'ready' WHERE id IN (SELECT kb_id FROM documents)",
 )
 
-_ACCOUNTS: tuple[Step, ...] = (
-    """CREATE TABLE users (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL UNIQUE,
-        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
-        created_at REAL NOT NULL
-    )""",
-    """CREATE TABLE teams (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL UNIQUE,
-        created_at REAL NOT NULL
-    )""",
-    """CREATE TABLE team_members (
-        team_id INTEGER NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
-        PRIMARY KEY (team_id, user_id)
-    )""",
-    """CREATE TABLE api_keys (
-        id INTEGER PRIMARY KEY,
-        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-        prefix TEXT NOT NULL,
-        hash TEXT NOT NULL UNIQUE,
-        name TEXT NOT NULL DEFAULT '',
-        created_at REAL NOT NULL,
-        expires_at REAL,
-        revoked_at REAL,
-        last_used_at REAL
-    )""",
-    """CREATE TABLE audit_log (
-        id INTEGER PRIMARY KEY,
-        at REAL NOT NULL,
-        actor TEXT NOT NULL,
-        action TEXT NOT NULL,
-        target TEXT NOT NULL
-    )""",
-    "ALTER TABLE knowledge_bases ADD COLUMN team_id INTEGER REFERENCES teams(id)",
+# As first released, this migration also created the account tables (users, teams,
+# team_members, api_keys, audit_log) and made knowledge_bases.team_id a foreign key to teams.
+# That half moved to the accounts' own migrations (lorebase.accounts.schema, recorded in
+# ``account_migrations``), whose first one creates each table only when it is missing; to the
+# store a team id is an opaque number, and the store opens without the account tables. The
+# one released migration edited on purpose: a database migrated either way ends with the same
+# tables once the accounts have opened it, and databases made before keep their rows and the
+# foreign key (tests/unit/test_migrations.py holds the released text).
+_TEAMS_AND_UPLOADS: tuple[Step, ...] = (
+    "ALTER TABLE knowledge_bases ADD COLUMN team_id INTEGER",
     "ALTER TABLE documents ADD COLUMN display_name TEXT",
     "CREATE INDEX documents_hash ON documents (kb_id, content_hash)",
 )
@@ -232,37 +206,52 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
     Migration(3, "sources and the life cycle", _LIFE_CYCLE),
-    Migration(4, "users, teams, keys, audit log; uploads", _ACCOUNTS),
+    Migration(4, "team of a base; uploads", _TEAMS_AND_UPLOADS),
     Migration(5, "document generations; the uploads index", _DOCUMENT_GENERATIONS),
     Migration(6, "document texts in a table of their own", _DOCUMENT_TEXTS),
 )
 
-_CREATE_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS migrations (
+STORE_MIGRATIONS_TABLE = "migrations"
+"""The store's record of its migrations. Other stores in the same file (the accounts) keep
+their own numbering in a table of their own."""
+
+_TABLE_NAME = re.compile(r"[a-z_]+")
+
+
+def _create_migrations_table(table: str) -> str:
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
     number INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
     applied_at REAL NOT NULL
 )"""
 
 
-def applied_migrations(conn: sqlite3.Connection) -> set[int]:
-    """Numbers of the migrations recorded in this database."""
+def applied_migrations(conn: sqlite3.Connection, table: str = STORE_MIGRATIONS_TABLE) -> set[int]:
+    """Numbers of the migrations recorded in this database (in ``table``)."""
     exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
     ).fetchone()
     if not exists:
         return set()
-    return {row[0] for row in conn.execute("SELECT number FROM migrations")}
+    return {row[0] for row in conn.execute(f"SELECT number FROM {_checked(table)}")}
 
 
-def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+def migrate(
+    conn: sqlite3.Connection,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    table: str = STORE_MIGRATIONS_TABLE,
+) -> list[int]:
     """Apply the missing migrations in order, each in one ``BEGIN IMMEDIATE`` transaction that
-    also records it, so a crash leaves the database at a migration boundary and two processes
-    opening the same file at once apply each migration once. Returns the numbers applied.
+    also records it (in ``table``), so a crash leaves the database at a migration boundary and
+    two processes opening the same file at once apply each migration once. Returns the
+    numbers applied. Only the store's migrations are mirrored in ``PRAGMA user_version``.
 
     ``conn`` must be in autocommit mode (``isolation_level=None``).
     """
+    table = _checked(table)
     known = max((migration.number for migration in migrations), default=0)
-    applied = applied_migrations(conn)
+    applied = applied_migrations(conn, table)
     _refuse_newer(applied, known)
     if applied.issuperset(migration.number for migration in migrations):
         return []  # the common case: no write lock taken just to open the file
@@ -270,11 +259,11 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIO
     for migration in sorted(migrations, key=lambda m: m.number):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(_CREATE_MIGRATIONS_TABLE)
-            applied = applied_migrations(conn)  # again: another process may have migrated
+            conn.execute(_create_migrations_table(table))
+            applied = applied_migrations(conn, table)  # again: another process may have migrated
             _refuse_newer(applied, known)
             if migration.number not in applied:
-                _apply(conn, migration)
+                _apply(conn, migration, table)
                 done.append(migration.number)
         except BaseException:
             conn.execute("ROLLBACK")
@@ -292,15 +281,23 @@ def _refuse_newer(applied: set[int], known: int) -> None:
         )
 
 
-def _apply(conn: sqlite3.Connection, migration: Migration) -> None:
+def _apply(conn: sqlite3.Connection, migration: Migration, table: str) -> None:
     for step in migration.steps:
         if callable(step):
             step(conn)
         else:
             conn.execute(step)
     conn.execute(
-        "INSERT INTO migrations (number, name, applied_at) VALUES (?, ?, ?)",
+        f"INSERT INTO {table} (number, name, applied_at) VALUES (?, ?, ?)",
         (migration.number, migration.name, time.time()),
     )
-    # user_version lives in the database header, which is written inside this transaction.
-    conn.execute(f"PRAGMA user_version = {int(migration.number)}")
+    if table == STORE_MIGRATIONS_TABLE:
+        # user_version lives in the database header, written inside this transaction.
+        conn.execute(f"PRAGMA user_version = {int(migration.number)}")
+
+
+def _checked(table: str) -> str:
+    """A migrations table name is spliced into SQL: only lower-case letters and underscores."""
+    if not _TABLE_NAME.fullmatch(table):
+        raise ValueError(f"not a migrations table name: {table!r}")
+    return table

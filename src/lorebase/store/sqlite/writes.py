@@ -188,6 +188,13 @@ def purge_chunks(conn: sqlite3.Connection, document_id: str) -> None:
     conn.execute("DELETE FROM sections WHERE document_id = ?", (document_id,))
 
 
+def delete_documents(conn: sqlite3.Connection, document_ids: Sequence[str]) -> None:
+    """Delete documents and every row that belongs to them."""
+    for document_id in document_ids:
+        purge_chunks(conn, document_id)
+        conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+
+
 def write_chunks(
     conn: sqlite3.Connection,
     kb_id: int,

@@ -1,0 +1,66 @@
+"""The accounts' SQLite schema: numbered migrations of their own, recorded in the table
+``account_migrations`` (the store records its own in ``migrations``), so the accounts and the
+index evolve apart even when they share one file.
+
+A database made before the accounts had their own migrations already holds these tables
+(the store's migration 4 used to create them): migration 1 creates each table only when it is
+missing, so such a database keeps its users, teams, keys and audit log. Never edit a released
+migration: append a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from lorebase.store.sqlite.schema import Migration, Step, migrate
+
+ACCOUNT_MIGRATIONS_TABLE = "account_migrations"
+
+_ACCOUNT_TABLES: tuple[Step, ...] = (
+    """CREATE TABLE IF NOT EXISTS users (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+        created_at REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS teams (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS team_members (
+        team_id INTEGER NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+        PRIMARY KEY (team_id, user_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS api_keys (
+        id INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        revoked_at REAL,
+        last_used_at REAL
+    )""",
+    """CREATE TABLE IF NOT EXISTS audit_log (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL
+    )""",
+)
+
+ACCOUNT_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
+)
+
+
+def migrate_accounts(
+    conn: sqlite3.Connection, migrations: tuple[Migration, ...] = ACCOUNT_MIGRATIONS
+) -> list[int]:
+    """Apply the missing account migrations (see ``store.sqlite.schema.migrate``)."""
+    return migrate(conn, migrations, table=ACCOUNT_MIGRATIONS_TABLE)

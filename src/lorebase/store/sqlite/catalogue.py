@@ -1,0 +1,219 @@
+"""The SQLite catalogue: knowledge bases, their settings, identity, state and sources.
+
+State writes that change no searchable row (base state and progress) do not bump the base's
+generation, so a search during a pass does not reload its vector matrix.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from lorebase.embed.base import EmbedderIdentity
+from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.settings import ChunkSettings
+from lorebase.store.base import MAX_SOURCES, KbState, KnowledgeBase, Scope, Source
+from lorebase.store.sqlite import fts, writes
+from lorebase.store.sqlite.role import SqliteRole
+from lorebase.store.sqlite.rows import KB_COLUMNS, KB_TOTALS_SQL, kb_from_row
+
+SOURCE_COLUMNS = "id, kb_id, path, label, created_at"
+
+
+class CatalogueMixin(SqliteRole):
+    """:class:`~lorebase.store.base.Catalogue` over SQLite."""
+
+    # -- knowledge bases ---------------------------------------------------------------------
+    def create_kb(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        scope: Scope = Scope.PERSONAL,
+        owner: str | None = None,
+        chunk_settings: ChunkSettings | None = None,
+        team_id: int | None = None,
+    ) -> KnowledgeBase:
+        if not name or not name.strip():
+            raise InvalidInput("a knowledge base needs a name")
+        try:
+            scope = Scope(scope)
+        except ValueError:
+            raise InvalidInput("scope must be one of: global, team, personal") from None
+        settings = chunk_settings or ChunkSettings()
+        now = time.time()
+        with self._write() as conn:
+            try:
+                kb_id = conn.execute(
+                    "INSERT INTO knowledge_bases (name, description, scope, owner, chunk_size, "
+                    "max_tokens, overlap, created_at, updated_at, team_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        name,
+                        description,
+                        str(scope),
+                        owner,
+                        settings.chunk_size,
+                        settings.max_tokens,
+                        settings.overlap,
+                        now,
+                        now,
+                        team_id,
+                    ),
+                ).lastrowid
+            except sqlite3.IntegrityError:
+                raise Conflict(
+                    f"a knowledge base named {name!r} already exists; choose another name"
+                ) from None
+            return writes.load_kb(conn, "id", kb_id)
+
+    def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
+        with self._read() as conn:
+            return writes.load_kb(conn, "name", name, totals=totals)
+
+    def get_kb_by_id(self, kb_id: int, *, totals: bool = True) -> KnowledgeBase:
+        with self._read() as conn:
+            return writes.load_kb(conn, "id", kb_id, totals=totals)
+
+    def list_kbs(self, *, totals: bool = True) -> list[KnowledgeBase]:
+        """Two queries however many bases: the rows, then every base's totals at once."""
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT {KB_COLUMNS} FROM knowledge_bases ORDER BY name")
+            kbs = rows.fetchall()
+            counted = (
+                {row[0]: row[1:] for row in conn.execute(f"{KB_TOTALS_SQL} GROUP BY kb_id")}
+                if totals
+                else {}
+            )
+        return [kb_from_row(row, counted.get(row[0])) for row in kbs]
+
+    def delete_kb(self, kb_id: int) -> None:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            # The index rows go first, while the rows they were built from still exist.
+            conn.execute(fts.fts_delete_sql("kb_id"), (kb_id,))
+            conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))  # cascades
+        with self._dense_lock:
+            self._dense.forget({kb_id})
+
+    def set_kb_identity(self, kb_id: int, identity: EmbedderIdentity) -> None:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            writes.identity_row(conn, identity, create=True)
+            conn.execute(
+                "UPDATE knowledge_bases SET identity_key = ? WHERE id = ?", (identity.key, kb_id)
+            )
+            writes.bump(conn, kb_id)
+
+    def set_kb_description(self, kb_id: int, description: str) -> None:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            conn.execute(
+                "UPDATE knowledge_bases SET description = ?, updated_at = ? WHERE id = ?",
+                (description, time.time(), kb_id),
+            )
+
+    def update_kb_chunking(self, kb_id: int, settings: ChunkSettings) -> None:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            conn.execute(
+                "UPDATE knowledge_bases SET chunk_size = ?, max_tokens = ?, overlap = ?, "
+                "updated_at = ? WHERE id = ?",
+                (settings.chunk_size, settings.max_tokens, settings.overlap, time.time(), kb_id),
+            )
+
+    # -- state of a pass ---------------------------------------------------------------------
+    def set_kb_state(
+        self,
+        kb_id: int,
+        state: KbState,
+        reason: str | None = None,
+        *,
+        started: bool = False,
+        finished: bool = False,
+    ) -> None:
+        now = time.time()
+        sql = "UPDATE knowledge_bases SET state = ?, state_reason = ?"
+        params: list[object] = [str(KbState(state)), reason]
+        if started:
+            sql += ", pass_started_at = ?, progress_done = 0, progress_total = 0"
+            params.append(now)
+        if finished:
+            sql += ", pass_finished_at = ?"
+            params.append(now)
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            conn.execute(sql + " WHERE id = ?", (*params, kb_id))
+
+    def set_kb_progress(self, kb_id: int, done: int, total: int) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE knowledge_bases SET progress_done = ?, progress_total = ? WHERE id = ?",
+                (done, total, kb_id),
+            )
+
+    # -- sources -----------------------------------------------------------------------------
+    def add_source(self, kb_id: int, path: str) -> Source:
+        folder = PurePosixPath(path)
+        if not folder.is_absolute():
+            raise InvalidInput("a source folder must be given as an absolute path")
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            rows = conn.execute(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE kb_id = ?", (kb_id,))
+            existing = [_source(row) for row in rows]
+            for source in existing:
+                other = PurePosixPath(source.path)
+                if folder == other:
+                    raise Conflict(f"this knowledge base already follows {path}")
+                if folder.is_relative_to(other) or other.is_relative_to(folder):
+                    raise Conflict(
+                        f"{path} overlaps {source.path}, which this knowledge base already "
+                        "follows; sources may not lie inside one another"
+                    )
+            if len(existing) >= MAX_SOURCES:
+                raise InvalidInput(f"a knowledge base follows at most {MAX_SOURCES} folders")
+            label = _free_label(folder.name or "root", {s.label for s in existing})
+            source_id = conn.execute(
+                "INSERT INTO sources (kb_id, path, label, created_at) VALUES (?, ?, ?, ?)",
+                (kb_id, str(folder), label, time.time()),
+            ).lastrowid
+            return Source(source_id, kb_id, str(folder), label, time.time())
+
+    def list_sources(self, kb_id: int) -> list[Source]:
+        with self._read() as conn:
+            writes.require_kb(conn, kb_id)
+            rows = conn.execute(
+                f"SELECT {SOURCE_COLUMNS} FROM sources WHERE kb_id = ? ORDER BY label", (kb_id,)
+            ).fetchall()
+        return [_source(row) for row in rows]
+
+    def remove_source(self, kb_id: int, source_id: int) -> int:
+        with self._write() as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sources WHERE id = ? AND kb_id = ?", (source_id, kb_id)
+            ).fetchone()
+            if found is None:
+                raise NotFound("this knowledge base follows no such folder")
+            rows = conn.execute(
+                "SELECT id FROM documents WHERE kb_id = ? AND source_id = ?", (kb_id, source_id)
+            )
+            ids = [row[0] for row in rows]
+            writes.delete_documents(conn, ids)
+            conn.execute("DELETE FROM sources WHERE id = ?", (source_id,))
+            writes.bump(conn, kb_id)
+            return len(ids)
+
+
+def _source(row: Sequence[object]) -> Source:
+    return Source(int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]))  # type: ignore[arg-type]
+
+
+def _free_label(name: str, taken: set[str]) -> str:
+    """The folder's name, or ``name-2``, ``name-3``… when another source has it."""
+    label, n = name, 1
+    while label in taken:
+        n += 1
+        label = f"{name}-{n}"
+    return label

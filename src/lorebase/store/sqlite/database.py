@@ -1,0 +1,142 @@
+"""One SQLite file and its connections: the transactions every SQLite role runs in.
+
+Transactions are explicit: the connections run in autocommit mode and every write is one
+``BEGIN IMMEDIATE ... COMMIT`` (taking the write lock up front, so a writer waits on
+``busy_timeout`` instead of failing half-way with SQLITE_BUSY on upgrade). Writes go through
+one connection per database object, guarded by a lock; reads take a connection of their own
+from a small pool, so searches run side by side with each other and with a write in progress
+(WAL gives each read transaction its snapshot). Other processes share the file through WAL too.
+
+The store and the accounts each apply their own migrations over one :class:`SqliteDatabase`
+(or each over their own, on the same file): neither reaches into the other.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lorebase.errors import InvalidInput
+
+BUSY_TIMEOUT_MS = 5000
+PAGE_SIZE = 16384
+"""Large rows pack better in 16 KB pages: ten 1.5 KB vectors (384 float32) per page instead of
+two per 4 KB page (a quarter of it wasted), and ~1 KB chunk rows and compressed document texts
+waste less at page ends. Measured at 10k chunks of 1000 characters with 384-d vectors: 6018
+bytes per chunk on disk against 6858 with 4 KB pages; keyword and dense latency unchanged."""
+
+IDLE_READERS = 8
+"""Read connections kept open between uses; more are opened under load and closed after."""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) with the store's pragmas.
+    ``synchronous=NORMAL`` is durable across application crashes in WAL mode; only a power
+    loss can drop the last commits."""
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only for a new file
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A connection for read transactions (and its own TEMP tables, such as the term-statistics
+    cache of the keyword plan)."""
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+class SqliteDatabase:
+    """One SQLite file: a writer connection under a lock and a pool of readers. Safe to share
+    between threads; several processes (or several objects) may open the same file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = connect(self.path)
+        self._pool_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; anything raised inside rolls all of it back."""
+        with self._lock:
+            self._check_open()
+            with _transaction(self._conn, "BEGIN IMMEDIATE") as conn:
+                yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction on a pooled connection: every statement inside sees the same
+        snapshot, and neither waits for nor blocks a writer."""
+        conn = self._take_reader()
+        try:
+            with _transaction(conn, "BEGIN") as snapshot:
+                yield snapshot
+        finally:
+            self._return_reader(conn)
+
+    @contextmanager
+    def schema(self) -> Iterator[sqlite3.Connection]:
+        """The writer connection outside any transaction, for ``migrate`` (which runs one
+        transaction per migration itself)."""
+        with self._lock:
+            self._check_open()
+            yield self._conn
+
+    def close(self) -> None:
+        with self._lock, self._pool_lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+                for conn in self._idle:
+                    conn.close()
+                self._idle.clear()
+
+    def _take_reader(self) -> sqlite3.Connection:
+        with self._pool_lock:
+            self._check_open()
+            if self._idle:
+                return self._idle.pop()
+        return connect_reader(self.path)
+
+    def _return_reader(self, conn: sqlite3.Connection) -> None:
+        with self._pool_lock:
+            reusable = not conn.in_transaction  # a failed rollback leaves it unusable
+            if reusable and not self._closed and len(self._idle) < IDLE_READERS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInput("this store is closed; open it again")
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    conn.execute(begin)
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

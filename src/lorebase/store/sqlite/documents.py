@@ -1,0 +1,192 @@
+"""The SQLite document records and their life cycle (and the counts for metrics).
+
+State writes that change no searchable row (document states, modification times) do not bump
+the base's generation, so a search during a pass does not reload its vector matrix.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from lorebase.embed.base import EmbedderIdentity
+from lorebase.store.base import DocumentRecord, DocumentState, NewDocument
+from lorebase.store.sqlite import writes
+from lorebase.store.sqlite.role import SqliteRole
+from lorebase.store.sqlite.rows import (
+    DOCUMENT_COLUMNS,
+    DOCUMENT_VALUE_COLUMNS,
+    compress_text,
+    document_from_row,
+    document_values,
+    placeholders,
+)
+from lorebase.types import Chunk
+
+UNFINISHED = (DocumentState.EXTRACTING, DocumentState.CHUNKING, DocumentState.EMBEDDING)
+
+
+class DocumentsMixin(SqliteRole):
+    """:class:`~lorebase.store.base.Documents` over SQLite."""
+
+    # -- reads -------------------------------------------------------------------------------
+    def get_document(self, kb_id: int, path: str) -> DocumentRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE kb_id = ? AND path = ?",
+                (kb_id, path),
+            ).fetchone()
+        return document_from_row(row) if row else None
+
+    def get_document_by_id(self, kb_id: int, document_id: str) -> DocumentRecord:
+        with self._read() as conn:
+            return writes.load_document(conn, kb_id, document_id)
+
+    def find_document(self, document_id: str) -> DocumentRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE id = ?", (document_id,)
+            ).fetchone()
+        return document_from_row(row) if row else None
+
+    def list_documents(
+        self, kb_id: int, state: DocumentState | None = None
+    ) -> list[DocumentRecord]:
+        sql = f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE kb_id = ?"
+        params: list[object] = [kb_id]
+        if state is not None:
+            sql += " AND state = ?"
+            params.append(str(DocumentState(state)))
+        with self._read() as conn:
+            rows = conn.execute(sql + " ORDER BY path", params).fetchall()
+        return [document_from_row(row) for row in rows]
+
+    # -- indexed or failed -------------------------------------------------------------------
+    def replace_document(
+        self,
+        kb_id: int,
+        document: NewDocument,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray | None,
+        identity: EmbedderIdentity | None,
+        settings_key: str,
+    ) -> DocumentRecord:
+        """Everything happens in one transaction, in this order: drop the old index rows,
+        chunks (vectors cascade) and sections; update or insert the document row; write
+        sections, chunks and index rows; write vectors and the reuse cache; bump the base's
+        generation. Input is checked before the transaction starts."""
+        matrix = writes.checked_vectors(chunks, vectors, identity)
+        writes.check_chunks(chunks)
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            document_id = writes.upsert_document(
+                conn,
+                kb_id,
+                document,
+                state=DocumentState.INDEXED,
+                reason=None,
+                chunk_count=len(chunks),
+                identity_key=identity.key if matrix is not None and identity else None,
+                settings_key=settings_key,
+                text=compress_text(document.text),
+            )
+            stored_ids = writes.write_chunks(conn, kb_id, document_id, chunks)
+            if matrix is not None and identity is not None:
+                writes.write_vectors(conn, document_id, chunks, stored_ids, matrix, identity)
+            writes.bump(conn, kb_id, [document_id])
+            return writes.load_document(conn, kb_id, document_id)
+
+    def record_failure(self, kb_id: int, document: NewDocument, reason: str) -> DocumentRecord:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            document_id = writes.upsert_document(
+                conn,
+                kb_id,
+                document,
+                state=DocumentState.FAILED,
+                reason=reason,
+                chunk_count=0,
+                identity_key=None,
+                settings_key=None,
+                text=None,
+            )
+            writes.bump(conn, kb_id, [document_id])
+            return writes.load_document(conn, kb_id, document_id)
+
+    # -- the life cycle ----------------------------------------------------------------------
+    def mark_pending(self, kb_id: int, documents: Sequence[NewDocument]) -> None:
+        if not documents:
+            return
+        now = time.time()
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            for document in documents:
+                updated = conn.execute(
+                    "UPDATE documents SET state = ?, updated_at = ? WHERE kb_id = ? AND path = ?",
+                    (str(DocumentState.PENDING), now, kb_id, document.path),
+                ).rowcount
+                if not updated:
+                    columns = ", ".join(DOCUMENT_VALUE_COLUMNS)
+                    conn.execute(
+                        f"INSERT INTO documents (id, kb_id, path, {columns}, state, created_at, "
+                        f"updated_at) VALUES ({placeholders(len(DOCUMENT_VALUE_COLUMNS) + 6)})",
+                        (writes.new_document_id(), kb_id, document.path,
+                         *document_values(document), str(DocumentState.PENDING), now, now),
+                    )  # fmt: skip
+
+    def set_document_state(self, kb_id: int, path: str, state: DocumentState) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE documents SET state = ?, updated_at = ? WHERE kb_id = ? AND path = ?",
+                (str(DocumentState(state)), time.time(), kb_id, path),
+            )
+
+    def touch_document(self, kb_id: int, document_id: str, mtime: float | None) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE documents SET mtime = ? WHERE id = ? AND kb_id = ?",
+                (mtime, document_id, kb_id),
+            )
+
+    def delete_document(self, kb_id: int, document_id: str) -> None:
+        with self._write() as conn:
+            writes.load_document(conn, kb_id, document_id)  # NotFound when not in this base
+            writes.purge_chunks(conn, document_id)
+            conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+            writes.bump(conn, kb_id)
+
+    def delete_documents(self, kb_id: int, document_ids: Sequence[str]) -> None:
+        if not document_ids:
+            return
+        with self._write() as conn:
+            rows = conn.execute(
+                f"SELECT id FROM documents WHERE kb_id = ? AND id IN "
+                f"({placeholders(len(document_ids))})",
+                (kb_id, *document_ids),
+            )
+            ids = [row[0] for row in rows]
+            writes.delete_documents(conn, ids)
+            writes.bump(conn, kb_id)
+
+    def reset_unfinished(self) -> int:
+        states = [str(s) for s in UNFINISHED]
+        with self._write() as conn:
+            return conn.execute(
+                f"UPDATE documents SET state = ? WHERE state IN ({placeholders(len(states))})",
+                (str(DocumentState.PENDING), *states),
+            ).rowcount
+
+
+class MetricsMixin(SqliteRole):
+    """:class:`~lorebase.store.base.Metrics` over SQLite."""
+
+    def count_documents_by_state(self) -> dict[DocumentState, int]:
+        counts = dict.fromkeys(DocumentState, 0)
+        with self._read() as conn:
+            for state, count in conn.execute(
+                "SELECT state, count(*) FROM documents GROUP BY state"
+            ):
+                counts[DocumentState(state)] = count
+        return counts

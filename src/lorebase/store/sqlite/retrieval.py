@@ -1,0 +1,150 @@
+"""The SQLite read side of search: the lexical index (FTS5), vectors (in-memory matrices per
+base and identity, the reuse cache, identity switches) and chunk hydration."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from lorebase.embed.base import EmbedderIdentity
+from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.store import stored_chunk_id
+from lorebase.store.base import DocumentState, Scored, StoredChunk
+from lorebase.store.sqlite import search, writes
+from lorebase.store.sqlite.role import SqliteRole
+from lorebase.store.sqlite.rows import batches, decompress_text, placeholders
+from lorebase.store.vectors import VECTOR_DTYPE, from_blob
+from lorebase.types import Chunk
+
+
+class LexicalMixin(SqliteRole):
+    """:class:`~lorebase.store.base.LexicalIndex` over SQLite FTS5."""
+
+    def keyword_search(
+        self,
+        kb_ids: Sequence[int],
+        query: str,
+        limit: int,
+        document_ids: Sequence[str] | None = None,
+    ) -> Scored:
+        with self._read() as conn:
+            return search.keyword_search(conn, _ids(kb_ids), query, limit, _docs(document_ids))
+
+
+class VectorsMixin(SqliteRole):
+    """:class:`~lorebase.store.base.Vectors` over SQLite blobs and in-memory indexes."""
+
+    def dense_search(
+        self,
+        kb_ids: Sequence[int],
+        identity: EmbedderIdentity,
+        vector: np.ndarray,
+        limit: int,
+        document_ids: Sequence[str] | None = None,
+    ) -> Scored:
+        """Indexes are fetched (and reloaded when stale) under a lock of their own; the matrix
+        products run outside it, so concurrent searches overlap."""
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != identity.dim:
+            raise InvalidInput(
+                f"the query vector has {query.shape[0]} dimensions; {identity.key} has "
+                f"{identity.dim}"
+            )
+        document_ids = _docs(document_ids)
+        if limit <= 0 or not kb_ids or document_ids == []:
+            return []
+        with self._read() as conn, self._dense_lock:
+            identity_id = writes.identity_row(conn, identity, create=False)
+            if identity_id is None:
+                return []
+            indexes = self._dense.indexes_for(conn, _ids(kb_ids), identity_id, identity.dim)
+        return search.merge_top(
+            [index.search(query, limit, document_ids) for index in indexes], limit
+        )
+
+    def cached_vectors(
+        self, identity: EmbedderIdentity, content_hashes: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        expected_bytes = identity.dim * VECTOR_DTYPE.itemsize
+        with self._read() as conn:
+            identity_id = writes.identity_row(conn, identity, create=False)
+            if identity_id is None:
+                return found
+            for batch in batches(list(dict.fromkeys(content_hashes))):
+                rows = conn.execute(
+                    "SELECT content_hash, vector FROM embedding_cache WHERE identity_id = ? "
+                    f"AND content_hash IN ({placeholders(len(batch))})",
+                    (identity_id, *batch),
+                )
+                for content_hash, blob in rows:
+                    if len(blob) == expected_bytes:
+                        found[content_hash] = from_blob(blob)
+        return found
+
+    def add_vectors(
+        self,
+        kb_id: int,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        identity: EmbedderIdentity,
+    ) -> None:
+        matrix = writes.checked_vectors(chunks, vectors, identity)
+        assert matrix is not None
+        with self._write() as conn:
+            writes.load_document(conn, kb_id, document_id)
+            present = conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
+            stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+            if set(stored) != {row[0] for row in present}:
+                raise Conflict("the document's chunks changed; index it again instead")
+            writes.write_vectors(conn, document_id, chunks, stored, matrix, identity)
+            conn.execute(
+                "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
+                (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
+            )
+            writes.bump(conn, kb_id, [document_id])
+
+    def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
+        with self._write() as conn:
+            keep_id = writes.identity_row(conn, keep, create=True)
+            conn.execute(
+                "DELETE FROM vectors WHERE identity_id != ? AND chunk_rowid IN "
+                "(SELECT rowid FROM chunks WHERE kb_id = ?)",
+                (keep_id, kb_id),
+            )
+            writes.bump(conn, kb_id, every_document=True)
+
+
+class ChunksMixin(SqliteRole):
+    """:class:`~lorebase.store.base.Chunks` over SQLite."""
+
+    def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        with self._read() as conn:
+            return search.get_chunks(conn, _ids(kb_ids), list(chunk_ids))
+
+    def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
+        with self._read() as conn:
+            return search.neighbors(conn, _ids(kb_ids), chunk_id, window)
+
+    def document_text(self, kb_id: int, document_id: str) -> str:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT t.text FROM documents AS d "
+                "LEFT JOIN document_texts AS t ON t.document_id = d.id "
+                "WHERE d.id = ? AND d.kb_id = ?",
+                (document_id, kb_id),
+            ).fetchone()
+        if row is None:
+            raise NotFound(writes.NO_DOCUMENT)
+        return decompress_text(row[0])
+
+
+def _ids(kb_ids: Sequence[int]) -> list[int]:
+    return [int(kb_id) for kb_id in kb_ids]
+
+
+def _docs(document_ids: Sequence[str] | None) -> list[str] | None:
+    return None if document_ids is None else [str(d) for d in document_ids]

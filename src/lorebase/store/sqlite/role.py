@@ -1,0 +1,30 @@
+"""What every role of :class:`~lorebase.store.sqlite.store.SqliteStore` shares: the database
+(its transactions) and the in-memory dense indexes. Each role is a mixin over this base, one
+module per role (``catalogue``, ``documents``, ``uploads``, ``retrieval``)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lorebase.store.sqlite.database import SqliteDatabase
+    from lorebase.store.sqlite.dense import DenseIndexes
+
+
+class SqliteRole:
+    """Set up by the store's ``__init__``; the roles only use them."""
+
+    _db: SqliteDatabase
+    _dense: DenseIndexes
+    _dense_lock: threading.Lock
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction; anything raised inside rolls all of it back."""
+        return self._db.write()
+
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One read transaction (a snapshot) on a pooled connection."""
+        return self._db.read()

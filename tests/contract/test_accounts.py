@@ -1,0 +1,142 @@
+"""The ``AccountStore`` contract, run against every backend.
+
+Each test takes ``accounts`` (a fresh, empty account store). SQLite runs twice: with a
+database of its own, and sharing the index store's database (how ``lorebase serve`` runs it).
+A PostgreSQL backend is one more entry in ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import pytest
+
+from lorebase.accounts.base import AccountStore, Role
+from lorebase.errors import Conflict, InvalidInput, NotFound
+
+Opener = Callable[[Path], AbstractContextManager[AccountStore]]
+
+
+@contextmanager
+def _sqlite_own(tmp_path: Path) -> Iterator[AccountStore]:
+    from lorebase.accounts.sqlite import SqliteAccounts
+
+    with SqliteAccounts.open(tmp_path / "lorebase.db") as accounts:
+        yield accounts
+
+
+@contextmanager
+def _sqlite_shared(tmp_path: Path) -> Iterator[AccountStore]:
+    from lorebase.accounts.sqlite import SqliteAccounts
+    from lorebase.store.sqlite import SqliteStore
+
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        yield SqliteAccounts(store)
+
+
+BACKENDS: dict[str, Opener] = {"sqlite": _sqlite_own, "sqlite-shared": _sqlite_shared}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def accounts_backend(request: pytest.FixtureRequest) -> Opener:
+    return BACKENDS[request.param]
+
+
+@pytest.fixture
+def accounts(accounts_backend: Opener, tmp_path: Path) -> Iterator[AccountStore]:
+    with accounts_backend(tmp_path) as opened:
+        yield opened
+
+
+# -- users -------------------------------------------------------------------------------------
+def test_users_are_created_found_and_listed_by_name(accounts: AccountStore) -> None:
+    zoe = accounts.create_user("zoe")
+    dana = accounts.create_user("  dana ", Role.ADMIN)
+    assert (dana.name, dana.role, zoe.role) == ("dana", Role.ADMIN, Role.MEMBER)
+    assert accounts.get_user("dana") == dana
+    assert accounts.list_users() == [dana, zoe]
+    with pytest.raises(Conflict):
+        accounts.create_user("dana")
+    with pytest.raises(NotFound):
+        accounts.get_user("nobody")
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "x" * 65])
+def test_bad_names_are_refused(accounts: AccountStore, name: str) -> None:
+    with pytest.raises(InvalidInput):
+        accounts.create_user(name)
+    with pytest.raises(InvalidInput):
+        accounts.create_team(name)
+
+
+# -- teams -------------------------------------------------------------------------------------
+def test_teams_and_memberships(accounts: AccountStore) -> None:
+    ops, dev = accounts.create_team("ops"), accounts.create_team("dev")
+    assert accounts.get_team("ops") == ops and accounts.list_teams() == [dev, ops]
+    with pytest.raises(Conflict):
+        accounts.create_team("ops")
+    with pytest.raises(NotFound):
+        accounts.get_team("nobody")
+    dana = accounts.create_user("dana")
+    assert accounts.memberships(dana.id) == {}
+    accounts.set_member(ops.id, dana.id, Role.MEMBER)
+    accounts.set_member(dev.id, dana.id, Role.ADMIN)
+    accounts.set_member(ops.id, dana.id, Role.ADMIN)  # a change, not a second row
+    assert accounts.memberships(dana.id) == {ops.id: Role.ADMIN, dev.id: Role.ADMIN}
+    accounts.set_member(ops.id, dana.id, None)
+    assert accounts.memberships(dana.id) == {dev.id: Role.ADMIN}
+
+
+# -- keys --------------------------------------------------------------------------------------
+def test_a_key_resolves_to_its_user_until_revoked(accounts: AccountStore) -> None:
+    dana = accounts.create_user("dana")
+    key, record = accounts.create_key(dana.id, "laptop")
+    assert key.startswith("lb_") and record.prefix == key[: len(record.prefix)]
+    assert key not in record.prefix and record.user_id == dana.id and record.name == "laptop"
+    assert accounts.resolve_key(key) == dana
+    assert accounts.resolve_key(key + "x") is None
+    assert accounts.resolve_key("not-a-key") is None
+    accounts.revoke_key(record.id)
+    assert accounts.resolve_key(key) is None
+    with pytest.raises(NotFound):
+        accounts.revoke_key(record.id)  # already revoked
+    [listed] = accounts.list_keys()
+    assert listed.id == record.id and listed.revoked_at is not None
+
+
+def test_an_expired_key_resolves_to_nobody(accounts: AccountStore) -> None:
+    dana = accounts.create_user("dana")
+    expired, _ = accounts.create_key(dana.id, expires_at=time.time() - 1)
+    current, _ = accounts.create_key(dana.id, expires_at=time.time() + 3600)
+    assert accounts.resolve_key(expired) is None
+    assert accounts.resolve_key(current) == dana
+
+
+def test_keys_are_listed_per_user_and_need_a_user(accounts: AccountStore) -> None:
+    dana, eli = accounts.create_user("dana"), accounts.create_user("eli")
+    _, first = accounts.create_key(dana.id)
+    _, second = accounts.create_key(eli.id)
+    assert [k.id for k in accounts.list_keys()] == [first.id, second.id]
+    assert [k.id for k in accounts.list_keys(eli.id)] == [second.id]
+    with pytest.raises(NotFound):
+        accounts.create_key(eli.id + 100)
+
+
+# -- audit -------------------------------------------------------------------------------------
+def test_the_audit_log_is_newest_first_and_limited(accounts: AccountStore) -> None:
+    for n in range(3):
+        accounts.audit("cli", "create_user", f"user-{n}")
+    log = accounts.audit_log()
+    assert [e.target for e in log] == ["user-2", "user-1", "user-0"]
+    assert all((e.actor, e.action) == ("cli", "create_user") for e in log)
+    assert [e.target for e in accounts.audit_log(limit=1)] == ["user-2"]
+
+
+def test_accounts_persist_across_opens(accounts_backend: Opener, tmp_path: Path) -> None:
+    with accounts_backend(tmp_path) as accounts:
+        key, _ = accounts.create_key(accounts.create_user("dana").id)
+    with accounts_backend(tmp_path) as accounts:
+        assert accounts.resolve_key(key) == accounts.get_user("dana")

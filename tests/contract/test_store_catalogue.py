@@ -1,0 +1,163 @@
+"""The ``Catalogue`` role: knowledge bases, their settings, state and sources. Run against
+every backend."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from store_contract import (
+    IDENTITY,
+    SETTINGS_KEY,
+    new_doc,
+    put,
+)
+
+from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.settings import ChunkSettings
+from lorebase.store.base import MAX_SOURCES, KbState, Scope, Store
+
+
+# -- knowledge bases ---------------------------------------------------------------------------
+def test_create_get_list_and_delete_knowledge_bases(store: Store) -> None:
+    settings_ = ChunkSettings(chunk_size=800, max_tokens=200, overlap=100)
+    kb = store.create_kb(
+        "team-docs",
+        description="Team docs",
+        scope=Scope.TEAM,
+        owner="ana",
+        chunk_settings=settings_,
+    )
+    assert (kb.name, kb.description, kb.scope, kb.owner) == (
+        "team-docs",
+        "Team docs",
+        "team",
+        "ana",
+    )
+    assert kb.chunk_settings == settings_ and kb.identity_key is None
+    assert (kb.documents, kb.chunks, kb.bytes) == (0, 0, 0)
+    other = store.create_kb("alpha")
+    assert other.chunk_settings == ChunkSettings() and other.scope is Scope.PERSONAL
+    assert store.get_kb("team-docs") == kb
+    assert store.get_kb_by_id(kb.id) == kb
+    assert [k.name for k in store.list_kbs()] == ["alpha", "team-docs"]
+    store.delete_kb(kb.id)
+    assert [k.name for k in store.list_kbs()] == ["alpha"]
+    with pytest.raises(NotFound):
+        store.get_kb("team-docs")
+
+
+def test_bases_without_totals_are_the_same_bases_with_zeros(store: Store) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "a.md", ["zebra one", "zebra two"])
+    full, bare = store.get_kb("docs"), store.get_kb("docs", totals=False)
+    assert (full.documents, full.chunks) == (1, 2)
+    assert replace(full, documents=0, indexed=0, failed=0, chunks=0, bytes=0, pending=0) == bare
+    assert store.get_kb_by_id(kb.id, totals=False) == bare
+    assert store.list_kbs(totals=False) == [bare]
+    with pytest.raises(NotFound):
+        store.get_kb("missing", totals=False)
+
+
+def test_duplicate_name_conflicts_and_unknown_bases_are_not_found(store: Store) -> None:
+    kb = store.create_kb("docs")
+    with pytest.raises(Conflict):
+        store.create_kb("docs")
+    with pytest.raises(InvalidInput):
+        store.create_kb("  ")
+    with pytest.raises(InvalidInput):
+        store.create_kb("other", scope="everyone")  # type: ignore[arg-type]
+    for call in (
+        lambda: store.get_kb("nope"),
+        lambda: store.get_kb_by_id(kb.id + 100),
+        lambda: store.delete_kb(kb.id + 100),
+        lambda: store.set_kb_identity(kb.id + 100, IDENTITY),
+        lambda: store.replace_document(kb.id + 100, new_doc("a.md"), [], None, None, "k"),
+        lambda: store.record_failure(kb.id + 100, new_doc("a.md"), "corrupt"),
+    ):
+        with pytest.raises(NotFound):
+            call()
+
+
+def test_totals_and_identity(store: Store) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "a.md", ["one zebra", "two", "three"])
+    put(store, kb, "b.md", ["four"])
+    store.record_failure(kb.id, new_doc("c.pdf", size=7), "no_text_layer")
+    store.set_kb_identity(kb.id, IDENTITY)
+    kb = store.get_kb("docs")
+    assert (kb.documents, kb.indexed, kb.failed, kb.chunks, kb.bytes) == (3, 2, 1, 4, 207)
+    assert kb.identity_key == IDENTITY.key
+    assert store.list_kbs() == [kb]
+
+
+# -- settings, state and progress ----------------------------------------------------------------
+def test_description_and_chunking_are_updated(store: Store) -> None:
+    kb = store.create_kb("docs", description="old")
+    store.set_kb_description(kb.id, "new")
+    settings = ChunkSettings(chunk_size=600, max_tokens=200, overlap=50)
+    store.update_kb_chunking(kb.id, settings)
+    updated = store.get_kb("docs")
+    assert (updated.description, updated.chunk_settings) == ("new", settings)
+    with pytest.raises(NotFound):
+        store.set_kb_description(kb.id + 100, "nobody")
+
+
+def test_state_and_progress_of_a_pass(store: Store) -> None:
+    kb = store.create_kb("docs")
+    assert store.get_kb("docs").state is KbState.PENDING
+    store.set_kb_state(kb.id, KbState.INDEXING, started=True)
+    store.set_kb_progress(kb.id, 3, 10)
+    running = store.get_kb("docs")
+    assert running.state is KbState.INDEXING and running.pass_started_at is not None
+    assert (running.progress_done, running.progress_total) == (3, 10)
+    assert running.pass_finished_at is None
+    store.set_kb_state(kb.id, KbState.WAITING, "source_missing", finished=True)
+    waiting = store.get_kb("docs")
+    assert (waiting.state, waiting.state_reason) == (KbState.WAITING, "source_missing")
+    assert waiting.pass_finished_at is not None
+    store.set_kb_state(kb.id, KbState.INDEXING, started=True)  # a new pass starts from zero
+    assert store.get_kb("docs").progress_done == 0
+    with pytest.raises(NotFound):
+        store.set_kb_state(kb.id + 100, KbState.READY)
+
+
+# -- sources -----------------------------------------------------------------------------------
+def test_sources_are_followed_labelled_and_listed(store: Store) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    notes = store.add_source(kb.id, "/srv/team/notes")
+    twin = store.add_source(kb.id, "/home/dana/notes")
+    assert (notes.kb_id, notes.path, notes.label) == (kb.id, "/srv/team/notes", "notes")
+    assert twin.label == "notes-2"
+    assert [s.label for s in store.list_sources(kb.id)] == ["notes", "notes-2"]
+    assert store.add_source(other.id, "/srv/team/notes").label == "notes"  # bases are apart
+    for taken in ("/srv/team/notes", "/srv/team", "/srv/team/notes/2024"):
+        with pytest.raises(Conflict):
+            store.add_source(kb.id, taken)
+    with pytest.raises(InvalidInput):
+        store.add_source(kb.id, "relative/path")
+    with pytest.raises(NotFound):
+        store.list_sources(kb.id + 100)
+
+
+def test_a_base_follows_at_most_max_sources_folders(store: Store) -> None:
+    kb = store.create_kb("docs")
+    for n in range(MAX_SOURCES):
+        store.add_source(kb.id, f"/data/{n}")
+    with pytest.raises(InvalidInput):
+        store.add_source(kb.id, "/data/one-too-many")
+
+
+def test_removing_a_source_drops_its_documents(store: Store) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    source = store.add_source(kb.id, "/data/notes")
+    from_folder = replace(new_doc("notes/a.md", "zebra"), source_id=source.id)
+    store.replace_document(kb.id, from_folder, [], None, None, SETTINGS_KEY)
+    put(store, kb, "added.md", ["zebra added directly"])
+    with pytest.raises(NotFound):
+        store.remove_source(other.id, source.id)  # not this base's folder
+    assert store.remove_source(kb.id, source.id) == 1
+    assert store.list_sources(kb.id) == []
+    assert [d.path for d in store.list_documents(kb.id)] == ["added.md"]
+    with pytest.raises(NotFound):
+        store.remove_source(kb.id, source.id)

@@ -1,0 +1,65 @@
+"""The ``Chunks`` role: hydration, neighbours, document text. Run against every backend."""
+
+from __future__ import annotations
+
+import pytest
+from store_contract import (
+    put,
+    stored_ids,
+)
+
+from lorebase.errors import NotFound
+from lorebase.store.base import Store
+from lorebase.types import ContentKind, Provenance
+
+
+# -- hydration ---------------------------------------------------------------------------------
+def test_get_chunks_hydrates_in_the_order_asked(store: Store) -> None:
+    kb = store.create_kb("docs")
+    doc, chunks = put(
+        store,
+        kb,
+        "src/a.py",
+        ["zebra one", "zebra two"],
+        title="A",
+        symbol="f",
+        trails=[("mod",), ("mod", "f")],
+    )
+    ids = stored_ids(doc.id, chunks)
+    got = store.get_chunks([kb.id], [ids[1], "unknown", ids[0]])
+    assert [c.id for c in got] == [ids[1], ids[0]]
+    first = got[1]
+    assert (first.ordinal, first.text, first.tokens) == (0, "zebra one", 2)
+    assert first.provenance == Provenance(
+        knowledge_base="docs",
+        knowledge_base_id=kb.id,
+        document_id=doc.id,
+        path="src/a.py",
+        title="A",
+        kind="py",
+        uploaded=False,
+        trail=("mod",),
+        start=0,
+        end=9,
+        content_kind=ContentKind.CODE,
+        line=1,
+        page=None,
+        page_end=None,
+        language="python",
+        symbol="f",
+    )
+    assert got[0].provenance.trail == ("mod", "f")
+    assert store.get_chunks([kb.id], []) == []
+
+
+def test_neighbors_are_the_window_around_a_chunk(store: Store) -> None:
+    kb = store.create_kb("docs")
+    doc, chunks = put(store, kb, "a.md", [f"zebra {i}" for i in range(6)])
+    put(store, kb, "b.md", ["zebra elsewhere"])
+    ids = stored_ids(doc.id, chunks)
+    assert [c.ordinal for c in store.neighbors([kb.id], ids[3], 1)] == [2, 3, 4]
+    assert [c.ordinal for c in store.neighbors([kb.id], ids[0], 2)] == [0, 1, 2]
+    assert [c.ordinal for c in store.neighbors([kb.id], ids[5], 0)] == [5]
+    assert {c.provenance.path for c in store.neighbors([kb.id], ids[5], 100)} == {"a.md"}
+    with pytest.raises(NotFound):
+        store.neighbors([kb.id], "unknown", 1)

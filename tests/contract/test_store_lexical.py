@@ -1,0 +1,113 @@
+"""The ``LexicalIndex`` role: keyword search. Run against every backend."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from store_contract import (
+    ids_of,
+    put,
+)
+
+from lorebase.store.base import KnowledgeBase, Store
+
+
+# -- keyword search ----------------------------------------------------------------------------
+def test_keyword_search_folds_accents_and_stems(store: Store) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "pt.md", ["Configuração do servidor"])
+    put(store, kb, "en.md", ["A naïve approach: the job runs nightly"])
+    assert len(store.keyword_search([kb.id], "configuracao", 5)) == 1
+    assert len(store.keyword_search([kb.id], "CONFIGURAÇÃO", 5)) == 1
+    assert len(store.keyword_search([kb.id], "naive", 5)) == 1
+    assert len(store.keyword_search([kb.id], "running", 5)) == 1
+
+
+def test_keyword_search_finds_identifiers_titles_and_paths(store: Store) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "docs/handbook.docx", ["Nothing to see"], title="Employee guide")
+    put(store, kb, "src/errors.py", ["raise Failure(ERR_4711)", "other"], symbol="raise_it")
+    (err,) = store.keyword_search([kb.id], "ERR_4711", 5)
+    assert store.get_chunks([kb.id], [err[0]])[0].text == "raise Failure(ERR_4711)"
+    assert len(store.keyword_search([kb.id], "handbook", 5)) == 1
+    assert len(store.keyword_search([kb.id], "employee", 5)) == 1
+    assert len(store.keyword_search([kb.id], "raise_it", 5)) == 2  # symbol column
+
+
+def test_heading_match_outranks_body_match(store: Store) -> None:
+    kb = store.create_kb("docs")
+    put(
+        store,
+        kb,
+        "policy.md",
+        ["Ten days per year, booked in advance.", "Ask your manager about vacation first."],
+        trails=[("Policy", "Vacation"), ("Policy", "Approvals")],
+    )
+    hits = store.keyword_search([kb.id], "vacation", 5)
+    top = store.get_chunks([kb.id], [hits[0][0]])[0]
+    assert top.provenance.trail == ("Policy", "Vacation") and len(hits) == 2
+    assert hits[0][1] > hits[1][1] > 0
+
+
+def test_keyword_search_ranks_limits_and_filters_documents(store: Store) -> None:
+    kb = store.create_kb("docs")
+    a, _ = put(store, kb, "a.md", ["zebra zebra zebra", "zebra alpha"])
+    b, _ = put(store, kb, "b.md", ["zebra", "tulip"])
+    hits = store.keyword_search([kb.id], "zebra", 10)
+    assert len(hits) == 3
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert len(store.keyword_search([kb.id], "zebra", 2)) == 2
+    assert store.keyword_search([kb.id], "zebra", 0) == []
+    only_b = store.keyword_search([kb.id], "zebra tulip", 10, [b.id])
+    assert {c.provenance.path for c in store.get_chunks([kb.id], ids_of(only_b))} == {"b.md"}
+    assert len(only_b) == 2
+    assert store.keyword_search([kb.id], "zebra", 10, []) == []
+    assert len(store.keyword_search([kb.id], "zebra", 10, [a.id, b.id, "unknown"])) == 3
+
+
+HOSTILE = [
+    '"',
+    "*",
+    "NEAR(",
+    "AND",
+    "OR",
+    "NOT",
+    "title:x",
+    "",
+    "   ",
+    "^",
+    "-",
+    "a AND",
+    "NEAR(zebra alpha, 2)",
+    '"zebra',
+    "zebra*",
+    "col:zebra",
+    "\x00",
+    "{title}: zebra",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(store: Store, query: str) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "a.md", ["zebra alpha and or not near title"])
+    assert isinstance(store.keyword_search([kb.id], query, 5), list)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text())
+def test_keyword_search_never_raises(populated: tuple[Store, KnowledgeBase], query: str) -> None:
+    store, kb = populated
+    for chunk_id, score in store.keyword_search([kb.id], query, 5):
+        assert isinstance(chunk_id, str) and score > 0
+
+
+@pytest.fixture
+def populated(store: Store) -> tuple[Store, KnowledgeBase]:
+    kb = store.create_kb("docs")
+    put(store, kb, "docs/a.md", ["Configuração do servidor", "ERR_4711 AND NEAR(x)"], title="Ä")
+    put(store, kb, "b.py", ["def run(): pass"], symbol="run", trails=[("mod", "run")])
+    return store, kb
