@@ -24,7 +24,7 @@ from lorebase.errors import LorebaseError
 MCP_PATH = "/mcp"
 
 
-def _key(request: Any) -> str | None:
+def _key(request: Request) -> str | None:
     headers = request.headers
     authorization = headers.get("authorization")
     if authorization and authorization.lower().startswith("bearer "):
