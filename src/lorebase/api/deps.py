@@ -11,7 +11,8 @@ from lorebase.api.server import Server
 
 
 def get_server(request: Request) -> Server:
-    return request.app.state.server  # type: ignore[no-any-return]
+    server: Server = request.app.state.server
+    return server
 
 
 def get_api_key(
