@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lorebase.accounts.base import Role
+from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
+
+if TYPE_CHECKING:
+    from lorebase.app import Lorebase
 
 users_app = command_group("Users of the HTTP service (operators only).")
 teams_app = command_group("Teams and their members.")
@@ -23,14 +27,16 @@ keys_app = command_group("API keys and the data key.")
 DAY = 86_400
 
 
-def accounts_of(lb):  # type: ignore[no-untyped-def]
+def accounts_of(lb: Lorebase) -> AccountStore:
     from lorebase.accounts.sqlite import SqliteAccounts
+    from lorebase.store.sqlite import SqliteStore
 
+    assert isinstance(lb.store, SqliteStore)  # the accounts live in the SQLite database
     return SqliteAccounts(lb.store)
 
 
 @contextmanager
-def administering(ctx: typer.Context) -> Iterator[Any]:
+def administering(ctx: typer.Context) -> Iterator[AccountStore]:
     """The accounts of the lorebase the global options point at, for an operator command."""
     with open_from(ctx) as lb:
         yield accounts_of(lb)
@@ -57,8 +63,10 @@ def serve(
 
     settings = ServeSettings(
         host=host, port=port, auth=not no_auth, max_upload_bytes=max_upload_mb * MB,
-        queue_size=queue_size, **({"workers": workers} if workers else {}),
+        queue_size=queue_size,
     )  # fmt: skip
+    if workers:
+        settings = dataclasses.replace(settings, workers=workers)
     console = Console()
     with open_from(ctx, holder="lorebase serve") as lb:
         accounts = accounts_of(lb)
