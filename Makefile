@@ -33,4 +33,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/extract.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
