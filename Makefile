@@ -26,6 +26,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 # The fast lane for your own loop: lint, then the unit and contract tests (under a minute).
@@ -37,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/extract.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -97,7 +97,9 @@ def _chunk_aad(header: bytes, blob_id: str, index: int, final: bool) -> bytes:
 def _plain_chunks(data: BlobData, size: int) -> Iterator[tuple[bytes, bool]]:
     """Cut ``data`` into ``(chunk, final)`` pairs of ``size`` bytes. A full chunk is yielded
     only once a further byte is known to exist, so the last one is always marked final."""
-    pieces: Iterable[bytes] = [data] if isinstance(data, bytes | bytearray | memoryview) else data
+    pieces: Iterable[bytes | bytearray | memoryview] = (
+        [data] if isinstance(data, bytes | bytearray | memoryview) else data
+    )
     pending = bytearray()
     for piece in pieces:
         try:

@@ -69,7 +69,8 @@ class EventBus:
                     continue
                 if event is _END:
                     return
-                kb_id: int = event["knowledge_base_id"]  # type: ignore[assignment]
+                kb_id = event["knowledge_base_id"]
+                assert isinstance(kb_id, int)  # publish() puts an int there
                 if may_see is not None:
                     try:
                         allowed = await asyncio.to_thread(may_see, kb_id)

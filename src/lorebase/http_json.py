@@ -205,7 +205,7 @@ class JsonEndpoint:
         """Exponential backoff with jitter (half to full step), or the server's Retry-After."""
         if retry_after is not None:
             return retry_after
-        step = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+        step = min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
         return step * (0.5 + 0.5 * self._random.random())
 
     def _retry_after(self, value: str | None) -> float | None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, Team, User
 from lorebase.accounts.schema import migrate_accounts
@@ -230,5 +230,5 @@ class SqliteAccounts(AccountStore):
         return [AuditEntry(*row) for row in rows]
 
 
-def _user(row: Sequence[object]) -> User:
-    return User(int(row[0]), str(row[1]), Role(row[2]), float(row[3]))  # type: ignore[arg-type]
+def _user(row: Sequence[Any]) -> User:
+    return User(int(row[0]), str(row[1]), Role(row[2]), float(row[3]))

@@ -167,7 +167,8 @@ class Asker:
             try:
                 piece = next(stream)
             except StopIteration as done:
-                return done.value
+                reply: Reply = done.value
+                return reply
             yield Delta(piece)
 
     def _run(self, call: ToolCall) -> tuple[str, bool]:

@@ -70,9 +70,11 @@ def content_kind(elements: Sequence[Element]) -> ContentKind:
 
 def first_line(text: str, elements: Sequence[Element], start: int) -> int | None:
     """The source line of ``start``: the first element's line plus the line ends before it."""
-    if not elements or elements[0].line is None:
+    if not elements:
         return None
     first = elements[0]
+    if first.line is None:
+        return None
     return first.line + text.count("\n", first.start, max(start, first.start))
 
 
@@ -88,7 +90,7 @@ def code_attribute(elements: Sequence[Element], name: str) -> str | None:
     """The first ``language``/``symbol`` value among the code elements touched."""
     for element in elements:
         if element.kind is ElementKind.CODE:
-            value = getattr(element, name)
+            value: str | None = getattr(element, name)
             if value:
                 return value
     return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -16,6 +16,9 @@ from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
 from lorebase.search.types import MAX_TOP_K, Mode
+
+if TYPE_CHECKING:
+    from lorebase.ingest.pipeline import Progress as IngestProgress
 
 SOURCE_HELP = (
     "A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a source folder with "
@@ -90,7 +93,7 @@ def evaluate(
         indexing = progress.add_task("Indexing", total=None)
         asking: dict[str, Any] = {}
 
-        def on_progress(step) -> None:  # type: ignore[no-untyped-def]
+        def on_progress(step: IngestProgress) -> None:
             progress.update(indexing, completed=step.files_done, total=step.files_total)
 
         def on_question(name: str, done: int, total: int) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.errors import Unavailable
 from lorebase.search.types import MAX_TOP_K, Mode
+
+if TYPE_CHECKING:
+    from lorebase.ingest.pipeline import Progress as IngestProgress
 
 KB_HELP = "The knowledge base to add to (created if needed)."
 
@@ -44,7 +47,7 @@ def add(
     ):
         task = progress.add_task("Indexing", total=None, chunks=0, rate=0.0)
 
-        def on_progress(step) -> None:  # type: ignore[no-untyped-def]
+        def on_progress(step: IngestProgress) -> None:
             elapsed = progress.tasks[task].elapsed or 0.0
             rate = step.chunks / elapsed if elapsed > 0 else 0.0
             progress.update(task, completed=step.files_done, total=step.files_total,

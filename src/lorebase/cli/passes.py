@@ -11,7 +11,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -21,6 +21,10 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.errors import Unavailable
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
+
+if TYPE_CHECKING:
+    from lorebase.ingest.pipeline import IngestReport
+    from lorebase.service import KnowledgeBase
 
 
 @contextmanager
@@ -94,7 +98,7 @@ def watch(
     Stop with Ctrl-C."""
     console = Console()
 
-    def on_report(base, report) -> None:  # type: ignore[no-untyped-def]
+    def on_report(base: KnowledgeBase, report: IngestReport) -> None:
         if report.added or report.updated or report.removed or report.failed or report.stopped:
             console.print(render.ingest_summary(report, base.name))
             if report.stopped:

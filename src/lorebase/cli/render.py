@@ -186,7 +186,7 @@ def failures_table(failed: list[tuple[str, str]]) -> Table:
 
 
 def search_json(response: SearchResponse) -> dict[str, Any]:
-    out = to_jsonable(response)
+    out: dict[str, Any] = to_jsonable(response)
     for hit, data in zip(response.hits, out["hits"], strict=True):
         data["citation"] = hit.provenance.citation()
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,8 +50,10 @@ def serve(
 
     settings = ServeSettings(
         host=host, port=port, auth=not no_auth, max_upload_bytes=max_upload_mb * MB,
-        queue_size=queue_size, **({"workers": workers} if workers else {}),
+        queue_size=queue_size,
     )  # fmt: skip
+    if workers:
+        settings = dataclasses.replace(settings, workers=workers)
     console = Console()
     with open_from(ctx, holder="lorebase serve", serve=settings) as lb:
         accounts = lb.accounts

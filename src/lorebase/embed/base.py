@@ -103,7 +103,8 @@ class Embedder(ABC):
         return normalize(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text], "query")[0]
+        vector: np.ndarray = self.embed([text], "query")[0]
+        return vector
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts, "document")
@@ -114,4 +115,5 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return vectors / norms
+    unit: np.ndarray = vectors / norms
+    return unit

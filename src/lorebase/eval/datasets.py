@@ -26,6 +26,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote, unquote
 
 from lorebase.errors import InvalidInput, NotFound
@@ -93,7 +94,7 @@ def slug(name: str) -> str:
 # -- BEIR ------------------------------------------------------------------------------------
 
 
-def read_jsonl(path: Path) -> Iterator[dict]:
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSON Lines file (blank lines skipped)."""
     if not path.is_file():
         raise NotFound(f"{path} does not exist; a BEIR folder needs it")
@@ -279,10 +280,10 @@ def resolve_documents(
     Returns the questions with resolved keys and the paths that matched nothing.
     """
     by_suffix: dict[str, list[str]] = {}
-    for key in stored:
-        parts = key.split("/")
+    for stored_path in stored:
+        parts = stored_path.split("/")
         for start in range(1, len(parts)):
-            by_suffix.setdefault("/".join(parts[start:]), []).append(key)
+            by_suffix.setdefault("/".join(parts[start:]), []).append(stored_path)
 
     def resolve(path: str) -> str | None:
         clean = PurePosixPath(path.replace("\\", "/")).as_posix()

@@ -229,7 +229,9 @@ def metric_names(ks: Sequence[int]) -> list[str]:
     ]
 
 
-def question_metrics(ranked: Sequence[str], question: Question, ks: Sequence[int]) -> dict:
+def question_metrics(
+    ranked: Sequence[str], question: Question, ks: Sequence[int]
+) -> dict[str, float]:
     relevance = question.relevance
     out = {f"recall@{k}": metrics.recall_at_k(ranked, relevance, k) for k in ks}
     out |= {f"precision@{k}": metrics.precision_at_k(ranked, relevance, k) for k in ks}

@@ -198,4 +198,5 @@ def last_result(data_dir: Path, kb: str) -> dict[str, Any] | None:
     path = result_path(data_dir, kb)
     if not path.is_file():
         return None
-    return json.loads(path.read_text("utf-8"))
+    result: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return result

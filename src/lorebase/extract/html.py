@@ -271,7 +271,11 @@ def _has_paragraph_break(node: LexborNode) -> bool:
     would also match ``<br>text<br>``, which is just a multi-line cell)."""
     for br in node.css("br"):
         sibling = br.next
-        while sibling is not None and sibling.is_text_node and not sibling.text_content.strip():
+        while (
+            sibling is not None
+            and sibling.is_text_node
+            and not (sibling.text_content or "").strip()
+        ):
             sibling = sibling.next
         if sibling is not None and sibling.tag == "br":
             return True

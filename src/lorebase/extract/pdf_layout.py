@@ -51,7 +51,7 @@ def page_text(textpage: pdfium.PdfTextPage, bbox: Rect) -> str:
     rects = _rects(textpage, bbox)
     layout = _layout(textpage, rects, bbox) if len(rects) >= 8 else None
     if layout is None:
-        return textpage.get_text_bounded()
+        return str(textpage.get_text_bounded())
     gutters, regions = layout
     edges = [bbox[0], *((left + right) / 2 for left, right in gutters), bbox[2]]
     parts: list[str] = []
@@ -64,7 +64,7 @@ def page_text(textpage: pdfium.PdfTextPage, bbox: Rect) -> str:
             parts.append(textpage.get_text_bounded(edges[i], bottom, edges[i + 1], top))
             columns[i] += parts[-1]
     if any(_mostly_digits(column) for column in columns):
-        return textpage.get_text_bounded()
+        return str(textpage.get_text_bounded())
     return "\r\n".join(part for part in parts if part.strip())
 
 

@@ -73,7 +73,7 @@ def extractor_for(path: PurePath, settings: ExtractSettings) -> Extractor:
     if entry is None:
         raise ExtractionFailed(FailureReason.UNSUPPORTED_FORMAT)
     module_name, class_name = entry
-    extractor_class = getattr(importlib.import_module(module_name), class_name)
+    extractor_class: type[Extractor] = getattr(importlib.import_module(module_name), class_name)
     return extractor_class(settings)
 
 

@@ -136,8 +136,8 @@ class RestDialect(Dialect):
             if name in self._SKIPPED_DIRECTIVES:
                 return Match(None, consumed + 1)
             text = "\n".join(part for part in (argument, _drop_options(body)) if part.strip())
-            line = i + 1 if argument else _first_content_line(lines, i + 1) + 1
-            block = Block(ElementKind.PARAGRAPH, text, line) if text.strip() else None
+            start = i + 1 if argument else _first_content_line(lines, i + 1) + 1
+            block = Block(ElementKind.PARAGRAPH, text, start) if text.strip() else None
             return Match(block, consumed + 1)
         if line.startswith(".. ") or line.strip() == "..":  # a comment or target
             _, consumed = _indented_body(lines, i + 1)

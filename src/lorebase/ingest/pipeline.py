@@ -242,28 +242,29 @@ class Ingestor:
             data, mtime = self._read(file)
         except ExtractionFailed as failure:
             size = file.path.stat().st_size if file.data is None and file.path.exists() else 0
-            return self._fail(kb, file, kind_name, size, "", None, failure.reason, report)
+            self._fail(kb, file, kind_name, size, "", None, failure.reason, report)
+            return None
         except OSError:
-            return self._fail(kb, file, kind_name, 0, "", None, FailureReason.UNREADABLE, report)
+            self._fail(kb, file, kind_name, 0, "", None, FailureReason.UNREADABLE, report)
+            return None
         digest = content_hash(data)
         same_content = existing is not None and existing.content_hash == digest
         if (
-            same_content
+            existing is not None
+            and same_content
             and _settled(existing, kb, identity)
-            and not (  # type: ignore[arg-type]
-                full and existing.state is DocumentState.FAILED  # type: ignore[union-attr]
-            )
+            and not (full and existing.state is DocumentState.FAILED)
         ):
-            if existing.mtime != mtime:  # type: ignore[union-attr]
-                self.store.touch_document(kb.id, existing.id, mtime)  # type: ignore[union-attr]
+            if existing.mtime != mtime:
+                self.store.touch_document(kb.id, existing.id, mtime)
             report.unchanged += 1
             return None
         self.store.set_document_state(kb.id, file.key, DocumentState.EXTRACTING)
         try:
             extracted = extract_bytes(data, file.path, self.extract_settings)
         except ExtractionFailed as failure:
-            return self._fail(kb, file, kind_name, len(data), digest, mtime, failure.reason,
-                              report)  # fmt: skip
+            self._fail(kb, file, kind_name, len(data), digest, mtime, failure.reason, report)
+            return None
         chunks = chunk_document(extracted, kb.chunk_settings)
         document = NewDocument(
             path=file.key,
@@ -366,9 +367,14 @@ class Ingestor:
         identity: EmbedderIdentity | None,
         report: IngestReport,
     ) -> None:
-        if item.vectors_only and item.replaces is not None and vectors is not None:
+        if (
+            item.vectors_only
+            and item.replaces is not None
+            and vectors is not None
+            and identity is not None  # always so when vectors_only
+        ):
             # Same chunks under a new model: keep the old vectors until the base switches.
-            self.store.add_vectors(kb.id, item.replaces.id, item.chunks, vectors, identity)  # type: ignore[arg-type]
+            self.store.add_vectors(kb.id, item.replaces.id, item.chunks, vectors, identity)
         else:
             self.store.replace_document(
                 kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key

@@ -137,12 +137,13 @@ class SearchService:
         timings: dict[str, float],
         warnings: list[str],
     ) -> Scored | None:
-        if self.embedder is None:
+        embedder = self.embedder
+        if embedder is None:
             warnings.append("embedder_unavailable: no embedder is configured; answered by keyword")
             return None
         try:
-            identity = self.embedder.identity
-            vector = _timed(timings, "embed", lambda: self.embedder.embed_query(request.query))  # type: ignore[union-attr]
+            identity = embedder.identity
+            vector = _timed(timings, "embed", lambda: embedder.embed_query(request.query))
         except LorebaseError:
             warnings.append(
                 "embedder_unavailable: the embedder did not answer; answered by keyword"
@@ -192,13 +193,14 @@ class SearchService:
         """The candidates in the reranker's order, each with its ``rerank`` step score; the
         fused order, with a warning, when the reranker cannot answer. The reranker reads
         what the embedder read: the passage under its title and headings."""
-        assert self.reranker is not None
+        reranker = self.reranker
+        assert reranker is not None
         head, rest = hits[:RERANK_CANDIDATES], hits[RERANK_CANDIDATES:]
         passages = [
             embed_text(hit.provenance.title, hit.provenance.trail, hit.text) for hit in head
         ]
         try:
-            scores = _timed(timings, "rerank", lambda: self.reranker.rerank(query, passages))  # type: ignore[union-attr]
+            scores = _timed(timings, "rerank", lambda: reranker.rerank(query, passages))
         except InvalidInput as error:  # refused: a wrong key, model or URL (content-free text)
             warnings.append(f"reranker_refused: {error}; fused order kept")
             return hits

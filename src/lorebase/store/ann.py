@@ -87,7 +87,8 @@ def chunk_keys(chunk_ids: list[str], content_hashes: list[str]) -> np.ndarray:
     one identity (the embedding cache relies on the same fact); a chunk re-written with other
     text under the same id gets a new key. Both ids are sha256 hex, so the keys are uniformly
     spread (a collision among a million has odds of ~3e-8, and is detected by the caller)."""
-    return (_hex64(chunk_ids) ^ _hex64(content_hashes)) & _KEY_MASK
+    keys: np.ndarray = (_hex64(chunk_ids) ^ _hex64(content_hashes)) & _KEY_MASK
+    return keys
 
 
 def _hex64(values: list[str]) -> np.ndarray:
@@ -227,10 +228,12 @@ class GraphSlot:
             return
         rows = np.flatnonzero(np.isin(keys, fresh, assume_unique=True))
         with self.lock:
+            graph = self.graph
+            assert graph is not None  # _apply edits only a graph it holds
             if stale.size:
-                self.graph.remove(stale)
+                graph.remove(stale)
             if rows.size:
-                self.graph.add(keys[rows], matrix[rows])
+                graph.add(keys[rows], matrix[rows])
             self.keys = np.sort(np.concatenate([np.setdiff1d(self.keys, stale), fresh]))
             self.version += 1
         self.changed_since_save += int(stale.size + fresh.size)
@@ -368,7 +371,8 @@ class AnnIndex(VectorIndex):
             return np.zeros(0, dtype=np.int64)
         at = np.minimum(np.searchsorted(self._sorted, keys), self._sorted.size - 1)
         hit = self._sorted[at] == keys
-        return self._order[at[hit]].astype(np.int64)
+        positions: np.ndarray = self._order[at[hit]].astype(np.int64)
+        return positions
 
 
 def build_ann_index(

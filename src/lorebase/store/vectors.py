@@ -108,7 +108,8 @@ def inner_products(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     10 ms of CPU for ``einsum`` against 16 ms. The product is bound by memory bandwidth, so a
     second thread buys little even on an idle machine, and costs tail latency on a busy one.
     """
-    return np.einsum("ij,j->i", matrix, query)
+    products: np.ndarray = np.einsum("ij,j->i", matrix, query)
+    return products
 
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

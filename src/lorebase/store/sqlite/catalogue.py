@@ -10,6 +10,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import PurePosixPath
+from typing import Any
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, InvalidInput, NotFound
@@ -179,6 +180,7 @@ class CatalogueMixin(SqliteRole):
                 "INSERT INTO sources (kb_id, path, label, created_at) VALUES (?, ?, ?, ?)",
                 (kb_id, str(folder), label, time.time()),
             ).lastrowid
+            assert source_id is not None  # an INSERT always sets it
             return Source(source_id, kb_id, str(folder), label, time.time())
 
     def list_sources(self, kb_id: int) -> list[Source]:
@@ -206,8 +208,8 @@ class CatalogueMixin(SqliteRole):
             return len(ids)
 
 
-def _source(row: Sequence[object]) -> Source:
-    return Source(int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]))  # type: ignore[arg-type]
+def _source(row: Sequence[Any]) -> Source:
+    return Source(int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]))
 
 
 def _free_label(name: str, taken: set[str]) -> str:

@@ -124,7 +124,8 @@ def choose_anchors(frequencies: dict[str, int], budget: int) -> list[str]:
     the rarest one), in query order. Pure: frequencies in, terms out."""
     terms = list(frequencies)
     ranked = sorted(terms, key=lambda term: (frequencies[term], terms.index(term)))
-    chosen, total = [], 0
+    chosen: list[str] = []
+    total = 0
     for term in ranked:
         if chosen and total + frequencies[term] > budget:
             break
@@ -170,7 +171,7 @@ def stats_bucket(rows: int) -> int:
     scores never use them) and is counted afresh as the index grows."""
     if rows < 100:
         return rows
-    scale = 10 ** (len(str(rows)) - 2)
+    scale = int(10 ** (len(str(rows)) - 2))
     return rows // scale * scale
 
 

@@ -147,7 +147,7 @@ def upsert_document(
         "SELECT id FROM documents WHERE kb_id = ? AND path = ?", (kb_id, document.path)
     ).fetchone()
     if row is not None:
-        document_id = row[0]
+        document_id = str(row[0])
         purge_chunks(conn, document_id)
         assignments = ", ".join(f"{column} = ?" for column in columns)
         conn.execute(
@@ -213,6 +213,7 @@ def write_chunks(
             "INSERT INTO sections (document_id, ordinal, trail, headings) VALUES (?, ?, ?, ?)",
             (document_id, ordinal, trail_json(trail), fts.headings_text(trail)),
         ).lastrowid
+        assert section_id is not None  # an INSERT always sets it
         for position in positions:
             rows.append(
                 chunk_row(
