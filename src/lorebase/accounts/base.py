@@ -87,7 +87,8 @@ class AccountStore(ABC):
     def create_key(
         self, user_id: int, name: str = "", expires_at: float | None = None
     ) -> tuple[str, ApiKey]:
-        """A new key for the user: (the key, shown once; its record)."""
+        """A new key for the user: (the key, shown once; its record). ``expires_at`` (epoch
+        seconds) must lie in the future (:class:`InvalidInput` otherwise); None: never."""
 
     @abstractmethod
     def resolve_key(self, key: str) -> User | None:

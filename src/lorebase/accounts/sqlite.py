@@ -170,6 +170,8 @@ class SqliteAccounts(AccountStore):
     ) -> tuple[str, ApiKey]:
         key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
         now = time.time()
+        if expires_at is not None and expires_at <= now:
+            raise InvalidInput("a key's expiry must lie in the future")
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone() is None:
                 raise NotFound("no such user")

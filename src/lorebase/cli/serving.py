@@ -16,6 +16,7 @@ from rich.text import Text
 from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
+from lorebase.errors import InvalidInput
 
 users_app = command_group("Users of the HTTP service (operators only).")
 teams_app = command_group("Teams and their members.")
@@ -169,12 +170,16 @@ def keys_create(
     ctx: typer.Context,
     user: Annotated[str, typer.Argument(help="The key's user.")],
     name: Annotated[str, typer.Option(help="What the key is for.")] = "",
-    days: Annotated[int | None, typer.Option(help="Expires after this many days.")] = None,
+    days: Annotated[
+        int | None, typer.Option(help="Expires after this many days (1 or more).")
+    ] = None,
 ) -> None:
     """Create an API key for a user; it is printed once and stored only as a hash."""
+    if days is not None and days < 1:  # 0 used to mean "never", a negative "already expired"
+        raise InvalidInput("--days must be 1 or more; leave it out for a key that never expires")
     with administering(ctx) as accounts:
         found = accounts.get_user(user)
-        expires = time.time() + days * DAY if days else None
+        expires = time.time() + days * DAY if days is not None else None
         key, record = accounts.create_key(found.id, name, expires)
         accounts.audit("cli", "create_key", f"key:{record.id}")
     Console().print(Text(f"API key for {user} (shown once): {key}"))
