@@ -107,12 +107,18 @@ def test_a_key_resolves_to_its_user_until_revoked(accounts: AccountStore) -> Non
     assert listed.id == record.id and listed.revoked_at is not None
 
 
-def test_an_expired_key_resolves_to_nobody(accounts: AccountStore) -> None:
+def test_an_expired_key_resolves_to_nobody(
+    accounts: AccountStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dana = accounts.create_user("dana")
-    expired, _ = accounts.create_key(dana.id, expires_at=time.time() - 1)
-    current, _ = accounts.create_key(dana.id, expires_at=time.time() + 3600)
-    assert accounts.resolve_key(expired) is None
-    assert accounts.resolve_key(current) == dana
+    now = time.time()
+    with pytest.raises(InvalidInput, match="future"):  # never made already expired
+        accounts.create_key(dana.id, expires_at=now - 1)
+    soon, _ = accounts.create_key(dana.id, expires_at=now + 60)
+    later, _ = accounts.create_key(dana.id, expires_at=now + 3600)
+    monkeypatch.setattr(time, "time", lambda: now + 120)  # two minutes on
+    assert accounts.resolve_key(soon) is None
+    assert accounts.resolve_key(later) == dana
 
 
 def test_keys_are_listed_per_user_and_need_a_user(accounts: AccountStore) -> None:
