@@ -47,8 +47,8 @@ import numpy as np
 import synthetic  # bench/synthetic.py: python puts the script's folder first on sys.path
 from lorebase.embed.base import Embedder, EmbedderIdentity, EmbedKind
 from lorebase.embed.fake import FakeEmbedder
+from lorebase.search.query import Mode, SearchRequest
 from lorebase.search.service import SearchService
-from lorebase.search.types import Mode, SearchRequest
 from lorebase.stopwords import without_stop_words
 from lorebase.store.ann import ANN_THRESHOLD
 from lorebase.store.sqlite import fts

@@ -27,9 +27,9 @@ import uvicorn
 
 from lorebase.api.app import create_app
 from lorebase.app import open_lorebase
-from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
+from lorebase.vault.keys import DataKey
 
 WORDS = ("retrieval", "index", "passage", "vector", "lexical", "folder", "sync", "chunk",
          "model", "query", "answer", "citation", "heading", "page", "line", "policy",

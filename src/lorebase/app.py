@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Literal
 
 from lorebase.accounts.base import AccountStore
-from lorebase.crypto import DataKey
 from lorebase.embed.base import Embedder
 from lorebase.errors import Unavailable
 from lorebase.rerank.base import Reranker
@@ -19,6 +18,7 @@ from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
 from lorebase.settings import EmbedSettings, RerankSettings, Settings
 from lorebase.store.base import Store
+from lorebase.vault.keys import DataKey
 
 __all__ = ["DEFAULT_KB", "Lorebase", "build_embedder", "build_reranker", "open_lorebase"]
 

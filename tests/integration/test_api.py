@@ -16,11 +16,11 @@ from fastapi.testclient import TestClient
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
-from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
 from lorebase.rerank.fake import FakeReranker
 from lorebase.settings import ServeSettings, Settings
+from lorebase.vault.keys import DataKey
 
 SECRET_NAME = "quarterly-merger-plans.md"
 SECRET_TEXT = "# Merger\n\nThe codename for the merger is BLUEHERON and it closes in May.\n"

@@ -13,9 +13,9 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import open_lorebase
-from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
+from lorebase.vault.keys import DataKey
 
 KEY: dict[str, str] = {}
 

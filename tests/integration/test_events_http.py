@@ -30,11 +30,11 @@ from lorebase import events as events_module
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
-from lorebase.crypto import DataKey
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.events import EventBus
 from lorebase.settings import ServeSettings, Settings
 from lorebase.types import FailureReason
+from lorebase.vault.keys import DataKey
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 

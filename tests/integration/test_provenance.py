@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from lorebase.agent.citations import Source, terminal_citation
+from lorebase.agent.citations import Citation, terminal_citation
 from lorebase.agent.tools import ToolBox
 from lorebase.api.convert import hit_out
 from lorebase.api.schemas import HitOut
@@ -132,7 +132,7 @@ def test_what_the_agent_and_the_cli_print_stays_safe_for_terminals() -> None:
     hostile = Provenance(knowledge_base="k", knowledge_base_id=1, document_id="d",
                          path="a\x1b[31m.md", title=None, kind="md",
                          trail=("Line\nbreak", "\u202eevil"), line=2)  # fmt: skip
-    label = Source(number=1, chunk_id="c", provenance=hostile).label
+    label = Citation(number=1, chunk_id="c", provenance=hostile).label
     assert label == terminal_citation(hostile)  # what `lorebase search` prints
     assert label == "a [31m.md › Line break › evil (line 2)"  # no escape, newline or bidi
 

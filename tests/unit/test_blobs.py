@@ -11,16 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from lorebase.blobs import HEADER_BYTES, BlobStore, check_blob_id
-from lorebase.crypto import (
-    KEY_ENV,
-    KEY_FILE,
-    NONCE_BYTES,
-    TAG_BYTES,
-    DataKey,
-    open_text,
-    seal_text,
-)
 from lorebase.errors import (
     WRONG_KEY_MESSAGE,
     DamagedBlob,
@@ -30,6 +20,16 @@ from lorebase.errors import (
     ServerFault,
     Unsupported,
     WrongKey,
+)
+from lorebase.vault.blobs import HEADER_BYTES, BlobStore, check_blob_id
+from lorebase.vault.keys import (
+    KEY_ENV,
+    KEY_FILE,
+    NONCE_BYTES,
+    TAG_BYTES,
+    DataKey,
+    open_text,
+    seal_text,
 )
 
 CHUNK = 16  # small chunks make multi-chunk blobs cheap

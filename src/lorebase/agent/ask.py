@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lorebase.agent.chat import ChatClient, Reply, ToolCall
-from lorebase.agent.citations import Source
+from lorebase.agent.citations import Citation
 from lorebase.agent.tools import ToolBox, tool_error_code
 from lorebase.errors import LorebaseError, NotFound
 
@@ -88,7 +88,7 @@ class Answer:
     source the tools handed out) and how many rounds of tool calls it took."""
 
     text: str
-    sources: tuple[Source, ...]
+    sources: tuple[Citation, ...]
     cited: bool
     rounds: int
 

@@ -21,7 +21,7 @@ def terminal_citation(provenance: Provenance) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
+class Citation:
     """One cited passage (``chunk_id`` set) or document window (``chunk_id`` None) and its
     provenance (a window's: the document, with the window's offsets)."""
 
@@ -40,23 +40,25 @@ class Citations:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_key: dict[tuple[str, str, str | None], Source] = {}
+        self._by_key: dict[tuple[str, str, str | None], Citation] = {}
 
-    def register(self, chunk_id: str | None, provenance: Provenance) -> Source:
+    def register(self, chunk_id: str | None, provenance: Provenance) -> Citation:
         """The source's number: a new one, or the one it got before."""
         key = (provenance.knowledge_base, provenance.document_id, chunk_id)
         with self._lock:
             known = self._by_key.get(key)
             if known is not None:
                 return known
-            source = Source(number=len(self._by_key) + 1, chunk_id=chunk_id, provenance=provenance)
+            source = Citation(
+                number=len(self._by_key) + 1, chunk_id=chunk_id, provenance=provenance
+            )
             self._by_key[key] = source
             return source
 
-    def get(self, number: int) -> Source | None:
+    def get(self, number: int) -> Citation | None:
         with self._lock:
             return next((s for s in self._by_key.values() if s.number == number), None)
 
-    def all(self) -> list[Source]:
+    def all(self) -> list[Citation]:
         with self._lock:
             return sorted(self._by_key.values(), key=lambda source: source.number)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from lorebase.agent.citations import Citations, Source
+from lorebase.agent.citations import Citation, Citations
 from lorebase.agent.fence import CONTENT_TRUST, Fence, NonceCollision, one_line
 from lorebase.agent.profiles import system_prompt_hint
 from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, ToolSpec, validate
@@ -84,7 +84,7 @@ class ToolResult:
     tool: str
     structured: dict[str, Any]
     text: str
-    sources: tuple[Source, ...] = ()
+    sources: tuple[Citation, ...] = ()
 
 
 class ToolBox:
@@ -271,7 +271,7 @@ class ToolBox:
             self._names[document_id] = self.upload_names(document_id)
         return self._names[document_id] or path
 
-    def _register(self, chunk_id: str | None, provenance: Provenance) -> Source:
+    def _register(self, chunk_id: str | None, provenance: Provenance) -> Citation:
         """The source's number; an upload is cited by its own file name when that is known."""
         path = self._path(provenance.document_id, provenance.path, provenance.uploaded)
         return self.citations.register(chunk_id, replace(provenance, path=path))
@@ -296,7 +296,7 @@ def _envelope(fence: Fence) -> dict[str, Any]:
     return {"content_trust": CONTENT_TRUST, "nonce": fence.nonce, "notice": fence.notice}
 
 
-def _ids(source: Source) -> dict[str, Any]:
+def _ids(source: Citation) -> dict[str, Any]:
     return {
         "citation": source.number,
         "knowledge_base": source.provenance.knowledge_base,
@@ -305,12 +305,12 @@ def _ids(source: Source) -> dict[str, Any]:
     }
 
 
-def _where(source: Source) -> dict[str, Any]:
+def _where(source: Citation) -> dict[str, Any]:
     where = source.provenance
     return {"page": where.page, "page_end": where.page_end, "line": where.line}
 
 
-def _trusted_line(source: Source) -> str:
+def _trusted_line(source: Citation) -> str:
     """What lorebase itself says about a source: ids and location, outside the fence."""
     parts = [
         f"[{source.number}] knowledge_base: {one_line(source.provenance.knowledge_base)}",

@@ -11,7 +11,7 @@ from lorebase.api.schemas import (
     KnowledgeBaseOut,
     SearchOut,
 )
-from lorebase.search.types import Hit, SearchResponse
+from lorebase.search.query import Hit, SearchResponse
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
 
 

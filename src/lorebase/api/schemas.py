@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lorebase.search.types import MAX_NEIGHBORS, MAX_QUERY_CHARS, MAX_TOP_K
+from lorebase.search.query import MAX_NEIGHBORS, MAX_QUERY_CHARS, MAX_TOP_K
 
 
 class Strict(BaseModel):

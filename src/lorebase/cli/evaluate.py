@@ -15,7 +15,7 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
-from lorebase.search.types import MAX_TOP_K, Mode
+from lorebase.search.query import MAX_TOP_K, Mode
 
 if TYPE_CHECKING:
     from lorebase.ingest.pipeline import Progress as IngestProgress

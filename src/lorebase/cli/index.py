@@ -14,7 +14,7 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.errors import Unavailable
-from lorebase.search.types import MAX_TOP_K, Mode
+from lorebase.search.query import MAX_TOP_K, Mode
 
 if TYPE_CHECKING:
     from lorebase.ingest.pipeline import Progress as IngestProgress

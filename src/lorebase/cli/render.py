@@ -18,7 +18,7 @@ from rich.text import Text
 from lorebase.agent.citations import terminal_citation
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
-from lorebase.search.types import SearchResponse
+from lorebase.search.query import SearchResponse
 from lorebase.service import KnowledgeBase, Source
 from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
 

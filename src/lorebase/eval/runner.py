@@ -22,7 +22,7 @@ from lorebase.eval.datasets import Question
 from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.search.fusion import FUSIONS
-from lorebase.search.types import MAX_QUERY_CHARS, MAX_TOP_K, Hit, Mode
+from lorebase.search.query import MAX_QUERY_CHARS, MAX_TOP_K, Hit, Mode
 
 if TYPE_CHECKING:
     from lorebase.app import Lorebase

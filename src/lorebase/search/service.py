@@ -20,8 +20,7 @@ from lorebase.embed.base import Embedder
 from lorebase.errors import InvalidInput, LorebaseError, NotFound
 from lorebase.rerank.base import Reranker
 from lorebase.search.fusion import FUSIONS, Scored
-from lorebase.search.snippets import snippet
-from lorebase.search.types import (
+from lorebase.search.query import (
     Hit,
     Mode,
     Neighbor,
@@ -29,6 +28,7 @@ from lorebase.search.types import (
     SearchResponse,
     StepScore,
 )
+from lorebase.search.snippets import snippet
 from lorebase.store.base import Catalogue, Chunks, KnowledgeBase, LexicalIndex, StoredChunk, Vectors
 
 # Each arm returns this many candidates, or 3 x top_k when that is more.

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from types import TracebackType
 
 from lorebase.accounts.base import AccountStore, Role, User
-from lorebase.crypto import DataKey
 from lorebase.embed.base import Embedder
 from lorebase.events import EventBus
 from lorebase.ingest.pipeline import Ingestor
@@ -31,6 +30,7 @@ from lorebase.search.service import SearchService
 from lorebase.service.passes import Passes
 from lorebase.settings import Settings
 from lorebase.store.base import Store
+from lorebase.vault.keys import DataKey
 
 # The identity of HTTP requests when keys are off (loopback only): a local administrator.
 LOCAL_USER = User(id=0, name="local", role=Role.ADMIN, created_at=0.0)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import NotFound, Overloaded
-from lorebase.search.types import Mode, SearchRequest, SearchResponse
+from lorebase.search.query import Mode, SearchRequest, SearchResponse
 from lorebase.service.bases import Bases
 from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, StoredChunk
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 
 from lorebase.accounts.base import AccountStore
-from lorebase.blobs import BlobStore
 from lorebase.embed.base import Embedder
 from lorebase.events import EventBus
 from lorebase.ingest.pipeline import Ingestor
@@ -17,6 +16,7 @@ from lorebase.rerank.base import Reranker
 from lorebase.search.service import SearchService
 from lorebase.settings import Settings
 from lorebase.store.base import Store
+from lorebase.vault.blobs import BlobStore
 
 
 class Parts:

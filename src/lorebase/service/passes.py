@@ -18,7 +18,7 @@ from lorebase.service.uploads import Uploads
 from lorebase.store.base import DocumentState, KnowledgeBase
 
 if TYPE_CHECKING:
-    from lorebase.keyring import Rotation
+    from lorebase.vault.rotation import Rotation
 
 WATCHER_JOIN_SECONDS = 30
 
@@ -116,7 +116,7 @@ class Passes(Uploads):
     def rotate_data_key(self) -> Rotation:
         """Re-encrypt every upload and sealed name under a new data key (re-runnable: a
         rotation cut short is finished by running it again)."""
-        from lorebase.keyring import rotate_data_key
+        from lorebase.vault.rotation import rotate_data_key
 
         with self.ingesting():
             rotation = rotate_data_key(self.settings.data_dir, self.store, self.settings.data_key)

@@ -8,14 +8,14 @@ from collections.abc import Iterable
 from pathlib import Path, PurePath
 
 from lorebase.accounts.access import Caller
-from lorebase.blobs import BlobStore
-from lorebase.crypto import DataKey, open_text, seal_text
 from lorebase.errors import Conflict, InvalidInput
 from lorebase.extract.registry import document_kind, is_supported
 from lorebase.ingest.pipeline import SourceFile
-from lorebase.keyring import NAME_CONTEXT
 from lorebase.service.documents import Documents
 from lorebase.store.base import DocumentRecord, KnowledgeBase, NewDocument
+from lorebase.vault.blobs import BlobStore
+from lorebase.vault.keys import DataKey, open_text, seal_text
+from lorebase.vault.rotation import NAME_CONTEXT
 
 BLOBS_FOLDER = "blobs"
 

@@ -1,6 +1,6 @@
 """The data key and the small-string cipher used for what lorebase keeps encrypted at rest.
 
-Uploaded originals (see :mod:`lorebase.blobs`) and their display names are encrypted with one
+Uploaded originals (see :mod:`lorebase.vault.blobs`) and their display names are encrypted with one
 256-bit AES-GCM key, the *data key*. It comes from ``LOREBASE_DATA_KEY`` (base64 of 32 bytes)
 when that is set, else from ``<data_dir>/data.key``, which is created on first use. The key file
 is created with mode 0600 by ``open(O_CREAT | O_EXCL, 0o600)`` (so it is never readable by

@@ -1,4 +1,5 @@
-"""What a search takes and gives back."""
+"""What a search takes (:class:`SearchRequest`) and gives back (:class:`SearchResponse` of
+cited hits, each carrying its :class:`~lorebase.types.Provenance`)."""
 
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lorebase.blobs import BlobStore
-from lorebase.crypto import KEY_FILE, DataKey, open_text, seal_text
 from lorebase.store.base import Store
+from lorebase.vault.blobs import BlobStore
+from lorebase.vault.keys import KEY_FILE, DataKey, open_text, seal_text
 
 NEXT_SUFFIX = ".next"
 PREVIOUS_SUFFIX = ".previous"

@@ -45,7 +45,6 @@ from typing import BinaryIO
 
 from cryptography.exceptions import InvalidTag
 
-from lorebase.crypto import NONCE_BYTES, TAG_BYTES, DataKey, fsync_dir, pick_key
 from lorebase.errors import (
     DamagedBlob,
     InvalidInput,
@@ -55,6 +54,7 @@ from lorebase.errors import (
     Unsupported,
     WrongKey,
 )
+from lorebase.vault.keys import NONCE_BYTES, TAG_BYTES, DataKey, fsync_dir, pick_key
 
 MAGIC = b"LOREBLOB"
 FORMAT_VERSION = 1
