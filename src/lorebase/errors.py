@@ -99,6 +99,8 @@ _REASON_MESSAGES: dict[FailureReason, str] = {
     "for example with ocrmypdf, then add it again",
     FailureReason.CORRUPT: "the file is damaged and no text could be recovered",
     FailureReason.UNREADABLE: "the file could not be read from disk (permissions or I/O error)",
+    FailureReason.MISSING_ORIGINAL: "the stored original of this upload is missing (an upload "
+    "cut short, or a lost file); upload the file again to index it",
 }
 
 

@@ -59,6 +59,7 @@ class FailureReason(StrEnum):
     NO_TEXT_LAYER = "no_text_layer"
     CORRUPT = "corrupt"
     UNREADABLE = "unreadable"
+    MISSING_ORIGINAL = "missing_original"
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,6 +224,11 @@ def settled(document_id: str) -> Callable[[Event], bool]:
     return lambda e: e.get("document_id") == document_id and e["state"] in ("indexed", "failed")
 
 
+def totals_of(kb_id: int) -> Callable[[Event], bool]:
+    """The base's state and totals, sent after each upload it indexed."""
+    return lambda e: e["type"] == "knowledge_base" and e["knowledge_base_id"] == kb_id
+
+
 # -- tests -----------------------------------------------------------------------------------
 def test_an_upload_streams_its_states_as_sse_frames_without_names_or_text(
     tmp_path: Path,
@@ -324,7 +329,9 @@ def test_access_lost_while_a_stream_is_open_stops_its_events(tmp_path: Path) -> 
         with subscribe(live, "alice") as alice_stream, subscribe(live, "bob") as bob_stream:
             first = live.upload("admin", team_kb, "one.md", b"# One\n\nFirst note.\n")
             alice_stream.until(settled(first))
+            alice_stream.until(totals_of(team_kb))
             bob_stream.until(settled(first))
+            bob_stream.until(totals_of(team_kb))
             accounts.set_member(team.id, alice.id, None)
             for key in accounts.list_keys():
                 if key.user_id == bob.id:

@@ -36,6 +36,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         lambda: lb.queue.depth,
         lambda: (lb.queue.stats.accepted, lb.queue.stats.rejected),
     )
+    lb.observe_embedding(lambda kind, seconds: metrics.embed_batch_seconds.observe(seconds))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

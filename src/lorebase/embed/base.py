@@ -12,8 +12,9 @@ vectors stale.
 from __future__ import annotations
 
 import hashlib
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -81,6 +82,11 @@ class Embedder(ABC):
         Raise :class:`lorebase.errors.Unavailable` when the model cannot answer.
         """
 
+    def observe_batches(self, observer: Callable[[EmbedKind, float], None]) -> None:
+        """Call ``observer(kind, seconds)`` after every batch (metrics: the embedder's own
+        latency, apart from the rest of a pass)."""
+        self.__dict__.setdefault("_batch_observers", []).append(observer)
+
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> np.ndarray:
         """Embed any number of texts: prefixed, sorted by length into batches (so padding is
         short), returned in input order, L2-normalised."""
@@ -91,9 +97,15 @@ class Embedder(ABC):
         prepared = [prefix + text for text in texts]
         order = sorted(range(len(prepared)), key=lambda i: len(prepared[i]))
         out = np.empty((len(prepared), dim), dtype=np.float32)
+        observers: list[Callable[[EmbedKind, float], None]] = self.__dict__.get(
+            "_batch_observers", []
+        )
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
+            started = time.perf_counter()
             vectors = np.asarray(self.embed_batch([prepared[i] for i in batch], kind))
+            for observer in observers:
+                observer(kind, time.perf_counter() - started)
             if vectors.shape != (len(batch), dim):
                 raise Unavailable(
                     f"the embedder returned vectors of shape {vectors.shape}, "

@@ -53,6 +53,8 @@ class IngestQueue:
         self._running: set[Job] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._backlog = False
         self._threads: list[threading.Thread] = []
         self._workers = workers
         self._sweep_seconds = sweep_seconds
@@ -74,6 +76,7 @@ class IngestQueue:
     def stop(self, timeout: float = 30.0) -> None:
         """Workers finish the document they hold; queued ones stay pending in the store."""
         self._stop.set()
+        self._wake.set()
         for thread in self._threads:
             thread.join(timeout)
 
@@ -88,6 +91,7 @@ class IngestQueue:
                 self._queue.put_nowait(job)
             except queue.Full:
                 self.stats.rejected += 1
+                self._backlog = True  # refill as soon as a worker frees a slot
                 return False
             self._queued.add(job)
             self.stats.accepted += 1
@@ -100,6 +104,7 @@ class IngestQueue:
     def sweep_now(self) -> int:
         """Admit pending uploads that are not queued yet; returns how many were admitted."""
         admitted = 0
+        self._backlog = False
         for kb_id, document_id in self._pending():
             with self._lock:
                 if self._waiting((kb_id, document_id)):
@@ -130,9 +135,16 @@ class IngestQueue:
                 with self._lock:
                     self._running.discard(job)
                 self._queue.task_done()
+                if self._backlog:  # uploads were turned away: a slot is free now
+                    self._wake.set()
 
     def _sweep(self) -> None:
-        while not self._stop.wait(self._sweep_seconds):
+        """Every few seconds, and at once when a slot frees while uploads wait outside."""
+        while not self._stop.is_set():
+            self._wake.wait(self._sweep_seconds)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
                 self.sweep_now()
             except Exception:  # a busy database; the next sweep tries again

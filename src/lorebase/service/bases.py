@@ -17,9 +17,14 @@ DEFAULT_KB = "default"
 
 
 def folder(path: Path | str) -> Path:
-    """A source folder as an absolute path; ``InvalidInput`` when it is not a folder."""
-    resolved = Path(path).expanduser().resolve()
-    if not resolved.is_dir():
+    """A source folder as an absolute path; ``InvalidInput`` when it is not a folder (or not
+    a path at all: a NUL byte, an unknown user's ``~name``)."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+        is_folder = resolved.is_dir()
+    except (ValueError, RuntimeError, OSError):
+        raise InvalidInput("that is not a usable folder path; give an absolute path") from None
+    if not is_folder:
         raise InvalidInput(f"{path} is not a folder; a source must be a folder")
     return resolved
 

@@ -4,7 +4,7 @@ tools and chat over them, deleting and reindexing."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from lorebase.accounts.access import Caller
@@ -45,6 +45,11 @@ class Documents(Bases):
     ) -> list[StoredChunk]:
         """The chunk and up to ``window`` chunks each side of it in its document, in order."""
         return self.store.neighbors([self._base(kb).id], chunk_id, window)
+
+    def observe_embedding(self, observer: Callable[[str, float], None]) -> None:
+        """Call ``observer(kind, seconds)`` after each batch the embedder answers (metrics)."""
+        if self.embedder is not None:
+            self.embedder.observe_batches(observer)
 
     def documents_by_state(self) -> dict[str, int]:
         """How many documents are in each state, over every base (metrics)."""

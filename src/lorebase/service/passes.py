@@ -129,12 +129,15 @@ class Passes(Uploads):
         queue's workers and (unless turned off) the folder watcher."""
         if self._serving:
             return
+        self.data_key  # noqa: B018  (refuses to start with a missing or wrong data key)
         self.lock.acquire()
         self._serving = True
         self._stop.clear()
         self.store.reset_unfinished()
-        # Holding the lock, no upload is half-stored: orphans of any age can go.
+        # Holding the lock, no upload is half-stored: orphans of any age can go, and an
+        # upload whose original is missing fails now instead of being queued forever.
         self.blobs.sweep_orphans(self.upload_ids(), grace=0)
+        self.fail_lost_uploads()
         self.queue.start()
         self.queue.sweep_now()
         if self.settings.serve.watch:
@@ -160,11 +163,6 @@ class Passes(Uploads):
 
         self.watch(stop=self._stop, rescan_seconds=self.settings.serve.rescan_seconds,
                    on_report=on_report)  # fmt: skip
-
-    def _publish_totals(self, kb_id: int) -> None:
-        fresh = self.store.get_kb_by_id(kb_id)
-        self.events.publish("knowledge_base", kb_id, state=fresh.state.value,
-                            documents=fresh.documents, chunks=fresh.chunks)  # fmt: skip
 
     def _run_job(self, kb_id: int, document_id: str | None) -> None:
         """A queue worker's job: one upload, or a pass over one base's folders."""

@@ -3,19 +3,28 @@ workers; their own names sealed; the data key rotated."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path, PurePath
 
 from lorebase.accounts.access import Caller
-from lorebase.errors import Conflict, InvalidInput
-from lorebase.extract.registry import document_kind, is_supported
-from lorebase.ingest.pipeline import SourceFile
+from lorebase.errors import Conflict, InvalidInput, ServerFault, Unsupported
+from lorebase.extract.registry import document_kind
+from lorebase.ingest.pipeline import IngestReport, SourceFile
 from lorebase.service.documents import Documents
-from lorebase.store.base import DocumentRecord, KnowledgeBase, NewDocument
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    KbState,
+    KnowledgeBase,
+    NewDocument,
+    new_document_id,
+)
+from lorebase.types import FailureReason
 from lorebase.vault.blobs import BlobStore
-from lorebase.vault.keys import DataKey, open_text, seal_text
-from lorebase.vault.rotation import NAME_CONTEXT
+from lorebase.vault.keys import KEY_FILE, DataKey, open_text, seal_text
+from lorebase.vault.rotation import NAME_CONTEXT, NEXT_SUFFIX
 
 BLOBS_FOLDER = "blobs"
 
@@ -30,11 +39,40 @@ class Uploads(Documents):
 
     @property
     def data_key(self) -> DataKey:
-        """The key that seals uploads and their names (``LOREBASE_DATA_KEY``, else the key
-        file in the data directory, created on first use)."""
+        """The key that seals uploads and their names: ``LOREBASE_DATA_KEY``, else the key
+        file in the data directory. A new key is made only while nothing is sealed yet: a
+        missing key, or one that is not the key the stored uploads were sealed with, is a
+        :class:`~lorebase.errors.ServerFault` that says what to restore."""
         if self._data_key is None:
-            self._data_key = DataKey.load(self.settings.data_dir, self.settings.data_key)
+            data_dir, configured = self.settings.data_dir, self.settings.data_key
+            sealed = self._sealed_blobs()
+            if not configured and not (data_dir / KEY_FILE).exists() and sealed:
+                raise ServerFault(
+                    f"the data key file {data_dir / KEY_FILE} is missing, but {len(sealed)} "
+                    "uploaded files are encrypted with it; restore it from a backup (or set "
+                    "LOREBASE_DATA_KEY). lorebase does not make a new key over encrypted data"
+                )
+            key = DataKey.load(data_dir, configured)
+            self._check_key(key, sealed)
+            self._data_key = key
         return self._data_key
+
+    def _sealed_blobs(self) -> list[str]:
+        root = self.settings.data_dir / BLOBS_FOLDER
+        return sorted(BlobStore.stored_ids(root)) if root.is_dir() else []
+
+    def _check_key(self, key: DataKey, sealed: list[str]) -> None:
+        """The key must be the one the uploads were sealed with (their headers record its
+        id). A rotation cut short leaves blobs under two keys: finishing it sorts them out."""
+        data_dir = self.settings.data_dir
+        if not sealed or (data_dir / (KEY_FILE + NEXT_SUFFIX)).exists():
+            return
+        recorded = BlobStore(data_dir / BLOBS_FOLDER, key).key_id_of(sealed[0])
+        if recorded != key.id:
+            raise ServerFault(
+                f"the data key (id {key.id}) is not the key the uploads were sealed with "
+                f"(id {recorded}); restore the right key file or LOREBASE_DATA_KEY"
+            )
 
     @property
     def blobs(self) -> BlobStore:
@@ -67,31 +105,42 @@ class Uploads(Documents):
         """Store one uploaded file encrypted and queue it. Returns (document, created); the
         same bytes uploaded again to the same base return the existing document. A full queue
         answers ``Overloaded`` with the file stored: the sweep queues it later."""
-        name = PurePath(filename.replace("\\", "/")).name or "upload"
+        name = PurePath(filename.replace("\\", "/")).name
+        kind = document_kind(PurePath(name)) if name not in ("", ".", "..") else None
+        if kind is None:
+            raise Unsupported(
+                "this file type is not supported; upload Markdown, text, reStructuredText, "
+                "HTML, PDF, Word (.docx) or source code files, named with their extension"
+            )
         data = self._read_limited(chunks)
         digest = hashlib.sha256(data).hexdigest()
         existing = self.store.find_by_hash(kb.id, digest)
         if existing is not None:
+            self._repair(kb, existing, data)
             return existing, False
-        kind = document_kind(PurePath(name))
-        suffix = PurePath(name).suffix.lower() if is_supported(PurePath(name)) else ".bin"
+        # The original first, then its row: a crash in between leaves an orphan blob (swept at
+        # the next start), never a document without its bytes.
+        document_id = new_document_id()
+        self.blobs.put(document_id, data)
         try:
             record = self.store.create_upload(
                 kb.id,
                 NewDocument(
-                    path=f"uploads/{digest[:24]}{suffix}",
-                    kind=kind.value if kind else "other",
+                    path=f"uploads/{document_id}",
+                    kind=kind.value,
                     size=len(data),
                     content_hash=digest,
                     display_name=seal_text(self.data_key, name, NAME_CONTEXT),
                 ),
+                document_id,
             )
-        except Conflict:  # the same bytes arrived twice at once: one document
-            twin = self.store.find_by_hash(kb.id, digest)
+        except BaseException as error:
+            with contextlib.suppress(OSError):
+                self.blobs.delete(document_id)
+            twin = self.store.find_by_hash(kb.id, digest) if isinstance(error, Conflict) else None
             if twin is None:
                 raise
-            return twin, False
-        self.blobs.put(record.id, data)
+            return twin, False  # the same bytes arrived twice at once: one document
         self.events.publish("document", kb.id, document_id=record.id, state="pending")
         self.audit(caller, "upload_document", f"document:{record.id}")
         self._admit(kb.id, record.id)
@@ -108,10 +157,50 @@ class Uploads(Documents):
             parts.append(chunk)
         return b"".join(parts)
 
+    def _repair(self, kb: KnowledgeBase, existing: DocumentRecord, data: bytes) -> None:
+        """The same bytes uploaded again: if the stored original is gone (an upload cut short
+        by an older version, a lost file), store it again and index the document afresh."""
+        if not existing.uploaded or self.blobs.exists(existing.id):
+            return
+        self.blobs.put(existing.id, data)
+        self.store.set_document_state(kb.id, existing.path, DocumentState.PENDING)
+        self.events.publish("document", kb.id, document_id=existing.id, state="pending")
+        self._admit(kb.id, existing.id)
+
+    def fail_lost_uploads(self) -> int:
+        """Uploads waiting to be indexed whose stored original is missing fail now, with the
+        reason ``missing_original`` (uploading the same bytes again repairs them), instead of
+        being queued again and again. Returns how many."""
+        lost = 0
+        for kb_id, document_id in self.store.list_uploads(DocumentState.PENDING):
+            if not self.blobs.exists(document_id):
+                self._fail_lost(kb_id, document_id)
+                lost += 1
+        return lost
+
+    def _fail_lost(self, kb_id: int, document_id: str) -> None:
+        document = self.store.get_document_by_id(kb_id, document_id)
+        self.store.record_failure(
+            kb_id,
+            NewDocument(
+                path=document.path,
+                kind=document.kind,
+                size=document.size,
+                content_hash=document.content_hash,
+                display_name=document.display_name,
+            ),
+            FailureReason.MISSING_ORIGINAL.value,
+        )
+        self.events.publish("document", kb_id, document_id=document_id, state="failed",
+                            reason=FailureReason.MISSING_ORIGINAL.value)  # fmt: skip
+
     def _index_upload(self, kb_id: int, document_id: str) -> None:
         """Index one stored upload (a queue worker's job)."""
         document = self.store.find_document(document_id)
         if document is None or document.kb_id != kb_id:
+            return
+        if not self.blobs.exists(document_id):
+            self._fail_lost(kb_id, document_id)
             return
         kb = self.store.get_kb_by_id(kb_id)
         display = self.display_name(document)
@@ -123,11 +212,29 @@ class Uploads(Documents):
         )
         self.events.publish("document", kb_id, document_id=document_id, state="extracting")
         with self.lock:
-            self.ingestor.process(kb, [file])
+            self.store.set_kb_state(kb_id, KbState.INDEXING, started=True)
+            report = self.ingestor.process(kb, [file])
+            self._settle(kb_id, report)
         final = self.store.find_document(document_id)
         if final is not None:
             self.events.publish("document", kb_id, document_id=document_id,
                                 state=final.state.value, reason=final.reason)  # fmt: skip
+        self._publish_totals(kb_id)
+
+    def _settle(self, kb_id: int, report: IngestReport) -> None:
+        """The base's state once an upload is done: waiting for the embedder when it was
+        gone, ready (a pass finished) when no upload of the base is left to index."""
+        if report.stopped:
+            reason = f"embedder_unavailable: {report.stopped}"
+            self.store.set_kb_state(kb_id, KbState.WAITING, reason, finished=True)
+        elif self.store.get_kb_by_id(kb_id).pending == 0:
+            self.store.set_kb_state(kb_id, KbState.READY, finished=True)
+
+    def _publish_totals(self, kb_id: int) -> None:
+        """A ``knowledge_base`` event with the base's state and totals (no names)."""
+        fresh = self.store.get_kb_by_id(kb_id)
+        self.events.publish("knowledge_base", kb_id, state=fresh.state.value,
+                            documents=fresh.documents, chunks=fresh.chunks)  # fmt: skip
 
     def upload_ids(self) -> set[str]:
         return {document_id for _, document_id in self.store.list_uploads()}

@@ -24,6 +24,7 @@ Importing this module loads neither numpy nor any backend.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -50,6 +51,14 @@ class KbState(StrEnum):
     READY = "ready"
     WAITING = "waiting"
     FAILED = "failed"
+
+
+DOCUMENT_ID_BYTES = 16
+
+
+def new_document_id() -> str:
+    """A new document id: random, hex (what every backend stores and the API accepts)."""
+    return secrets.token_hex(DOCUMENT_ID_BYTES)
 
 
 # A knowledge base follows at most this many folders.
@@ -296,9 +305,14 @@ class Uploads(Protocol):
     the document's id), found again by content hash, listed across bases, with a sealed
     (encrypted) display name."""
 
-    def create_upload(self, kb_id: int, document: NewDocument) -> DocumentRecord:
-        """A pending document for an uploaded file (its bytes go to the blob store under the
-        returned id); ``document.path`` must be unique in the base."""
+    def create_upload(
+        self, kb_id: int, document: NewDocument, document_id: str | None = None
+    ) -> DocumentRecord:
+        """A pending document for an uploaded file; ``document.path`` must be unique in the
+        base. ``document_id``: the id its original is already stored under (the blob is
+        written first, so a crash never leaves a row without its bytes); a new id when None.
+        ``Conflict`` when the path or the id is taken, or the base already holds these bytes
+        (two uploads of one file at once become one document)."""
         ...
 
     def find_by_hash(self, kb_id: int, content_hash: str) -> DocumentRecord | None:

@@ -266,9 +266,15 @@ class BlobStore:
 
     def ids(self) -> set[str]:
         """Ids of the stored blobs (temporary and foreign files are not blobs)."""
-        if not self.root.is_dir():
+        return self.stored_ids(self.root)
+
+    @staticmethod
+    def stored_ids(root: Path) -> set[str]:
+        """Ids of the blobs stored in ``root``, read without a key (to tell whether there is
+        encrypted data before a key is chosen)."""
+        if not root.is_dir():
             return set()
-        with os.scandir(self.root) as entries:
+        with os.scandir(root) as entries:
             return {
                 entry.name
                 for entry in entries

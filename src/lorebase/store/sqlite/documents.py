@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.store.base import DocumentRecord, DocumentState, NewDocument
+from lorebase.store.base import DocumentRecord, DocumentState, NewDocument, new_document_id
 from lorebase.store.sqlite import writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import (
@@ -132,7 +132,7 @@ class DocumentsMixin(SqliteRole):
                     conn.execute(
                         f"INSERT INTO documents (id, kb_id, path, {columns}, state, created_at, "
                         f"updated_at) VALUES ({placeholders(len(DOCUMENT_VALUE_COLUMNS) + 6)})",
-                        (writes.new_document_id(), kb_id, document.path,
+                        (new_document_id(), kb_id, document.path,
                          *document_values(document), str(DocumentState.PENDING), now, now),
                     )  # fmt: skip
 

@@ -12,14 +12,18 @@ from lorebase.store.sqlite.rows import DOCUMENT_COLUMNS, document_from_row
 class UploadsMixin(SqliteRole):
     """:class:`~lorebase.store.base.Uploads` over SQLite."""
 
-    def create_upload(self, kb_id: int, document: NewDocument) -> DocumentRecord:
+    def create_upload(
+        self, kb_id: int, document: NewDocument, document_id: str | None = None
+    ) -> DocumentRecord:
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
             taken = conn.execute(
-                "SELECT 1 FROM documents WHERE kb_id = ? AND path = ?", (kb_id, document.path)
+                "SELECT 1 FROM documents WHERE kb_id = ? AND (path = ? OR content_hash = ?) "
+                "UNION ALL SELECT 1 FROM documents WHERE id = ?",
+                (kb_id, document.path, document.content_hash, document_id),
             ).fetchone()
             if taken:
-                raise Conflict("a document with this path already exists in this base")
+                raise Conflict("this base already holds a document with these bytes or this path")
             document_id = writes.upsert_document(
                 conn,
                 kb_id,
@@ -30,6 +34,7 @@ class UploadsMixin(SqliteRole):
                 identity_key=None,
                 settings_key=None,
                 text=None,
+                new_id=document_id,
             )
             return writes.load_document(conn, kb_id, document_id)
 

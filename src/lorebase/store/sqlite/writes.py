@@ -7,7 +7,6 @@ the index's source view, *before* the chunks, sections or document title behind 
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -17,7 +16,13 @@ import numpy as np
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.store import stored_chunk_id
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    KnowledgeBase,
+    NewDocument,
+    new_document_id,
+)
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import (
     CHUNK_INSERT_SQL,
@@ -36,7 +41,6 @@ from lorebase.store.sqlite.rows import (
 from lorebase.store.vectors import to_blob
 from lorebase.types import Chunk
 
-DOCUMENT_ID_BYTES = 16
 NO_KB = "no such knowledge base; list them to see the names"
 NO_DOCUMENT = "no such document in this knowledge base; list its documents to see their ids"
 
@@ -120,10 +124,12 @@ def upsert_document(
     identity_key: str | None,
     settings_key: str | None,
     text: bytes | None,
+    new_id: str | None = None,
 ) -> str:
     """Write the document row for ``document.path`` and return its id: an existing row
     keeps its id and loses its chunks first (before its title changes, since the index
-    rows are deleted with the values they were built from)."""
+    rows are deleted with the values they were built from); a new row gets ``new_id`` (or a
+    fresh one)."""
     if not document.path:
         raise InvalidInput("a document needs a path")
     now = time.time()
@@ -156,7 +162,7 @@ def upsert_document(
         )
         write_text(conn, document_id, text)
         return document_id
-    document_id = new_document_id()
+    document_id = new_id or new_document_id()
     conn.execute(
         f"INSERT INTO documents (id, kb_id, path, {', '.join(columns)}, created_at, "
         f"updated_at) VALUES ({placeholders(len(columns) + 5)})",
@@ -175,10 +181,6 @@ def write_text(conn: sqlite3.Connection, document_id: str, text: bytes | None) -
             "INSERT OR REPLACE INTO document_texts (document_id, text) VALUES (?, ?)",
             (document_id, text),
         )
-
-
-def new_document_id() -> str:
-    return secrets.token_hex(DOCUMENT_ID_BYTES)
 
 
 def purge_chunks(conn: sqlite3.Connection, document_id: str) -> None:
