@@ -67,6 +67,8 @@ _REASON_MESSAGES: dict[FailureReason, str] = {
     "for example with ocrmypdf, then add it again",
     FailureReason.CORRUPT: "the file is damaged and no text could be recovered",
     FailureReason.UNREADABLE: "the file could not be read from disk (permissions or I/O error)",
+    FailureReason.TIMEOUT: "reading the file took longer than the time limit; "
+    "raise the limit in the settings to read it",
 }
 
 

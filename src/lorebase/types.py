@@ -50,6 +50,7 @@ class FailureReason(StrEnum):
     NO_TEXT_LAYER = "no_text_layer"
     CORRUPT = "corrupt"
     UNREADABLE = "unreadable"
+    TIMEOUT = "timeout"
 
 
 @dataclass(frozen=True, slots=True)
