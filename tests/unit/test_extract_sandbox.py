@@ -17,6 +17,8 @@ from pathlib import Path, PurePath
 
 import pytest
 
+from lorebase.app import open_lorebase
+from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import ExtractionFailed, InvalidInput
 from lorebase.extract.pdf import check_expansion
 from lorebase.extract.registry import extract_bytes
@@ -27,7 +29,9 @@ from lorebase.extract.sandbox import (
     pack,
     unpack,
 )
-from lorebase.settings import MB, ExtractSettings
+from lorebase.inspect import inspect_file, inspect_folder
+from lorebase.settings import MB, ExtractSettings, Settings
+from lorebase.store.base import DocumentState
 from lorebase.types import DocumentKind, Element, ElementKind, Extracted, FailureReason
 
 # Low limits keep the bombs cheap: a worker holds ~55 MB before it reads anything.
@@ -217,6 +221,41 @@ def test_failures_keep_their_reason_and_unsupported_needs_no_worker() -> None:
         assert _failure(pool, b"%PDF-1.4 broken", "x.pdf").reason is FailureReason.CORRUPT
         assert _failure(pool, b"data", "x.exe").reason is FailureReason.UNSUPPORTED_FORMAT
         assert pool.worker_pids() != []
+
+
+def test_a_pass_indexes_the_other_documents_next_to_bombs(
+    tmp_path: Path, pdf_bomb: bytes, docx_bomb: bytes
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bomb.pdf").write_bytes(pdf_bomb)
+    (folder / "bomb.docx").write_bytes(docx_bomb)
+    (folder / "notes.md").write_bytes(GOOD_MD)
+    (folder / "plain.txt").write_bytes(b"A plain text file about foxes and dogs.\n")
+    settings = Settings(data_dir=tmp_path / "data", extract=LOW)
+    peak = _peak_rss()
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        report = lb.add([folder])
+        assert sorted(report.failed) == [
+            ("docs/bomb.docx", "too_large"),
+            ("docs/bomb.pdf", "too_large"),
+        ]
+        documents = {d.path: d for d in lb.documents("default")}
+        assert documents["docs/notes.md"].state is DocumentState.INDEXED
+        assert documents["docs/plain.txt"].state is DocumentState.INDEXED
+        assert documents["docs/bomb.pdf"].reason == "too_large"
+        assert lb.search("foxes", kb="default").hits
+    assert _peak_rss() - peak < 64 * MB
+
+
+def test_lorebase_extract_goes_through_the_workers(tmp_path: Path, pdf_bomb: bytes) -> None:
+    (tmp_path / "bomb.pdf").write_bytes(pdf_bomb)
+    (tmp_path / "notes.md").write_bytes(GOOD_MD)
+    report = inspect_file(tmp_path / "bomb.pdf", Path("bomb.pdf"), LOW)
+    assert report.failure is not None and report.failure.reason is FailureReason.TOO_LARGE
+    reports = {r.path.name: r for r in inspect_folder(tmp_path, LOW)}
+    assert reports["notes.md"].ok
+    assert reports["bomb.pdf"].failure is not None
 
 
 @pytest.mark.parametrize(
