@@ -165,6 +165,14 @@ def test_an_extraction_over_the_result_limit_is_too_large() -> None:
         assert _failure(pool, big, "big.md").reason is FailureReason.TOO_LARGE
 
 
+def test_a_file_the_worker_cannot_even_hold_is_too_large() -> None:
+    settings = ExtractSettings(max_memory_bytes=128 * MB, max_file_bytes=256 * MB, workers=1)
+    with ExtractionPool(settings) as pool:
+        failure = _failure(pool, b"x" * (100 * MB), "huge.txt")
+        assert failure.reason is FailureReason.TOO_LARGE
+        assert pool.extract(GOOD_MD, PurePath("next.md")).title == "Notes"
+
+
 def test_a_worker_killed_mid_job_is_replaced_and_the_next_file_is_fine(docx_bomb: bytes) -> None:
     with ExtractionPool(ExtractSettings(max_memory_bytes=2048 * MB, workers=1)) as pool:
         pool.extract(GOOD_MD, PurePath("warm.md"))

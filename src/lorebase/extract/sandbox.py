@@ -61,6 +61,8 @@ _JOIN_SECONDS = 2.0
 # Room for the reply's envelope around an extraction of max_result_bytes.
 _REPLY_OVERHEAD = 4096
 _OK = "ok"
+# A worker's exit status when it cannot even hold the file it was sent.
+_NO_MEMORY_EXIT = 3
 _FAILED = "failed"
 
 
@@ -261,8 +263,10 @@ def serve(argv: list[str]) -> None:
         try:
             path, settings = pickle.loads(conn.recv_bytes())
             data = conn.recv_bytes()
-        except EOFError:
+        except EOFError:  # the parent closed the socket
             return
+        except MemoryError:  # the file alone is past the limit: leave, the parent reports it
+            os._exit(_NO_MEMORY_EXIT)
         _arm_cpu_limit(seconds)
         conn.send_bytes(_reply(data, path, settings, max_result))
 
