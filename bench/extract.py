@@ -1,9 +1,13 @@
 """Extraction + chunking throughput over ../shared/data/docs, against the raw parsers.
 
-For each document kind it times lorebase (extract + chunk) and, in the same run, the bare
-parser library doing the least it can (pdfium text of every page, python-docx paragraph text,
-selectolax body text, markdown-it parse, a UTF-8 decode), so the figure to quote is the ratio
-lorebase / raw. Peak memory is the resident-set growth of a fresh process reading one file.
+For each document kind it times lorebase (extract in a bounded worker process, as ingestion
+and ``lorebase extract`` do, + chunk), the same in this process (``extract_file``: what
+lorebase did before the workers) and, in the same run, the bare parser library doing the least
+it can (pdfium text of every page, python-docx paragraph text, selectolax body text,
+markdown-it parse, a UTF-8 decode), so the figures to quote are the ratios lorebase / raw and
+lorebase / in-process. Peak memory is the resident-set growth of a fresh process reading one
+file. The worker's cost per document is measured apart: a warm round trip of a tiny file, and
+the start of a worker.
 
     python bench/extract.py [--docs PATH] [--repeat N] [--json]
 """
@@ -13,16 +17,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import statistics
 import subprocess
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed
 from lorebase.extract import extract_file
-from lorebase.extract.registry import document_kind
+from lorebase.extract.registry import document_kind, extract_bytes, read_file
+from lorebase.extract.sandbox import ExtractionPool
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ChunkSettings, ExtractSettings
 
@@ -97,18 +103,28 @@ def timed(function, *args) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - start
 
 
-def lorebase_one(path: Path, extract: ExtractSettings, chunk: ChunkSettings) -> int:
+def lorebase_one(
+    path: Path, extract: ExtractSettings, chunk: ChunkSettings, pool: ExtractionPool
+) -> int:
+    try:
+        return len(chunk_document(pool.extract(read_file(path, extract), path), chunk))
+    except ExtractionFailed:
+        return 0
+
+
+def in_process_one(path: Path, extract: ExtractSettings, chunk: ChunkSettings) -> int:
     try:
         return len(chunk_document(extract_file(path, extract), chunk))
     except ExtractionFailed:
         return 0
 
 
-def throughput(docs: Path, repeat: int) -> dict[str, dict[str, float]]:
+def throughput(docs: Path, repeat: int, pool: ExtractionPool) -> dict[str, dict[str, float]]:
     extract, chunk = ExtractSettings(), ChunkSettings()
     files = [p for p in iter_files(docs) if document_kind(p) is not None]
     for path in files:  # warm imports and caches so the first kind is not penalised
-        lorebase_one(path, extract, chunk)
+        lorebase_one(path, extract, chunk, pool)
+        in_process_one(path, extract, chunk)
         timed(raw_parse, path)
     per_kind: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for _ in range(repeat):
@@ -116,8 +132,9 @@ def throughput(docs: Path, repeat: int) -> dict[str, dict[str, float]]:
             kind = document_kind(path).value  # type: ignore[union-attr]
             row = per_kind[kind]
             start = time.perf_counter()
-            row["chunks"] += lorebase_one(path, extract, chunk)
+            row["chunks"] += lorebase_one(path, extract, chunk, pool)
             row["lorebase_s"] += time.perf_counter() - start
+            row["in_process_s"] += timed(in_process_one, path, extract, chunk)
             row["raw_s"] += timed(raw_parse, path)
             row["files"] += 1
             row["bytes"] += path.stat().st_size
@@ -135,10 +152,40 @@ def throughput(docs: Path, repeat: int) -> dict[str, dict[str, float]]:
             "MB/s": row["bytes"] / 1e6 / row["lorebase_s"],
             "files/s": row["files"] / row["lorebase_s"],
             "chunks/s": row["chunks"] / row["lorebase_s"],
+            "in-process MB/s": row["bytes"] / 1e6 / row["in_process_s"],
             "raw MB/s": row["bytes"] / 1e6 / row["raw_s"],
             "lorebase/raw time": row["lorebase_s"] / row["raw_s"],
+            "lorebase/in-process time": row["lorebase_s"] / row["in_process_s"],
         }
     return result
+
+
+def worker_cost(pool: ExtractionPool, rounds: int = 500) -> dict[str, float]:
+    """What the worker process adds to one document: the median warm round trip of a tiny
+    Markdown file against extracting it here, and the start of a fresh worker (spawn, import
+    the readers, first reply)."""
+    data, path, settings = b"# Notes\n\nA short note.\n", PurePath("note.md"), pool.settings
+    pool.extract(data, path)
+    through, here = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        pool.extract(data, path)
+        through.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        extract_bytes(data, path, settings)
+        here.append(time.perf_counter() - start)
+    starts = []
+    for _ in range(5):
+        start = time.perf_counter()
+        with ExtractionPool(settings) as fresh:
+            fresh.extract(data, path)
+        starts.append(time.perf_counter() - start)
+    return {
+        "tiny file through a warm worker ms": statistics.median(through) * 1e3,
+        "tiny file in process ms": statistics.median(here) * 1e3,
+        "overhead per document ms": (statistics.median(through) - statistics.median(here)) * 1e3,
+        "worker start ms": statistics.median(starts) * 1e3,
+    }
 
 
 def peak_memory(path: Path) -> dict[str, float]:
@@ -170,25 +217,27 @@ def main() -> None:
         sys.exit(f"{args.docs} is absent: pass --docs with a folder of documents")
     pdfs = sorted(args.docs.rglob("*.pdf"), key=lambda p: p.stat().st_size)
     texts = sorted(args.docs.rglob("*.txt"), key=lambda p: p.stat().st_size)
-    report = {
-        "throughput": throughput(args.docs, args.repeat),
-        "peak_memory": {
-            "largest PDF " + pdfs[-1].name: peak_memory(pdfs[-1]),
-            "largest text " + texts[-1].name: peak_memory(texts[-1]),
-        },
+    with ExtractionPool(ExtractSettings()) as pool:
+        rates = throughput(args.docs, args.repeat, pool)
+        cost = worker_cost(pool)
+    peaks = {
+        "largest PDF " + pdfs[-1].name: peak_memory(pdfs[-1]),
+        "largest text " + texts[-1].name: peak_memory(texts[-1]),
     }
+    report = {"throughput": rates, "worker": cost, "peak_memory": peaks}
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    columns = ["files", "MB", "chunks", "MB/s", "files/s", "chunks/s", "raw MB/s",
-               "lorebase/raw time"]  # fmt: skip
+    columns = ["files", "MB", "chunks", "MB/s", "files/s", "chunks/s", "in-process MB/s",
+               "raw MB/s", "lorebase/raw time", "lorebase/in-process time"]  # fmt: skip
     print("| kind | " + " | ".join(columns) + " |")
     print("|" + " --- |" * (len(columns) + 1))
-    for kind, row in sorted(report["throughput"].items(), key=lambda kv: kv[0] == "all"):
+    for kind, row in sorted(rates.items(), key=lambda kv: kv[0] == "all"):
         print(f"| {kind} | " + " | ".join(f"{row[c]:.2f}" for c in columns) + " |")
     print()
-    for name, row in report["peak_memory"].items():
-        print(f"- {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()))
+    print("- worker: " + ", ".join(f"{k} {v:.3f}" for k, v in cost.items()))
+    for name, peak in peaks.items():
+        print(f"- {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in peak.items()))
 
 
 if __name__ == "__main__":

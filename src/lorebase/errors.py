@@ -101,6 +101,8 @@ _REASON_MESSAGES: dict[FailureReason, str] = {
     FailureReason.UNREADABLE: "the file could not be read from disk (permissions or I/O error)",
     FailureReason.MISSING_ORIGINAL: "the stored original of this upload is missing (an upload "
     "cut short, or a lost file); upload the file again to index it",
+    FailureReason.TIMEOUT: "reading the file took longer than the time limit; "
+    "raise the limit in the settings to read it",
 }
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed
-from lorebase.extract.registry import document_kind, extension, extract_file
+from lorebase.extract.registry import document_kind, extension, read_file
+from lorebase.extract.sandbox import ExtractionPool
 from lorebase.ingest.sources import WalkProblem, iter_files
 from lorebase.settings import ChunkSettings, ExtractSettings
 from lorebase.types import Chunk, Extracted, FailureReason
@@ -78,15 +79,20 @@ def inspect_file(
     display: Path,
     extract_settings: ExtractSettings,
     chunk_settings: ChunkSettings | None = None,
+    pool: ExtractionPool | None = None,
 ) -> FileReport:
-    """Extract one file (and chunk it when ``chunk_settings`` is given)."""
+    """Extract one file (and chunk it when ``chunk_settings`` is given) in a worker process
+    of ``pool`` (a pool of its own when None)."""
+    if pool is None:
+        with ExtractionPool(extract_settings) as own:
+            return inspect_file(path, display, extract_settings, chunk_settings, own)
     kind = document_kind(path)
     try:
         size = path.stat().st_size
     except OSError:
         size = 0
     try:
-        extracted = extract_file(path, extract_settings)
+        extracted = pool.extract(read_file(path, extract_settings), path)
     except ExtractionFailed as failure:
         return FileReport(display, kind.value if kind else "other", size, failure=failure)
     chunks = chunk_document(extracted, chunk_settings) if chunk_settings is not None else None
@@ -98,12 +104,18 @@ def inspect_folder(
     extract_settings: ExtractSettings,
     chunk_settings: ChunkSettings | None = None,
     summary: Summary | None = None,
+    pool: ExtractionPool | None = None,
 ) -> Iterator[FileReport]:
-    """Reports for every non-hidden file under ``root``; fills ``summary`` as it goes."""
+    """Reports for every non-hidden file under ``root``; fills ``summary`` as it goes. Files
+    are read in ``pool`` (a pool of its own, for the walk, when None)."""
+    if pool is None:
+        with ExtractionPool(extract_settings) as own:
+            yield from inspect_folder(root, extract_settings, chunk_settings, summary, own)
+        return
     problems = summary.problems if summary is not None else None
     for path in iter_files(root, problems):
         report = inspect_file(path, path.relative_to(root.resolve()), extract_settings,
-                              chunk_settings)  # fmt: skip
+                              chunk_settings, pool)  # fmt: skip
         if summary is not None:
             summary.add(report)
         yield report

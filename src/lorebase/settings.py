@@ -10,6 +10,8 @@ from pathlib import Path
 from lorebase.errors import InvalidInput
 
 MB = 1024 * 1024
+# Below this a worker process cannot even import the readers.
+MIN_WORKER_MEMORY = 128 * MB
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,16 +22,35 @@ class ExtractSettings:
     ``max_expanded_bytes``: bound on what a container (docx zip parts, PDF content streams)
     may decompress to: the decompression-bomb guard.
     ``max_text_chars``: bound on the extracted text of one document.
+
+    Every file is read in a worker process (``lorebase.extract.sandbox``) bounded by:
+    ``max_memory_bytes``: the worker's address space (RLIMIT_AS); past it the file is
+    ``too_large``. Python with every reader loaded takes ~55 MB; the largest real documents
+    measured peak under 150 MB.
+    ``max_seconds``: CPU seconds for one file (RLIMIT_CPU); past it the file is ``timeout``.
+    The parent also gives up after twice this in wall-clock time (plus a second).
+    ``max_result_bytes``: bound on the extraction sent back (pickled); past it ``too_large``.
+    ``workers``: most worker processes kept warm; they start on first use.
     """
 
     max_file_bytes: int = 64 * MB
     max_expanded_bytes: int = 512 * MB
     max_text_chars: int = 64 * 1024 * 1024
+    max_memory_bytes: int = 1024 * MB
+    max_seconds: float = 60.0
+    max_result_bytes: int = 512 * MB
+    workers: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("max_file_bytes", "max_expanded_bytes", "max_text_chars"):
+        for name in ("max_file_bytes", "max_expanded_bytes", "max_text_chars", "max_result_bytes"):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"{name} must be a positive number")
+        if self.max_memory_bytes < MIN_WORKER_MEMORY:
+            raise InvalidInput(f"max_memory_bytes must be at least {MIN_WORKER_MEMORY // MB} MB")
+        if not 0 < self.max_seconds <= 24 * 3600:
+            raise InvalidInput("max_seconds must be between 0 and 86400")
+        if not 1 <= self.workers <= 64:
+            raise InvalidInput("workers must be between 1 and 64")
 
 
 @dataclass(frozen=True, slots=True)

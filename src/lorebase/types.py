@@ -60,6 +60,7 @@ class FailureReason(StrEnum):
     CORRUPT = "corrupt"
     UNREADABLE = "unreadable"
     MISSING_ORIGINAL = "missing_original"
+    TIMEOUT = "timeout"
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,6 +85,8 @@ class DocxExtractor(Extractor):
             document = docx.Document(io.BytesIO(data))
             body = document.element.body
             styles_root = document.styles.element
+        except MemoryError:  # a part too big to parse within the memory limit: too_large
+            raise
         except Exception as exc:  # a package python-docx cannot open: damaged or not Word
             raise ExtractionFailed(FailureReason.CORRUPT, type(exc).__name__) from None
         core_title = _core_title(document)

@@ -96,13 +96,20 @@ def extract_bytes(data: bytes, path: PurePath, settings: ExtractSettings) -> Ext
 
 
 def extract_file(path: Path, settings: ExtractSettings) -> Extracted:
-    """Read and extract one file; the size limit is checked before any byte is read."""
-    extractor_for(path, settings)  # unsupported files are never opened
+    """Read and extract one file in this process (see ``lorebase.extract.sandbox`` for the
+    bounded way); the size limit is checked before any byte is read."""
+    return extract_bytes(read_file(path, settings), path, settings)
+
+
+def read_file(path: Path, settings: ExtractSettings) -> bytes:
+    """The bytes of a supported file within the size limit; raises ``ExtractionFailed``
+    (``unsupported_format``, ``too_large``, ``unreadable``) without reading otherwise."""
+    if not is_supported(path):  # unsupported files are never opened
+        raise ExtractionFailed(FailureReason.UNSUPPORTED_FORMAT)
     try:
         size = path.stat().st_size
         if size > settings.max_file_bytes:
             raise ExtractionFailed(FailureReason.TOO_LARGE)
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise ExtractionFailed(FailureReason.UNREADABLE, type(exc).__name__) from None
-    return extract_bytes(data, path, settings)

@@ -27,7 +27,8 @@ from lorebase.chunk import chunk_document
 from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.errors import ExtractionFailed, NotFound, Unavailable
 from lorebase.extract.base import content_hash
-from lorebase.extract.registry import document_kind, extract_bytes, extractor_for
+from lorebase.extract.registry import document_kind, extractor_for
+from lorebase.extract.sandbox import ExtractionPool
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ExtractSettings
 from lorebase.store.base import (
@@ -130,6 +131,23 @@ class Ingestor:
         self.embedder = embedder
         self.extract_settings = extract_settings
         self.batch_chunks = batch_chunks
+        self._pool: ExtractionPool | None = None
+        self._pool_lock = threading.Lock()
+
+    @property
+    def pool(self) -> ExtractionPool:
+        """The worker processes files are read in (bounded memory and time), started lazily."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ExtractionPool(self.extract_settings)
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the extraction workers; a later pass starts new ones."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def process(
         self,
@@ -261,7 +279,7 @@ class Ingestor:
             return None
         self.store.set_document_state(kb.id, file.key, DocumentState.EXTRACTING)
         try:
-            extracted = extract_bytes(data, file.path, self.extract_settings)
+            extracted = self.pool.extract(data, file.path)
         except ExtractionFailed as failure:
             self._fail(kb, file, kind_name, len(data), digest, mtime, failure.reason, report)
             return None

@@ -90,6 +90,7 @@ class Lorebase(Passes):
     def close(self) -> None:
         self.stop_serving()
         self.searcher.close()
+        self.ingestor.close()
         self.store.close()
         for client in (self.embedder, self.reranker):  # HTTP ones hold pooled connections
             closing = getattr(client, "close", None)
