@@ -71,3 +71,32 @@ def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
         process.wait(timeout=30)
     again = subprocess.run([*command[:-5], "users", "list"], capture_output=True, text=True)
     assert "admin" in again.stdout
+
+
+def test_serve_on_a_port_in_use_says_so_before_announcing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "lorebase", "--data-dir", str(tmp_path), "--embedder",
+                   "fake", "serve", "--port", str(port)]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 4, result.stderr
+    assert "serving on" not in result.stdout
+    assert f"127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
+
+
+def test_serve_refuses_to_start_without_the_data_key_of_its_uploads(tmp_path: Path) -> None:
+    from lorebase.app import open_lorebase
+    from lorebase.embed.fake import FakeEmbedder
+    from lorebase.settings import Settings
+
+    with open_lorebase(settings=Settings(data_dir=tmp_path), embedder=FakeEmbedder()) as lb:
+        lb.upload(lb.create_kb("mine"), "a.md", [b"# A\n\nText.\n"])
+    (tmp_path / "data.key").unlink()
+    command = [sys.executable, "-m", "lorebase", "--data-dir", str(tmp_path), "--embedder",
+               "fake", "serve", "--port", str(free_port())]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 7, result.stderr  # a server fault: an operator must act
+    assert "missing" in result.stderr and "restore" in result.stderr
+    assert not (tmp_path / "data.key").exists()

@@ -16,7 +16,7 @@ from rich.text import Text
 from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
-from lorebase.errors import InvalidInput
+from lorebase.errors import Conflict, InvalidInput
 
 users_app = command_group("Users of the HTTP service (operators only).")
 teams_app = command_group("Teams and their members.")
@@ -56,7 +56,9 @@ def serve(
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
     console = Console()
+    _check_port(host, port)
     with open_from(ctx, holder="lorebase serve", serve=settings) as lb:
+        lb.data_key  # noqa: B018  (a missing or wrong data key stops here, said plainly)
         accounts = lb.accounts
         if settings.auth and not accounts.list_users():
             admin = accounts.create_user("admin", Role.ADMIN)
@@ -65,6 +67,22 @@ def serve(
             console.print(Text(key, style="bold"))
         console.print(Text(f"lorebase serving on http://{host}:{port} (docs at /docs)"))
         run(lb, host, port)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse before announcing anything when the address is taken."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise Conflict(
+                f"cannot listen on {host}:{port} ({error.strerror or 'in use'}); is another "
+                "lorebase serving there? Stop it, or choose another port with --port"
+            ) from None
 
 
 @users_app.command("list")
