@@ -6,6 +6,8 @@ CLI, HTTP, MCP) calls.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -66,12 +68,32 @@ def build_reranker(settings: RerankSettings) -> Reranker | None:
                         max_retry_after=1.0, max_backoff=1.0)  # fmt: skip
 
 
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def private_data_dir(data_dir: Path, database: Path) -> None:
+    """The data directory (made ``0700``) and the database with its WAL files (``0600``;
+    SQLite gives the WAL files the database's mode): they hold plaintext chunks, key hashes
+    and the audit log. Files made by an older version are narrowed too."""
+    if not data_dir.exists():
+        data_dir.mkdir(parents=True, mode=PRIVATE_DIR)
+        data_dir.chmod(PRIVATE_DIR)  # mkdir's mode passes through the umask
+    with contextlib.suppress(FileExistsError):  # another process made it first: fine
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    for path in (database, database.with_name(database.name + "-wal"),
+                 database.with_name(database.name + "-shm")):  # fmt: skip
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if path.stat().st_mode & 0o077:
+                path.chmod(PRIVATE_FILE)
+
+
 def build_store(settings: Settings) -> tuple[Store, Callable[[], AccountStore]]:
     """The store, and how to open the accounts beside it (on first use: most commands never
     need them)."""
     from lorebase.store.sqlite.store import SqliteStore
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_data_dir(settings.data_dir, settings.database)
     store = SqliteStore(settings.database)
 
     def accounts() -> AccountStore:

@@ -260,10 +260,13 @@ def test_health_readiness_metrics(env: Env) -> None:
     upload(env, "alice", kb_id, "m.md", b"# M\n\nmetrics\n")
     assert env.lb.queue.join(30)
     env.client.post("/v1/search", json={"query": "metrics"}, headers=env.as_("alice"))
-    text = env.client.get("/metrics").text
+    assert env.client.get("/metrics").status_code == 401
+    assert env.client.get("/metrics", headers=env.as_("alice")).status_code == 403
+    text = env.client.get("/metrics", headers=env.as_("admin")).text
     assert 'lorebase_documents{state="indexed"} 1.0' in text
     assert 'lorebase_admissions{outcome="accepted"} 1.0' in text
     assert 'lorebase_search_seconds_count{mode="hybrid"} 1.0' in text
+    assert "lorebase_embed_batch_seconds_count 0.0" not in text  # the embedder was timed
 
 
 def test_access_logs_carry_no_content(env: Env, caplog: pytest.LogCaptureFixture) -> None:
@@ -486,3 +489,64 @@ def test_a_route_asking_for_passes_again_and_again_queues_one(env: Env, tmp_path
         response = env.client.post(f"/v1/knowledge-bases/{kb.id}/sync", headers=env.as_("admin"))
         assert response.status_code == 202
     assert env.lb.queue.depth == 1
+
+
+def test_an_unexpected_error_answers_500_with_the_request_id_the_log_has(
+    env: Env, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create_kb(env, "alice", "alice-private", "personal")
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the query was about BLUEHERON")
+
+    monkeypatch.setattr(env.lb, "search", broken)
+    with caplog.at_level(logging.ERROR, logger="lorebase"):
+        response = env.client.post("/v1/search", json={"query": "BLUEHERON"},
+                                   headers=env.as_("alice"))  # fmt: skip
+    assert response.status_code == 500
+    body = response.json()
+    assert body["request_id"] == response.headers["X-Request-Id"]
+    assert "BLUEHERON" not in response.text
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"RuntimeError in request id={body['request_id']}" in logged
+    assert "BLUEHERON" not in logged
+
+
+def test_serve_configures_its_log_once() -> None:
+    from lorebase.api.app import LOG_HANDLER, configure_logging
+
+    configure_logging()
+    configure_logging()
+    handlers = [h for h in logging.getLogger("lorebase").handlers if h.name == LOG_HANDLER]
+    assert len(handlers) == 1
+    logging.getLogger("lorebase").removeHandler(handlers[0])
+
+
+def test_a_base_filled_only_by_uploads_becomes_ready(env: Env) -> None:
+    kb_id = create_kb(env, "alice", "uploads-only", "personal")
+    before = env.client.get(f"/v1/knowledge-bases/{kb_id}", headers=env.as_("alice")).json()
+    assert before["state"] == "pending" and before["last_pass_finished_at"] is None
+    upload(env, "alice", kb_id, "a.md", b"# A\n\nFirst.\n")
+    upload(env, "alice", kb_id, "b.md", b"# B\n\nSecond.\n")
+    assert env.lb.queue.join(30)
+    after = env.client.get(f"/v1/knowledge-bases/{kb_id}", headers=env.as_("alice")).json()
+    assert after["state"] == "ready" and after["last_pass_finished_at"] is not None
+    assert (after["indexed"], after["pending"]) == (2, 0)
+
+
+def test_team_names_and_counts_do_not_leak_across_scopes(env: Env) -> None:
+    """A team the caller is not in answers like a missing one."""
+    for team in ("eng", "no-such-team"):
+        body = {"name": f"x-{team}", "scope": "team", "team": team}
+        response = env.client.post("/v1/knowledge-bases", json=body, headers=env.as_("carol"))
+        assert response.status_code == 404, response.text
+    assert "eng" not in response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/tmp/a\x00b", "~nosuchuser-lorebase/x", "relative/../nowhere"])
+def test_a_source_path_that_is_not_a_folder_is_422(env: Env, path: str) -> None:
+    kb_id = create_kb(env, "admin", "shared", "global")
+    response = env.client.post(f"/v1/knowledge-bases/{kb_id}/sources", json={"path": path},
+                               headers=env.as_("admin"))  # fmt: skip
+    assert response.status_code == 422, response.text
+    assert "\x00" not in response.text

@@ -197,3 +197,26 @@ def test_a_new_data_directory_gets_a_key(tmp_path: Path) -> None:
     with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
         lb.start_serving()
         assert (tmp_path / "d" / KEY_FILE).is_file()
+
+
+def test_the_data_directory_and_database_are_private(tmp_path: Path) -> None:
+    import stat
+
+    data = tmp_path / "new" / "data"
+    with open_lorebase(settings=Settings(data_dir=data), embedder=FakeEmbedder()) as lb:
+        lb.add([_folder_with_a_note(tmp_path)], kb="notes")
+        files = [p for p in data.iterdir() if p.name.startswith("lorebase.db")]
+        assert {p.name for p in files} >= {"lorebase.db", "lorebase.db-wal"}
+        for path in files:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    (data / "lorebase.db").chmod(0o644)  # made by an older version
+    with open_lorebase(settings=Settings(data_dir=data), embedder=FakeEmbedder()):
+        assert stat.S_IMODE((data / "lorebase.db").stat().st_mode) == 0o600
+
+
+def _folder_with_a_note(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nA note.\n")
+    return folder

@@ -66,6 +66,10 @@ def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
                          "read_surrounding_chunks"}  # fmt: skip
         assert "k" in listed
         assert httpx.post(f"{base}/mcp", json={}, timeout=5).status_code == 401
+        # Stateless: no notification stream to open; a GET is refused at once, not left hanging.
+        stream = httpx.get(f"{base}/mcp", headers=headers | {"Accept": "text/event-stream"},
+                           timeout=5)  # fmt: skip
+        assert stream.status_code == 405 and "POST" in stream.headers["allow"]
     finally:
         process.terminate()
         process.wait(timeout=30)

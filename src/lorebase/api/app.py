@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -22,6 +23,8 @@ from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
 from lorebase.service import Lorebase
 
 access_log = logging.getLogger("lorebase.access")
+error_log = logging.getLogger("lorebase.errors")
+LOG_HANDLER = "lorebase-serve"
 # The largest JSON body any route takes (a search, a tool call, a question are a few KB).
 MAX_JSON_BYTES = 256 * 1024
 
@@ -75,7 +78,16 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         string, a file name or a body."""
         request_id = uuid.uuid4().hex[:12]
         started = time.perf_counter()
-        response = await call_next(request)
+        try:
+            response = await call_next(request)
+        except Exception as error:  # unexpected: logged with its id, never its message
+            frames = "\n".join(  # where, not what: no source lines, no message
+                f"  {f.filename}:{f.lineno} in {f.name}"
+                for f in traceback.extract_tb(error.__traceback__)
+            )
+            error_log.error("unexpected %s in request id=%s\n%s", type(error).__name__,
+                            request_id, frames)  # fmt: skip
+            response = problems.unexpected_problem(request_id)
         route = request.scope.get("route")
         template = getattr(route, "path", "unmatched")
         elapsed = (time.perf_counter() - started) * 1000
@@ -88,11 +100,26 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     return app
 
 
+def configure_logging(level: int = logging.INFO) -> None:
+    """lorebase's own log lines (access lines, background failures, unexpected errors) to
+    stderr, once per process; they carry ids, classes and timings, never content."""
+    logger = logging.getLogger("lorebase")
+    if any(getattr(h, "name", "") == LOG_HANDLER for h in logger.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.set_name(LOG_HANDLER)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+
 def run(lb: Lorebase, host: str, port: int) -> None:
     """Serve ``lb`` with uvicorn until SIGINT/SIGTERM. Open event streams are ended as
     the shutdown begins: uvicorn waits for every response to finish, and an event stream
     never would."""
     import uvicorn
+
+    configure_logging()
 
     class EndingStreams(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:

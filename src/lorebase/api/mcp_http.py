@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from lorebase.agent.mcp import SDK_LOG_LEVEL, SDK_LOGGER, build_server
 from lorebase.api.guard import api_key
-from lorebase.api.problems import problem_for
+from lorebase.api.problems import problem, problem_for
 from lorebase.errors import LorebaseError
 from lorebase.service import Lorebase
 
@@ -51,6 +51,14 @@ class McpEndpoint:
             self.lb.authenticate(api_key(request.headers))
         except LorebaseError as error:
             response = problem_for(error)
+            await response(scope, receive, send)
+            return
+        if request.method == "GET":
+            # Stateless: there is nothing to push, so no stream to open (a GET used to hang
+            # with not even a keep-alive). The transport's spec allows exactly this answer.
+            detail = "this server sends no notifications; send requests with POST"
+            response = problem(405, "method-not-allowed", "Method not allowed", detail)
+            response.headers["Allow"] = "POST, DELETE"
             await response(scope, receive, send)
             return
         await self.manager.handle_request(scope, receive, send)

@@ -99,6 +99,13 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
-        detail = "something went wrong on the server; the log has the request id"
-        status, slug, title = PROBLEMS[LorebaseError]
-        return problem(status, slug, title, detail)
+        return unexpected_problem(None)
+
+
+def unexpected_problem(request_id: str | None) -> JSONResponse:
+    """An unexpected error: nothing about it in the body, but the request id the log line
+    carries, so an operator can find it."""
+    detail = "something went wrong on the server; the server's log has this request id"
+    status, slug, title = PROBLEMS[LorebaseError]
+    extra = {"request_id": request_id} if request_id else {}
+    return problem(status, slug, title, detail, **extra)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,6 +60,32 @@ def ensure_int8(source: Path, cache_dir: Path, source_digest: str) -> Path:
     return target
 
 
+WORK_PREFIX = ".quantize-"
+
+
+def sweep_leftovers(folder: Path) -> int:
+    """Remove the work folders of builds whose process is gone (killed mid-build: each is
+    named ``.quantize-<pid>-…``); returns how many went."""
+    removed = 0
+    for work in folder.glob(f"{WORK_PREFIX}*"):
+        pid_text = work.name[len(WORK_PREFIX) :].split("-", 1)[0]
+        if not work.is_dir() or (pid_text.isdigit() and _alive(int(pid_text))):
+            continue
+        shutil.rmtree(work, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
 def build_int8(source: Path, target: Path) -> None:
     """Fold ``source`` into an fp32 graph, quantise it per channel, move it to ``target``."""
     try:
@@ -67,7 +94,9 @@ def build_int8(source: Path, target: Path) -> None:
     except ImportError as exc:  # `onnx` is what quantize_dynamic usually lacks
         raise QuantizationError(f"quantisation needs `onnx` ({exc.name} missing)") from exc
 
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".quantize-") as work:
+    sweep_leftovers(target.parent)
+    prefix = f"{WORK_PREFIX}{os.getpid()}-"
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=prefix) as work:
         folded = Path(work) / "folded-fp32.onnx"
         quantized = Path(work) / "int8.onnx"
         try:

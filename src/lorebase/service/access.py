@@ -46,10 +46,11 @@ class Access(Parts):
         if caller is None:
             return self.store.get_kb(name, totals=totals)
         try:
-            kb = self.store.get_kb(name, totals=totals)
+            kb = self.store.get_kb(name, totals=False)
         except NotFound:
             raise NotFound(NO_KB) from None
-        return self._allowed(caller, kb, write)
+        self._allowed(caller, kb, write)
+        return self.store.get_kb_by_id(kb.id) if totals else kb
 
     def kb_by_id(
         self,
@@ -59,12 +60,16 @@ class Access(Parts):
         write: bool = False,
         totals: bool = False,
     ) -> KnowledgeBase:
-        """A base by id, as the caller may see (and with ``write``, change) it."""
+        """A base by id, as the caller may see (and with ``write``, change) it. Its documents
+        are counted only once it is known the caller may see it."""
         try:
-            kb = self.store.get_kb_by_id(kb_id, totals=totals)
+            kb = self.store.get_kb_by_id(kb_id, totals=totals and caller is None)
         except NotFound:
             raise NotFound(NO_KB) from None
-        return kb if caller is None else self._allowed(caller, kb, write)
+        if caller is None:
+            return kb
+        self._allowed(caller, kb, write)
+        return self.store.get_kb_by_id(kb_id) if totals else kb
 
     def document(
         self, document_id: str, caller: Caller | None = None, *, write: bool = False
@@ -87,6 +92,16 @@ class Access(Parts):
         except NotFound:
             return False
         return True
+
+    def team_id(self, name: str, caller: Caller | None) -> int:
+        """A team by name; one the caller is not in answers exactly like a missing one."""
+        try:
+            team = self.accounts.get_team(name)
+        except NotFound:
+            team = None
+        if team is None or (caller is not None and team.id not in caller.teams):
+            raise NotFound("no such team among yours; `lorebase teams list` shows the teams")
+        return team.id
 
     def check_create(self, caller: Caller | None, scope: Scope, team_id: int | None) -> None:
         if caller is not None and not can_create(caller, scope, team_id):

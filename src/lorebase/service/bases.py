@@ -47,7 +47,7 @@ class Bases(Access):
         """A new base (``Conflict`` when the name is taken), owned by the caller, following
         ``sources`` (checked first; nothing is left behind when one is refused)."""
         scope = Scope(scope)
-        team_id = self.accounts.get_team(team).id if team else None
+        team_id = self.team_id(team, caller) if team else None
         if scope is Scope.TEAM and team_id is None:
             raise InvalidInput("a team knowledge base needs a team")
         self.check_create(caller, scope, team_id)

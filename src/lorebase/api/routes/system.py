@@ -7,6 +7,7 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from lorebase.api.deps import ApiKeyDep, CallerDep, LbDep, MetricsDep
+from lorebase.errors import Forbidden
 
 router = APIRouter(tags=["system"])
 
@@ -29,8 +30,11 @@ def readyz(lb: LbDep) -> Response:
 
 
 @router.get("/metrics")
-def metrics(registry: MetricsDep) -> Response:
-    """Prometheus text format."""
+def metrics(registry: MetricsDep, caller: CallerDep) -> Response:
+    """Prometheus text format, for administrators (with keys on, give the scraper an admin key:
+    `authorization: {credentials: KEY}` in Prometheus): the counts span every base."""
+    if not caller.is_admin:
+        raise Forbidden("the metrics count every knowledge base; they need an administrator's key")
     return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)
 
 
