@@ -220,3 +220,115 @@ def _states(db: Path) -> set[str]:
 
 if os.name != "posix":  # pragma: no cover
     pytestmark = pytest.mark.skip(reason="signals and flock are POSIX")
+
+
+UPLOAD_KILLS = 6
+UPLOADS = 30
+
+
+def _serve(data: Path, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        lorebase(data, "serve", "--no-auth", "--port", str(port), "--workers", "1"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "lorebase serve exited"
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("lorebase serve did not get ready")
+
+
+def _phantoms(data: Path) -> list[str]:
+    """Uploads that are neither indexed-or-waiting with their original, nor failed with a
+    reason: the documents a crash used to leave pending forever."""
+    blobs = {p.name for p in (data / "blobs").glob("*")} if (data / "blobs").is_dir() else set()
+    conn = sqlite3.connect(data / "lorebase.db")
+    try:
+        rows = conn.execute(
+            "SELECT id, state, reason FROM documents WHERE display_name IS NOT NULL"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [i for i, state, reason in rows if (state == "failed") != (i not in blobs) or
+            (state == "failed" and not reason)]  # fmt: skip
+
+
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) -> None:
+    """`lorebase serve` killed at random moments of a stream of uploads (receiving a body,
+    sealing the original, writing its row, queueing, indexing): after a restart every upload
+    has its original or has failed with a reason, no original is left without its row, and
+    uploading every file again indexes each exactly once."""
+    import threading
+
+    import httpx
+    from test_serve_process import free_port
+
+    data = tmp_path / "data"
+    files = [(f"note{n:02}.md", f"# Note {n}\n\n{' '.join(WORDS[: n % 12 + 1])} {n}\n".encode())
+             for n in range(UPLOADS)]  # fmt: skip
+    rng = random.Random(5)
+    kb_id: int | None = None
+    for _ in range(UPLOAD_KILLS):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        process = _serve(data, port)
+        _wait_ready(base, process)
+        if kb_id is None:
+            body = {"name": "up", "scope": "global"}
+            kb_id = httpx.post(f"{base}/v1/knowledge-bases", json=body, timeout=10).json()["id"]
+        stop = threading.Event()
+
+        def upload_all(
+            url: str = f"{base}/v1/knowledge-bases/{kb_id}/documents",
+            stop: threading.Event = stop,
+        ) -> None:
+            for name, data_bytes in rng.sample(files, len(files)):
+                if stop.is_set():
+                    return
+                try:
+                    httpx.post(url, files={"files": (name, data_bytes)}, timeout=10)
+                except httpx.HTTPError:
+                    return  # the server was killed
+
+        uploader = threading.Thread(target=upload_all)
+        uploader.start()
+        time.sleep(rng.uniform(0.05, 0.8))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        stop.set()
+        uploader.join(timeout=30)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = _serve(data, port)
+    try:
+        _wait_ready(base, process)  # the start sweeps orphans and fails lost originals
+        assert _phantoms(data) == []
+        url = f"{base}/v1/knowledge-bases/{kb_id}/documents"
+        for name, data_bytes in files:
+            response = httpx.post(url, files={"files": (name, data_bytes)}, timeout=30)
+            assert response.status_code == 202, response.text
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            listed = httpx.get(url, timeout=10).json()
+            if all(d["state"] in ("indexed", "failed") for d in listed):
+                break
+            time.sleep(0.2)
+        states = [d["state"] for d in listed]
+        assert states.count("indexed") == UPLOADS == len(states), states
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    blobs = {p.name for p in (data / "blobs").glob("*")}
+    assert blobs == {d["id"] for d in listed}  # no orphan original, none missing
