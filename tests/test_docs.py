@@ -100,3 +100,12 @@ def test_agent_docs_list_exactly_the_tool_error_codes() -> None:
 
 def _doc(name: str) -> str:
     return (REPO / "docs" / name).read_text()
+
+
+def test_make_run_installs_only_what_running_needs() -> None:
+    """The dev extra (pytest, schemathesis, mypy, …) is for `make test`, not `make run`."""
+    makefile = (REPO / "Makefile").read_text()
+    run_stamp = re.search(r"^\$\(STAMP\):.*?(?=^\S)", makefile, re.M | re.S)
+    assert run_stamp and ".[dev]" not in run_stamp.group(0)
+    assert re.search(r"^run: \$\(STAMP\)$", makefile, re.M)
+    assert re.search(r"^test: \$\(DEV_STAMP\)$", makefile, re.M)

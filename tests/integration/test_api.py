@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -550,3 +551,14 @@ def test_a_source_path_that_is_not_a_folder_is_422(env: Env, path: str) -> None:
                                headers=env.as_("admin"))  # fmt: skip
     assert response.status_code == 422, response.text
     assert "\x00" not in response.text
+
+
+def test_the_api_docs_render_offline(env: Env) -> None:
+    """Swagger UI and ReDoc come from this server, not a CDN."""
+    for page in ("/docs", "/redoc"):
+        html = env.client.get(page).text
+        sources = re.findall(r'(?:src|href)="([^"]+)"', html) + re.findall(r"url: '([^']+)'", html)
+        assert sources, page
+        assert all(s.startswith("/") and not s.startswith("//") for s in sources), sources
+        for source in sources:
+            assert env.client.get(source).status_code == 200, source

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
+from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
 from lorebase import __version__
@@ -52,7 +53,9 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
             if manage:
                 lb.stop_serving()
 
-    app = FastAPI(
+    # Swagger UI and ReDoc from assets shipped in a package, not a CDN: nothing leaves the
+    # machine, and /docs renders offline.
+    app = FastAPIOffline(
         title="lorebase",
         version=__version__,
         description="A local-first knowledge base with hybrid retrieval and cited answers.",
