@@ -140,7 +140,8 @@ class Documents(Bases):
     def reindex(self, kb: KnowledgeBase, document: DocumentRecord | None = None) -> int:
         """Index again one document, or every document of the base, in the background: an
         upload goes to the ingestion queue, folder documents wait for one pass over the base's
-        folders (queued once, however many). Returns how many documents were marked."""
+        folders (queued once, however many). The queue's workers run under ``serve``; without
+        them the marked documents wait for the next ``sync``. Returns how many were marked."""
         documents = [document] if document is not None else self.store.list_documents(kb.id)
         folder_documents = False
         for item in documents:
