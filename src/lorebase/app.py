@@ -14,7 +14,7 @@ from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
-from lorebase.errors import Unavailable
+from lorebase.errors import NotFound, Unavailable
 from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
@@ -88,11 +88,16 @@ def private_data_dir(data_dir: Path, database: Path) -> None:
                 path.chmod(PRIVATE_FILE)
 
 
-def build_store(settings: Settings) -> tuple[Store, Callable[[], AccountStore]]:
+def build_store(
+    settings: Settings, *, create: bool = True
+) -> tuple[Store, Callable[[], AccountStore]]:
     """The store, and how to open the accounts beside it (on first use: most commands never
-    need them)."""
+    need them). ``create=False``: an existing one only (``NotFound`` naming the data
+    directory otherwise; nothing is created)."""
     from lorebase.store.sqlite.store import SqliteStore
 
+    if not create and not settings.database.is_file():
+        raise NotFound(f"there is no lorebase in {settings.data_dir} yet")
     private_data_dir(settings.data_dir, settings.database)
     store = SqliteStore(settings.database)
 
@@ -112,15 +117,17 @@ def open_lorebase(
     reranker: Reranker | Literal["configured"] | None = "configured",
     holder: str = "lorebase",
     data_key: DataKey | None = None,
+    create: bool = True,
 ) -> Lorebase:
     """Open (creating if needed) the lorebase in ``data_dir`` (default: ``LOREBASE_HOME`` or
     the per-user data directory). ``embedder`` overrides the configured one (``None`` for
     keyword only), ``reranker`` likewise (``None``: searches asking to rerank keep the fused
     order). ``holder`` names this process in the ingestion lock's message; ``data_key``
-    overrides the configured data key (tests)."""
+    overrides the configured data key (tests). ``create=False`` opens an existing lorebase
+    only, for what just reads."""
     if settings is None:
         settings = Settings.from_env(Path(data_dir) if data_dir is not None else None)
-    store, accounts = build_store(settings)
+    store, accounts = build_store(settings, create=create)
     chosen = (
         build_embedder(settings.embed, settings.model_cache)
         if isinstance(embedder, str)

@@ -106,6 +106,15 @@ _REASON_MESSAGES: dict[FailureReason, str] = {
 }
 
 
+def reason_hint(reason: str) -> str:
+    """What to do about a failure reason, as ``extract`` says it; a fixed sentence per code
+    (empty for a code that is not a :class:`FailureReason`). Never document text."""
+    try:
+        return _REASON_MESSAGES[FailureReason(reason)]
+    except ValueError:
+        return ""
+
+
 class ExtractionFailed(InvalidInput):
     """A file yields no text. ``reason`` is a fixed code; the message is fixed per reason,
     optionally with a content-free detail (a library's exception class name, a size)."""

@@ -54,7 +54,7 @@ def test_kb_and_docs_commands(cli, folder: Path) -> None:  # type: ignore[no-unt
     names = [kb["name"] for kb in json.loads(cli("kb", "list", "--json").stdout)]
     assert names == ["team"]
     docs = json.loads(cli("docs", "list", "--kb", "team", "--json").stdout)
-    assert {d["path"]: d["state"] for d in docs} == {
+    assert {d["name"]: d["state"] for d in docs} == {
         "notes/leave.md": "indexed",
         "notes/broken.pdf": "failed",
     }

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup, TyperOption
 
 from lorebase.errors import (
     Conflict,
@@ -50,12 +51,36 @@ EXIT_CODES: dict[type[LorebaseError], int] = {
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
+def _untyped_flags(command: Any, ctx: Any) -> None:
+    """Typer's help shows a type after every option, ``<bool>`` even after a flag, which
+    takes no value: an empty metavar shows nothing there. (Typer's click is its own copy,
+    hence ``Any`` for its commands and contexts.)"""
+    for param in (*command.params, command.get_help_option(ctx)):
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+
+
+class FlagsGroup(TyperGroup):
+    """A command group whose help, and its commands' help, shows flags without a type."""
+
+    def get_params(self, ctx: Any) -> Any:
+        _untyped_flags(self, ctx)
+        return super().get_params(ctx)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and not isinstance(command, TyperGroup):
+            _untyped_flags(command, ctx)
+        return command
+
+
 def command_group(help: str, **options: Any) -> typer.Typer:
     """A group of commands that shows its help when called without one.
 
     Typer keeps the line breaks of a command's first docstring paragraph in the command
     list, so each command's docstring starts with a one-line summary (checked by a test)."""
-    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode="markdown", **options)
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode="markdown",
+                       cls=FlagsGroup, **options)  # fmt: skip
 
 
 KbOption = Annotated[
@@ -94,9 +119,15 @@ def handles_errors(command: Callable[..., T]) -> Callable[..., T]:
 
 
 def open_from(
-    ctx: typer.Context, holder: str = "lorebase", serve: ServeSettings | None = None
+    ctx: typer.Context,
+    holder: str = "lorebase",
+    serve: ServeSettings | None = None,
+    *,
+    create: bool = True,
 ) -> Lorebase:
-    """Open the lorebase the global options point at (``serve``: how `serve` runs it)."""
+    """Open the lorebase the global options point at (``serve``: how `serve` runs it).
+    ``create=False`` for a command that only reads: where there is no lorebase it says so,
+    naming the data directory, and creates nothing."""
     from lorebase.app import open_lorebase
     from lorebase.settings import Settings
 
@@ -111,4 +142,22 @@ def open_from(
     settings = Settings.from_env(options.data_dir, environ)
     if serve is not None:
         settings = dataclasses.replace(settings, serve=serve)
-    return open_lorebase(settings=settings, holder=holder)
+    if not create and not settings.database.exists():
+        raise NotFound(no_lorebase_message(settings.data_dir, Path.cwd()))
+    return open_lorebase(settings=settings, holder=holder, create=create)
+
+
+LOCAL_DATA_DIR = ".lorebase"  # where `make run` indexes
+
+
+def no_lorebase_message(data_dir: Path, cwd: Path) -> str:
+    """Where a read-only command looked, and where else to look."""
+    message = (
+        f"nothing is indexed in {data_dir.absolute()} (no lorebase there yet): add files with "
+        "`lorebase add PATH`, or point at another data directory with --data-dir or "
+        "LOREBASE_HOME"
+    )
+    local = cwd / LOCAL_DATA_DIR
+    if (local / "lorebase.db").is_file() and local.resolve() != data_dir.resolve():
+        message += f"; this folder has one: `lorebase --data-dir {LOCAL_DATA_DIR} ...`"
+    return message

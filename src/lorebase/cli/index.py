@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
@@ -31,31 +30,38 @@ def add(
 ) -> None:
     """Index files and folders into a knowledge base: extract, chunk, embed, store.
     Unchanged files are skipped; failures are listed with their reasons."""
-    console = Console(stderr=as_json)
-    with (
-        open_from(ctx, holder="lorebase add") as lb,
-        graceful_stop() as stop,
-        Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]:.0f} chunks/s"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=as_json,
-        ) as progress,
-    ):
-        task = progress.add_task("Indexing", total=None, chunks=0, rate=0.0)
+    console = render.console(stderr=as_json)
+    # The bar is drawn from the first progress report on: an error found before any file is
+    # read (a missing path, another process indexing) is printed alone.
+    progress = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]:.0f} chunks/s"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=as_json,
+    )
+    task = progress.add_task("Indexing", total=None, chunks=0, rate=0.0, start=False)
 
-        def on_progress(step: IngestProgress) -> None:
-            elapsed = progress.tasks[task].elapsed or 0.0
-            rate = step.chunks / elapsed if elapsed > 0 else 0.0
-            progress.update(task, completed=step.files_done, total=step.files_total,
-                            chunks=step.chunks, rate=rate)  # fmt: skip
+    def on_progress(step: IngestProgress) -> None:
+        if not progress.live.is_started:
+            progress.start()
+            progress.start_task(task)
+        elapsed = progress.tasks[task].elapsed or 0.0
+        rate = step.chunks / elapsed if elapsed > 0 else 0.0
+        progress.update(task, completed=step.files_done, total=step.files_total,
+                        chunks=step.chunks, rate=rate)  # fmt: skip
 
-        report = lb.add(paths, kb=kb, on_progress=on_progress, stop=stop)
+    try:
+        with open_from(ctx, holder="lorebase add") as lb, graceful_stop() as stop:
+            report = lb.add(paths, kb=kb, on_progress=on_progress, stop=stop)
+        if progress.live.is_started:  # the bar ends on the summary's count
+            progress.update(task, chunks=report.chunks)
+    finally:
+        progress.stop()
     if as_json:
-        render.print_json(Console(), render.to_jsonable(report))
+        render.print_json(render.console(), render.to_jsonable(report))
     else:
         console.print(render.ingest_summary(report, kb))
         if report.failed:
@@ -88,31 +94,35 @@ def search(
 ) -> None:
     """Search knowledge bases: BM25 and vector search fused by reciprocal rank, each hit
     with its citation (path › headings, page or line) and a snippet."""
-    with open_from(ctx) as lb:
+    with open_from(ctx, create=False) as lb:
         response = lb.search(query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors,
                              rerank=rerank)  # fmt: skip
-    console = Console()
-    if as_json:
-        render.print_json(console, render.search_json(response))
+        payload = render.search_json(lb, response) if as_json else None
+    console = render.console()
+    if payload is not None:
+        render.print_json(console, payload)
         return
-    render.print_search(console, response)
+    render.print_search(console, response, neighbors)
 
 
 @handles_errors
 def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show every knowledge base: state (with the reason when it waits), documents by
     state, chunks, size, progress of a running pass, last pass, folders and model."""
-    with open_from(ctx) as lb:
+    with open_from(ctx, create=False) as lb:
         kbs = lb.knowledge_bases()
         sources = {kb.name: lb.sources(kb.name) for kb in kbs}
         data_dir = lb.settings.data_dir
     if as_json:
         payload = [
-            render.to_jsonable(kb) | {"sources": render.to_jsonable(sources[kb.name])} for kb in kbs
-        ]
-        render.print_json(Console(), {"data_dir": str(data_dir), "knowledge_bases": payload})
+            render.kb_json(kb)
+            | {"progress_done": kb.progress_done, "progress_total": kb.progress_total,
+               "sources": [render.source_json(s) for s in sources[kb.name]]}
+            for kb in kbs
+        ]  # fmt: skip
+        render.print_json(render.console(), {"data_dir": str(data_dir), "knowledge_bases": payload})
         return
-    console = Console()
+    console = render.console()
     console.print(Text(f"data directory: {data_dir}"))
     if not kbs:
         console.print(Text("no knowledge bases yet; add files with `lorebase add PATH`"))

@@ -29,10 +29,14 @@ app = command_group("Create, list and delete knowledge bases.")
 @handles_errors
 def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List knowledge bases with their totals."""
-    with open_from(ctx) as lb:
+    with open_from(ctx, create=False) as lb:
         kbs = lb.knowledge_bases()
+    out = render.console()
     if as_json:
-        render.print_json(Console(), render.to_jsonable(kbs))
+        render.print_json(out, [render.kb_json(kb) for kb in kbs])
+        return
+    if not kbs:
+        out.print(Text("No knowledge bases yet: add files with `lorebase add PATH`."))
         return
     table = Table(title="Knowledge bases", title_justify="left")
     for column in ("name", "description", "scope", "documents", "chunks"):
@@ -40,7 +44,7 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
     for kb in kbs:
         table.add_row(Text(kb.name), Text(kb.description), kb.scope.value, str(kb.documents),
                       str(kb.chunks))  # fmt: skip
-    Console().print(table)
+    out.print(table)
 
 
 @app.command()
@@ -105,9 +109,13 @@ def sources_list(
     as_json: JsonOption = False,
 ) -> None:
     """List the folders a knowledge base follows."""
-    with open_from(ctx) as lb:
+    with open_from(ctx, create=False) as lb:
         sources = lb.sources(name)
-    render.print_lines(sources, as_json, lambda source: f"{source.label}\t{source.path}")
+    if as_json:
+        render.print_json(render.console(), [render.source_json(s) for s in sources])
+        return
+    render.print_lines(sources, False, lambda source: f"{source.label}\t{source.path}",
+                       header="label\tpath", empty=f"{name} follows no folder.")  # fmt: skip
 
 
 @sources_app.command("add")

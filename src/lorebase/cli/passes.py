@@ -68,7 +68,7 @@ def sync(
     indexed, files that are gone are dropped, unchanged files are not read."""
     with open_from(ctx, holder="lorebase sync") as lb, graceful_stop() as stop:
         reports = lb.sync(kb, full=full, stop=stop)
-    console = Console()
+    console = render.console()
     if as_json:
         render.print_json(console, render.to_jsonable(reports))
     else:

@@ -16,15 +16,35 @@ from rich.table import Table
 from rich.text import Text
 
 from lorebase.agent.citations import terminal_citation
+from lorebase.errors import reason_hint
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
-from lorebase.search.query import SearchResponse
-from lorebase.service import KnowledgeBase, Source
+from lorebase.search.query import Hit, Neighbor, SearchResponse, StepScore
+from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source
 from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
 
 T = TypeVar("T")
 
 PREVIEW_CHARS = 80
+NEIGHBOR_CHARS = 240  # as much of a neighbouring chunk as a snippet shows of a hit
+# Not a terminal (a pipe, a file): lines as long as they are, so no path folds mid-name.
+UNWRAPPED_WIDTH = 10_000
+
+# What each search step's score is, and how a person reads it: the fused score is
+# reciprocal-rank fusion (~0.03), the keyword arm BM25 (~20, near 0 in a tiny base), the dense
+# arm cosine similarity (~0.4).
+SCORE_LABELS: dict[str, tuple[str, str]] = {
+    "fused": ("rrf", ".4f"),
+    "keyword": ("bm25", ".3g"),
+    "dense": ("cosine", ".2f"),
+    "rerank": ("rerank", ".3g"),
+}
+
+
+def console(*, stderr: bool = False) -> Console:
+    """Where a command prints: a terminal's width, or unwrapped when it is not a terminal."""
+    out = Console(stderr=stderr)
+    return out if out.is_terminal else Console(stderr=stderr, width=UNWRAPPED_WIDTH)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -79,14 +99,27 @@ def summary_json(summary: Summary) -> dict[str, Any]:
     }
 
 
-def print_lines(items: Sequence[T], as_json: bool, line: Callable[[T], str]) -> None:
-    """A listing: JSON for scripts, else one line per item."""
-    console = Console()
+def print_lines(
+    items: Sequence[T],
+    as_json: bool,
+    line: Callable[[T], str],
+    *,
+    header: str | None = None,
+    empty: str | None = None,
+) -> None:
+    """A listing: JSON for scripts, else a ``header`` line and one line per item (``empty``:
+    the sentence to print when there is none)."""
+    out = console()
     if as_json:
-        print_json(console, to_jsonable(items))
+        print_json(out, to_jsonable(items))
         return
+    if not items and empty is not None:
+        out.print(Text(empty))
+        return
+    if header is not None:
+        out.print(Text(header, style="bold"))
     for item in items:
-        console.print(Text(line(item)))
+        out.print(Text(line(item)))
 
 
 def print_json(console: Console, value: Any) -> None:
@@ -171,41 +204,96 @@ def summary_tables(summary: Summary, failures: list[FileReport]) -> list[Table]:
 def ingest_summary(report: IngestReport, kb: str) -> Text:
     return Text(
         f"{kb}: {report.files} files · {report.added} added · {report.updated} updated · "
-        f"{report.unchanged} unchanged · {len(report.failed)} not read · {report.chunks} "
-        f"chunks ({report.embedded} embedded, {report.reused} reused) in {report.seconds:.1f} s"
+        f"{report.unchanged} unchanged · {report.removed} removed · {len(report.failed)} not "
+        f"read · {report.chunks} chunks ({report.embedded} embedded, {report.reused} reused) "
+        f"in {report.seconds:.1f} s"
     )
 
 
 def failures_table(failed: list[tuple[str, str]]) -> Table:
     table = Table(title="Files not read", title_justify="left")
-    table.add_column("file", overflow="fold")
-    table.add_column("reason")
+    for column in ("file", "reason", "what to do"):
+        table.add_column(column, overflow="fold")
     for path, reason in failed:
-        table.add_row(Text(path), reason)
+        table.add_row(Text(path), reason, reason_hint(reason))
     return table
 
 
-def search_json(response: SearchResponse) -> dict[str, Any]:
-    out: dict[str, Any] = to_jsonable(response)
-    for hit, data in zip(response.hits, out["hits"], strict=True):
-        data["citation"] = hit.provenance.citation()
-    return out
+# -- the HTTP API's vocabulary: `--json` names fields as the API does (docs/api.md) ----------
+def kb_json(kb: KnowledgeBase) -> dict[str, Any]:
+    from lorebase.api.convert import kb_out
+
+    return kb_out(kb).model_dump(mode="json")
 
 
-def print_search(console: Console, response: SearchResponse) -> None:
+def document_json(lb: Lorebase, document: DocumentRecord) -> dict[str, Any]:
+    from lorebase.api.convert import document_out
+
+    return document_out(lb, document).model_dump(mode="json")
+
+
+def source_json(source: Source) -> dict[str, Any]:
+    from lorebase.api.schemas import SourceOut
+
+    return SourceOut(id=source.id, path=source.path, label=source.label).model_dump(mode="json")
+
+
+def search_json(lb: Lorebase, response: SearchResponse) -> dict[str, Any]:
+    from lorebase.api.convert import search_out
+
+    return search_out(lb, response).model_dump(mode="json")
+
+
+def best_step(hit: Hit) -> tuple[str, StepScore]:
+    """The step whose score ordered this hit (see :attr:`Hit.best_score`) and that score."""
+    for step in ("rerank", "fused"):
+        if step in hit.scores:
+            return step, hit.scores[step]
+    return next(iter(hit.scores.items()))
+
+
+def score_label(step: str, score: float) -> str:
+    """``rrf 0.0328``, ``bm25 18.2``, ``cosine 0.41``: a score means little without its step."""
+    label, spec = SCORE_LABELS.get(step, (step, ".4f"))
+    return f"{label} {score:{spec}}"
+
+
+def _neighbor_lines(side: str, neighbors: Sequence[Neighbor], wanted: int) -> list[Text]:
+    if not neighbors:
+        edge = "start" if side == "before" else "end"
+        return [Text(f"{side}: none (the {edge} of the document)", style="dim")]
+    lines = []
+    for neighbor in neighbors[:wanted]:
+        flat = " ".join(neighbor.text.split())
+        if len(flat) > NEIGHBOR_CHARS:
+            flat = flat[: NEIGHBOR_CHARS - 1] + "…"
+        line = Text(f"{side} (chunk {neighbor.ordinal}): ", style="dim")
+        lines.append(line + Text(flat))
+    return lines
+
+
+def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> None:
     for warning in response.warnings:
-        console.print(Text(f"warning: {warning}", style="yellow"))
+        out.print(Text(f"warning: {warning}", style="yellow"))
     if not response.hits:
-        console.print("No passages found.")
+        out.print("No passages found.")
     for rank, hit in enumerate(response.hits, start=1):
-        best = hit.best_score
+        step, best = best_step(hit)
         cited = terminal_citation(hit.provenance)
         line = Text(f"{rank}. ", style="bold") + Text(cited, style="bold cyan")
-        line += Text(f"  [{hit.provenance.knowledge_base} · {best.score:.4f}]", style="dim")
-        console.print(line)
-        console.print(Padding(Text(" ".join(hit.snippet.split())), (0, 0, 1, 3)))
+        line += Text(
+            f"  [{hit.provenance.knowledge_base} · {score_label(step, best.score)}]", style="dim"
+        )
+        out.print(line)
+        body = [Text(" ".join(hit.snippet.split()))]
+        if neighbors:
+            body = [*_neighbor_lines("before", hit.before, neighbors), *body,
+                    *_neighbor_lines("after", hit.after, neighbors)]  # fmt: skip
+        for index, text in enumerate(body):
+            bottom = 1 if index == len(body) - 1 else 0
+            out.print(Padding(text, (0, 0, bottom, 3), expand=False))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in response.timings_ms.items())
-    console.print(Text(f"{response.mode.value} · {timings}", style="dim"))
+    out.print(Text(f"{response.mode.value} · {timings}", style="dim"))
 
 
 def _when(timestamp: float | None) -> str:

@@ -26,9 +26,10 @@ DAY = 86_400
 
 
 @contextmanager
-def administering(ctx: typer.Context) -> Iterator[AccountStore]:
-    """The accounts of the lorebase the global options point at, for an operator command."""
-    with open_from(ctx) as lb:
+def administering(ctx: typer.Context, *, create: bool = True) -> Iterator[AccountStore]:
+    """The accounts of the lorebase the global options point at, for an operator command
+    (``create=False``: one that only reads)."""
+    with open_from(ctx, create=create) as lb:
         yield lb.accounts
 
 
@@ -89,9 +90,11 @@ def _check_port(host: str, port: int) -> None:
 @handles_errors
 def users_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List users and their roles."""
-    with administering(ctx) as accounts:
+    with administering(ctx, create=False) as accounts:
         users = accounts.list_users()
-    render.print_lines(users, as_json, lambda user: f"{user.name}\t{user.role.value}")
+    render.print_lines(users, as_json, lambda user: f"{user.name}\t{user.role.value}",
+                       header="name\trole", empty="No users yet: `lorebase serve` creates "
+                       "an admin on its first start, or `lorebase users create NAME`.")  # fmt: skip
 
 
 @users_app.command("create")
@@ -113,9 +116,10 @@ def users_create(
 @handles_errors
 def teams_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List teams."""
-    with administering(ctx) as accounts:
+    with administering(ctx, create=False) as accounts:
         teams = accounts.list_teams()
-    render.print_lines(teams, as_json, lambda team: team.name)
+    render.print_lines(teams, as_json, lambda team: team.name, header="name",
+                       empty="No teams yet: `lorebase teams create NAME`.")  # fmt: skip
 
 
 @teams_app.command("create")
@@ -164,11 +168,15 @@ def teams_remove(
 @handles_errors
 def keys_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List API keys (their prefixes, never the keys)."""
-    with administering(ctx) as accounts:
+    with administering(ctx, create=False) as accounts:
         names = {u.id: u.name for u in accounts.list_users()}
         keys = accounts.list_keys()
+    out = render.console()
     if as_json:
-        render.print_json(Console(), render.to_jsonable(keys))
+        render.print_json(out, render.to_jsonable(keys))
+        return
+    if not keys:
+        out.print(Text("No API keys yet: `lorebase keys create USER`."))
         return
     table = Table(title="API keys", title_justify="left")
     for column in ("id", "user", "prefix", "name", "state"):
@@ -179,7 +187,7 @@ def keys_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
             "expired" if key.expires_at and key.expires_at <= now else "active")  # fmt: skip
         table.add_row(str(key.id), Text(names.get(key.user_id, "?")), key.prefix + "…",
                       Text(key.name), state)  # fmt: skip
-    Console().print(table)
+    out.print(table)
 
 
 @keys_app.command("create")

@@ -184,8 +184,10 @@ class Ingestor:
                     if sum(len(p.chunks) for p in pending) >= self.batch_chunks:
                         self._flush(kb, pending, identity, report)
                         pending = []
-                if on_progress is not None:
-                    on_progress(Progress(report.unchanged + done, len(files), report.chunks))
+                if on_progress is not None:  # chunks written, and cut ones waiting
+                    waiting = sum(len(p.chunks) for p in pending)
+                    on_progress(Progress(report.unchanged + done, len(files),
+                                         report.chunks + waiting))  # fmt: skip
             deadline = time.monotonic() + DRAIN_SECONDS if report.stopped else None
             self._flush(kb, pending, identity, report, deadline)
         except Unavailable as error:

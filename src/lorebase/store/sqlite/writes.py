@@ -52,6 +52,8 @@ def load_kb(
         f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {column} = ?", (value,)
     ).fetchone()
     if row is None:
+        if column == "name":  # what the operator typed: say which one was not found
+            raise NotFound(f"no knowledge base named {value!r}; list them to see the names")
         raise NotFound(NO_KB)
     if not totals:
         return kb_from_row(row, None)
