@@ -102,6 +102,24 @@ def test_heading_without_body_gives_no_chunk_but_stays_in_trail() -> None:
     assert [c.position.trail for c in chunks] == [("Handbook", "Empty", "Inner")]
 
 
+def test_a_document_of_headings_only_is_one_chunk_of_its_headings() -> None:
+    doc = document(
+        heading("Minutes", 1, line=1, page=2), heading("Meeting with the auditors", 2, line=3),
+        title="Minutes",
+    )  # fmt: skip
+    [chunk] = chunk_document(doc, DEFAULT)
+    assert chunk.text == "Minutes\n\nMeeting with the auditors"
+    assert chunk.position.trail == ()
+    assert (chunk.position.line, chunk.position.page) == (1, 2)
+    assert chunk.position.content_kind is ContentKind.PROSE
+    assert chunk.embed_text == "Minutes\n" + chunk.text
+
+
+def test_headings_only_rule_leaves_documents_with_body_text_alone() -> None:
+    doc = document(heading("A", 1), para("body"), heading("Trailing", 1))
+    assert [(c.text, c.position.trail) for c in chunk_document(doc, DEFAULT)] == [("body", ("A",))]
+
+
 def test_chunks_never_span_sections() -> None:
     doc = document(
         heading("One", 1), para(sentences(30)), heading("Two", 1), para(sentences(30, "term"))
@@ -376,6 +394,9 @@ def reference_sections(doc: Extracted) -> list[tuple[tuple[str, ...], int, int]]
                 trail.append((element.level, element.text))
         elif element.text:
             body.append(element)
+    headings = [e for e in doc.elements if e.kind is ElementKind.HEADING]
+    if not sections and headings:  # only headings: they are the one section
+        sections.append(((), headings[0].start, headings[-1].end))
     return sections
 
 
@@ -417,8 +438,6 @@ def check_properties(doc: Extracted, config: ChunkSettings) -> None:
 @settings(max_examples=150, deadline=None)
 @given(items=st.lists(block(), min_size=1, max_size=14), config=chunk_settings())
 def test_chunking_properties(items: list[Item], config: ChunkSettings) -> None:
-    if not any(kind is not ElementKind.HEADING for kind, _, _ in items):
-        items.append(para("tail"))
     check_properties(document(*items), config)
 
 

@@ -55,10 +55,17 @@ class Section:
 
 
 def split_sections(extracted: Extracted) -> list[Section]:
-    """Sections in reading order; headings without body text yield none (but stay in trails)."""
+    """Sections in reading order; headings without body text yield none (but stay in trails).
+
+    A document whose only text is headings (a note that is just ``# Meeting with the
+    auditors``, a record that is a title alone) is one section of those headings with an empty
+    trail, so it still gets a chunk and can be found; a document with any body text is cut as
+    if this rule did not exist.
+    """
     sections: list[Section] = []
     open_headings: list[tuple[int, str]] = []
     body: list[Element] = []
+    headings: list[Element] = []
 
     def close_section() -> None:
         if body:
@@ -69,6 +76,8 @@ def split_sections(extracted: Extracted) -> list[Section]:
     for element in extracted.elements:
         if element.kind is ElementKind.HEADING:
             close_section()
+            if element.text.strip():
+                headings.append(element)
             level = max(element.level, 1)
             while open_headings and open_headings[-1][0] >= level:
                 open_headings.pop()
@@ -76,6 +85,8 @@ def split_sections(extracted: Extracted) -> list[Section]:
         elif element.text.strip():
             body.append(element)
     close_section()
+    if not sections and headings:
+        sections.append(Section((), tuple(headings), headings[0].start, headings[-1].end))
     return sections
 
 
