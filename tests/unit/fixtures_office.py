@@ -179,6 +179,39 @@ def replace_zip_entries(data: bytes, entries: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+# Transitional -> Strict (ISO/IEC 29500 Strict), as Word's "Strict Open XML Document" writes
+# them; the package (OPC) and markup-compatibility names are the same in both.
+_STRICT_NAMES = (
+    ("wordprocessingml/2006/main", "wordprocessingml/main"),
+    ("officeDocument/2006/relationships", "officeDocument/relationships"),
+    ("officeDocument/2006/math", "officeDocument/math"),
+    ("officeDocument/2006/extended-properties", "officeDocument/extendedProperties"),
+    ("officeDocument/2006/docPropsVTypes", "officeDocument/docPropsVTypes"),
+    ("officeDocument/2006/bibliography", "officeDocument/bibliography"),
+    ("officeDocument/2006/customXml", "officeDocument/customXml"),
+    ("drawingml/2006/main", "drawingml/main"),
+    ("drawingml/2006/wordprocessingDrawing", "drawingml/wordprocessingDrawing"),
+    ("schemaLibrary/2006/main", "schemaLibrary/main"),
+)
+
+
+def strict_docx(data: bytes) -> bytes:
+    """The same document saved as Strict Open XML: its parts' namespaces and relationship
+    types renamed (python-docx writes only the transitional form)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    entries = {}
+    for name in source.namelist():
+        content = source.read(name)
+        if name.endswith((".xml", ".rels")):
+            for old, new in _STRICT_NAMES:
+                content = content.replace(
+                    b"http://schemas.openxmlformats.org/" + old.encode(),
+                    b"http://purl.oclc.org/ooxml/" + new.encode(),
+                )
+            entries[name] = content
+    return replace_zip_entries(data, entries)
+
+
 def zip_bomb_docx(base: bytes, expanded_bytes: int) -> bytes:
     """A valid docx with one extra entry of ``expanded_bytes`` zeros (compresses ~1000:1)."""
     return replace_zip_entries(base, {"word/media/padding.bin": bytes(expanded_bytes)})
