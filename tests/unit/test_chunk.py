@@ -237,6 +237,42 @@ def test_code_is_kept_whole_with_language_and_symbol() -> None:
     )
 
 
+INVOICES_PY = b"""import json
+
+TIMEOUT = 30
+
+
+def parse_invoice(raw):
+    return json.loads(raw)
+
+
+class RetryPolicy:
+    attempts = 3
+
+
+def send(invoice):
+    return invoice
+"""
+
+
+def test_a_code_chunk_holds_one_definition_and_names_it() -> None:
+    from pathlib import PurePath
+
+    from lorebase.extract.registry import extract_bytes
+    from lorebase.settings import ExtractSettings
+
+    extracted = extract_bytes(INVOICES_PY, PurePath("invoices.py"), ExtractSettings())
+    chunks = chunk_document(extracted, DEFAULT)
+    assert [(c.position.symbol, c.position.line, c.text.split()[1]) for c in chunks] == [
+        (None, 1, "json"),
+        ("parse_invoice", 6, "parse_invoice(raw):"),
+        ("RetryPolicy", 10, "RetryPolicy:"),
+        ("send", 14, "send(invoice):"),
+    ]
+    assert all(c.position.language == "python" for c in chunks)
+    assert "RetryPolicy" not in chunks[1].text
+
+
 def test_long_code_splits_on_line_ends_and_keeps_indentation() -> None:
     body = "\n".join(f"    total = total + compute(item_{n}, factor={n}) / 2.0" for n in range(60))
     doc = document(code(f"def f():\n{body}", language="python"))

@@ -1,7 +1,8 @@
 """The header-boundary chunker: sections by heading, cuts at the best nearby boundary.
 
 Each heading opens a section whose chunks carry the trail of open headings, so a passage keeps
-its context ("Handbook > Leave policy > Vacation") and a chunk never mixes two topics. Inside
+its context ("Handbook > Leave policy > Vacation") and a chunk never mixes two topics; in
+source code each top-level definition is a section too, so a chunk holds one symbol. Inside
 a section, each chunk reaches as far as both bounds (characters and estimated tokens) allow,
 then backs off to the strongest boundary in the second half of that window (paragraph end,
 sentence end, clause end, line end, whitespace), so chunks end where a reader would pause and
@@ -57,6 +58,10 @@ class Section:
 def split_sections(extracted: Extracted) -> list[Section]:
     """Sections in reading order; headings without body text yield none (but stay in trails).
 
+    Each top-level definition of source code (code elements with one symbol) is a section of
+    its own, so a chunk holds one definition and its symbol names what it holds; the code
+    between definitions (imports, constants) makes sections of its own, with no symbol.
+
     A document whose only text is headings (a note that is just ``# Meeting with the
     auditors``, a record that is a title alone) is one section of those headings with an empty
     trail, so it still gets a chunk and can be found; a document with any body text is cut as
@@ -83,11 +88,18 @@ def split_sections(extracted: Extracted) -> list[Section]:
                 open_headings.pop()
             open_headings.append((level, " ".join(element.text.split())))
         elif element.text.strip():
+            if body and _definition(element) != _definition(body[-1]):
+                close_section()
             body.append(element)
     close_section()
     if not sections and headings:
         sections.append(Section((), tuple(headings), headings[0].start, headings[-1].end))
     return sections
+
+
+def _definition(element: Element) -> str | None:
+    """The symbol a code element defines; None for everything else."""
+    return element.symbol if element.kind is ElementKind.CODE else None
 
 
 def _last_paragraph_end(text: str, lo: int, limit: int, end: int) -> int | None:
