@@ -372,8 +372,22 @@ def test_ids_and_hashes_are_deterministic_and_depend_on_settings() -> None:
 
 
 def test_mixed_chunk_is_prose() -> None:
-    [chunk] = chunk_document(document(para("Intro."), table("| a | b |")), DEFAULT)
+    [chunk] = chunk_document(document(para("Intro."), code("make test")), DEFAULT)
     assert chunk.position.content_kind is ContentKind.PROSE
+
+
+def test_a_table_is_a_chunk_of_its_own_labelled_table() -> None:
+    doc = document(
+        heading("Fees", 1), para("Table 1. Fees."), table("| a | 1 |\n| b | 2 |"),
+        table("| c | 3 |"), para("Paid yearly."), title=None,
+    )  # fmt: skip
+    chunks = chunk_document(doc, DEFAULT)
+    assert [(c.text, c.position.content_kind, c.position.trail) for c in chunks] == [
+        ("Table 1. Fees.", ContentKind.PROSE, ("Fees",)),
+        ("| a | 1 |\n| b | 2 |", ContentKind.TABLE, ("Fees",)),
+        ("| c | 3 |", ContentKind.TABLE, ("Fees",)),
+        ("Paid yearly.", ContentKind.PROSE, ("Fees",)),
+    ]
 
 
 # --- properties over generated documents -------------------------------------------------------
@@ -418,9 +432,14 @@ def chunk_settings(draw: st.DrawFn) -> ChunkSettings:
 
 
 def reference_sections(doc: Extracted) -> list[tuple[tuple[str, ...], int, int]]:
-    """(trail, body start, body end) per section with text, computed independently."""
+    """(trail, body start, body end) per section with text, computed independently: headings
+    open sections, and each table is a section of its own."""
     sections, trail, body = [], [], []
     for element in [*doc.elements, None]:
+        is_table = element is not None and element.kind is ElementKind.TABLE
+        if body and (is_table or body[-1].kind is ElementKind.TABLE) and element is not None:
+            sections.append((tuple(t for _, t in trail), body[0].start, body[-1].end))
+            body = []
         if element is None or element.kind is ElementKind.HEADING:
             if body:
                 sections.append((tuple(t for _, t in trail), body[0].start, body[-1].end))

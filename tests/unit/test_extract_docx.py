@@ -146,6 +146,28 @@ def test_merged_and_nested_table_cells() -> None:
     assert outline(extracted) == [("table", 0, "wide | right\nx | in1 in2 | z")]
 
 
+def test_a_table_between_paragraphs_is_a_table_chunk() -> None:
+    from lorebase.chunk import chunk_document
+    from lorebase.settings import ChunkSettings
+    from lorebase.types import ContentKind
+
+    document = docx.Document()
+    document.add_heading("Fees", level=1)
+    document.add_paragraph("The fees below apply from January.")
+    table = document.add_table(rows=3, cols=2)
+    for row, values in zip(table.rows, [("Item", "Fee"), ("Audit", "40"), ("Review", "25")],
+                           strict=True):  # fmt: skip
+        for cell, value in zip(row.cells, values, strict=True):
+            cell.text = value
+    document.add_paragraph("Fees are paid yearly.")
+    chunks = chunk_document(extract(docx_bytes(document)), ChunkSettings())
+    assert [(c.position.content_kind, c.text) for c in chunks] == [
+        (ContentKind.PROSE, "The fees below apply from January."),
+        (ContentKind.TABLE, "Item | Fee\nAudit | 40\nReview | 25"),
+        (ContentKind.PROSE, "Fees are paid yearly."),
+    ]
+
+
 def test_strict_open_xml_reads_like_transitional() -> None:
     document = docx.Document()
     document.core_properties.title = "Strict Manual"
