@@ -179,6 +179,39 @@ def replace_zip_entries(data: bytes, entries: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+# Transitional -> Strict (ISO/IEC 29500 Strict), as Word's "Strict Open XML Document" writes
+# them; the package (OPC) and markup-compatibility names are the same in both.
+_STRICT_NAMES = (
+    ("wordprocessingml/2006/main", "wordprocessingml/main"),
+    ("officeDocument/2006/relationships", "officeDocument/relationships"),
+    ("officeDocument/2006/math", "officeDocument/math"),
+    ("officeDocument/2006/extended-properties", "officeDocument/extendedProperties"),
+    ("officeDocument/2006/docPropsVTypes", "officeDocument/docPropsVTypes"),
+    ("officeDocument/2006/bibliography", "officeDocument/bibliography"),
+    ("officeDocument/2006/customXml", "officeDocument/customXml"),
+    ("drawingml/2006/main", "drawingml/main"),
+    ("drawingml/2006/wordprocessingDrawing", "drawingml/wordprocessingDrawing"),
+    ("schemaLibrary/2006/main", "schemaLibrary/main"),
+)
+
+
+def strict_docx(data: bytes) -> bytes:
+    """The same document saved as Strict Open XML: its parts' namespaces and relationship
+    types renamed (python-docx writes only the transitional form)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    entries = {}
+    for name in source.namelist():
+        content = source.read(name)
+        if name.endswith((".xml", ".rels")):
+            for old, new in _STRICT_NAMES:
+                content = content.replace(
+                    b"http://schemas.openxmlformats.org/" + old.encode(),
+                    b"http://purl.oclc.org/ooxml/" + new.encode(),
+                )
+            entries[name] = content
+    return replace_zip_entries(data, entries)
+
+
 def zip_bomb_docx(base: bytes, expanded_bytes: int) -> bytes:
     """A valid docx with one extra entry of ``expanded_bytes`` zeros (compresses ~1000:1)."""
     return replace_zip_entries(base, {"word/media/padding.bin": bytes(expanded_bytes)})
@@ -282,4 +315,36 @@ def columns_pdf(columns: Sequence[Sequence[str]], *, heading: str | None = None)
             if row < len(lines):
                 pdf.set_xy(10 + number * width, top + row * 5)
                 pdf.cell(w=width - 8, h=5, text=lines[row])
+    return bytes(pdf.output())
+
+
+def line_numbered_pdf(
+    pages: Sequence[Sequence[str]], *, numbers_first: bool = False, left_text: str | None = None
+) -> bytes:
+    """A transcript-like PDF: each page's lines beside a left margin of line numbers 1, 2, ...
+
+    With ``numbers_first`` the numbers are drawn as one block before the text (as court
+    reporters' software does), so pdfium reads them as a run of lines; otherwise each number
+    is drawn just before its line. ``left_text`` is a line written at the left edge, left of
+    the numbers, in the middle of the first page (what a table's first column looks like).
+    """
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_auto_page_break(False)
+    pdf.set_font("Helvetica", size=11)
+    for index, lines in enumerate(pages):
+        pdf.add_page()
+        pdf.cell(text="Official transcript", new_x="LMARGIN", new_y="NEXT")
+        draws = [(0, n, str(n)) for n in range(1, len(lines) + 1)]
+        draws += [(1, n, line) for n, line in enumerate(lines, 1)]
+        draws.sort(key=lambda draw: draw[:2] if numbers_first else draw[1::-1])
+        for column, number, text in draws:
+            pdf.set_xy(30 if column else 12, 25 + number * 9)
+            pdf.cell(w=0 if column else 8, h=6, text=text, align="L" if column else "R")
+        if left_text is not None and index == 0:
+            pdf.set_xy(2, 25 + len(lines) // 2 * 9 + 4)
+            pdf.cell(text=left_text)
+        pdf.set_xy(100, 280)
+        pdf.cell(text=str(index + 1))
     return bytes(pdf.output())

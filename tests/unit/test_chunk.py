@@ -102,6 +102,24 @@ def test_heading_without_body_gives_no_chunk_but_stays_in_trail() -> None:
     assert [c.position.trail for c in chunks] == [("Handbook", "Empty", "Inner")]
 
 
+def test_a_document_of_headings_only_is_one_chunk_of_its_headings() -> None:
+    doc = document(
+        heading("Minutes", 1, line=1, page=2), heading("Meeting with the auditors", 2, line=3),
+        title="Minutes",
+    )  # fmt: skip
+    [chunk] = chunk_document(doc, DEFAULT)
+    assert chunk.text == "Minutes\n\nMeeting with the auditors"
+    assert chunk.position.trail == ()
+    assert (chunk.position.line, chunk.position.page) == (1, 2)
+    assert chunk.position.content_kind is ContentKind.PROSE
+    assert chunk.embed_text == "Minutes\n" + chunk.text
+
+
+def test_headings_only_rule_leaves_documents_with_body_text_alone() -> None:
+    doc = document(heading("A", 1), para("body"), heading("Trailing", 1))
+    assert [(c.text, c.position.trail) for c in chunk_document(doc, DEFAULT)] == [("body", ("A",))]
+
+
 def test_chunks_never_span_sections() -> None:
     doc = document(
         heading("One", 1), para(sentences(30)), heading("Two", 1), para(sentences(30, "term"))
@@ -219,6 +237,42 @@ def test_code_is_kept_whole_with_language_and_symbol() -> None:
     )
 
 
+INVOICES_PY = b"""import json
+
+TIMEOUT = 30
+
+
+def parse_invoice(raw):
+    return json.loads(raw)
+
+
+class RetryPolicy:
+    attempts = 3
+
+
+def send(invoice):
+    return invoice
+"""
+
+
+def test_a_code_chunk_holds_one_definition_and_names_it() -> None:
+    from pathlib import PurePath
+
+    from lorebase.extract.registry import extract_bytes
+    from lorebase.settings import ExtractSettings
+
+    extracted = extract_bytes(INVOICES_PY, PurePath("invoices.py"), ExtractSettings())
+    chunks = chunk_document(extracted, DEFAULT)
+    assert [(c.position.symbol, c.position.line, c.text.split()[1]) for c in chunks] == [
+        (None, 1, "json"),
+        ("parse_invoice", 6, "parse_invoice(raw):"),
+        ("RetryPolicy", 10, "RetryPolicy:"),
+        ("send", 14, "send(invoice):"),
+    ]
+    assert all(c.position.language == "python" for c in chunks)
+    assert "RetryPolicy" not in chunks[1].text
+
+
 def test_long_code_splits_on_line_ends_and_keeps_indentation() -> None:
     body = "\n".join(f"    total = total + compute(item_{n}, factor={n}) / 2.0" for n in range(60))
     doc = document(code(f"def f():\n{body}", language="python"))
@@ -318,8 +372,22 @@ def test_ids_and_hashes_are_deterministic_and_depend_on_settings() -> None:
 
 
 def test_mixed_chunk_is_prose() -> None:
-    [chunk] = chunk_document(document(para("Intro."), table("| a | b |")), DEFAULT)
+    [chunk] = chunk_document(document(para("Intro."), code("make test")), DEFAULT)
     assert chunk.position.content_kind is ContentKind.PROSE
+
+
+def test_a_table_is_a_chunk_of_its_own_labelled_table() -> None:
+    doc = document(
+        heading("Fees", 1), para("Table 1. Fees."), table("| a | 1 |\n| b | 2 |"),
+        table("| c | 3 |"), para("Paid yearly."), title=None,
+    )  # fmt: skip
+    chunks = chunk_document(doc, DEFAULT)
+    assert [(c.text, c.position.content_kind, c.position.trail) for c in chunks] == [
+        ("Table 1. Fees.", ContentKind.PROSE, ("Fees",)),
+        ("| a | 1 |\n| b | 2 |", ContentKind.TABLE, ("Fees",)),
+        ("| c | 3 |", ContentKind.TABLE, ("Fees",)),
+        ("Paid yearly.", ContentKind.PROSE, ("Fees",)),
+    ]
 
 
 # --- properties over generated documents -------------------------------------------------------
@@ -364,9 +432,14 @@ def chunk_settings(draw: st.DrawFn) -> ChunkSettings:
 
 
 def reference_sections(doc: Extracted) -> list[tuple[tuple[str, ...], int, int]]:
-    """(trail, body start, body end) per section with text, computed independently."""
+    """(trail, body start, body end) per section with text, computed independently: headings
+    open sections, and each table is a section of its own."""
     sections, trail, body = [], [], []
     for element in [*doc.elements, None]:
+        is_table = element is not None and element.kind is ElementKind.TABLE
+        if body and (is_table or body[-1].kind is ElementKind.TABLE) and element is not None:
+            sections.append((tuple(t for _, t in trail), body[0].start, body[-1].end))
+            body = []
         if element is None or element.kind is ElementKind.HEADING:
             if body:
                 sections.append((tuple(t for _, t in trail), body[0].start, body[-1].end))
@@ -376,6 +449,9 @@ def reference_sections(doc: Extracted) -> list[tuple[tuple[str, ...], int, int]]
                 trail.append((element.level, element.text))
         elif element.text:
             body.append(element)
+    headings = [e for e in doc.elements if e.kind is ElementKind.HEADING]
+    if not sections and headings:  # only headings: they are the one section
+        sections.append(((), headings[0].start, headings[-1].end))
     return sections
 
 
@@ -417,8 +493,6 @@ def check_properties(doc: Extracted, config: ChunkSettings) -> None:
 @settings(max_examples=150, deadline=None)
 @given(items=st.lists(block(), min_size=1, max_size=14), config=chunk_settings())
 def test_chunking_properties(items: list[Item], config: ChunkSettings) -> None:
-    if not any(kind is not ElementKind.HEADING for kind, _, _ in items):
-        items.append(para("tail"))
     check_properties(document(*items), config)
 
 

@@ -18,6 +18,7 @@ from fixtures_office import (
     docx_bytes,
     png_bytes,
     replace_zip_entries,
+    strict_docx,
     zip_bomb_docx,
 )
 
@@ -145,6 +146,48 @@ def test_merged_and_nested_table_cells() -> None:
     assert outline(extracted) == [("table", 0, "wide | right\nx | in1 in2 | z")]
 
 
+def test_a_table_between_paragraphs_is_a_table_chunk() -> None:
+    from lorebase.chunk import chunk_document
+    from lorebase.settings import ChunkSettings
+    from lorebase.types import ContentKind
+
+    document = docx.Document()
+    document.add_heading("Fees", level=1)
+    document.add_paragraph("The fees below apply from January.")
+    table = document.add_table(rows=3, cols=2)
+    for row, values in zip(table.rows, [("Item", "Fee"), ("Audit", "40"), ("Review", "25")],
+                           strict=True):  # fmt: skip
+        for cell, value in zip(row.cells, values, strict=True):
+            cell.text = value
+    document.add_paragraph("Fees are paid yearly.")
+    chunks = chunk_document(extract(docx_bytes(document)), ChunkSettings())
+    assert [(c.position.content_kind, c.text) for c in chunks] == [
+        (ContentKind.PROSE, "The fees below apply from January."),
+        (ContentKind.TABLE, "Item | Fee\nAudit | 40\nReview | 25"),
+        (ContentKind.PROSE, "Fees are paid yearly."),
+    ]
+
+
+def test_strict_open_xml_reads_like_transitional() -> None:
+    document = docx.Document()
+    document.core_properties.title = "Strict Manual"
+    document.add_heading("Chapter One", level=1)
+    document.add_paragraph("Opening words.")
+    document.add_paragraph("First item", style="List Bullet")
+    document.add_table(rows=1, cols=2).rows[0].cells[0].text = "cell"
+    add_footnotes(document, ["A note at the foot."])
+    data = docx_bytes(document)
+    strict = strict_docx(data)
+    assert b"http://purl.oclc.org/ooxml/wordprocessingml/main" in zipfile.ZipFile(
+        io.BytesIO(strict)
+    ).read("word/document.xml")
+    extracted, expected = extract(strict), extract(data)
+    assert extracted.title == "Strict Manual"
+    assert outline(extracted) == outline(expected)
+    assert ("heading", 1, "Chapter One") in outline(extracted)
+    assert ("paragraph", 0, "A note at the foot.") in outline(extracted)
+
+
 def test_footnotes_come_after_the_body() -> None:
     document = docx.Document()
     document.add_paragraph("Body text.")
@@ -210,10 +253,12 @@ def test_damaged_document_xml_is_corrupt() -> None:
     assert failure(data).reason is FailureReason.CORRUPT
 
 
-def test_zip_bomb_is_too_large() -> None:
+@pytest.mark.parametrize("form", ["transitional", "strict"])
+def test_zip_bomb_is_too_large(form: str) -> None:
     document = docx.Document()
     document.add_paragraph("Small visible text.")
-    data = zip_bomb_docx(docx_bytes(document), 50 * MB)
+    base = docx_bytes(document)
+    data = zip_bomb_docx(base if form == "transitional" else strict_docx(base), 50 * MB)
     error = failure(data, ExtractSettings(max_expanded_bytes=10 * MB))
     assert error.reason is FailureReason.TOO_LARGE
     # Under the default total limit the ratio of zeros (about 1030:1) still gives it away.

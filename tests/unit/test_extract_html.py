@@ -257,6 +257,14 @@ def test_empty_body_fails_with_empty(source: str) -> None:
     assert info.value.reason is FailureReason.EMPTY
 
 
+def test_a_page_that_is_only_its_title_is_its_title_as_a_heading() -> None:
+    extracted = extract(b"<title>Meeting with the auditors</title><body><nav>x</nav></body>")
+    assert extracted.title == "Meeting with the auditors"
+    assert [(e.kind, e.text) for e in extracted.elements] == [
+        (ElementKind.HEADING, "Meeting with the auditors")
+    ]
+
+
 def test_registry_reads_xhtml_and_htm() -> None:
     for name in ("page.xhtml", "page.htm"):
         extracted = extract_bytes(page("<p>x</p>").encode(), PurePath(name), ExtractSettings())

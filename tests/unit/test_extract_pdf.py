@@ -13,6 +13,7 @@ from fixtures_office import (
     encrypted_pdf,
     handmade_pdf,
     image_only_pdf,
+    line_numbered_pdf,
     pageless_pdf,
     private_use_font_pdf,
     text_pdf,
@@ -348,6 +349,42 @@ def test_number_grid_is_not_split_into_columns() -> None:
     assert page_text(textpage, (0, 0, 595, 842)) == textpage.get_text_bounded()
 
 
+TRANSCRIPT = [
+    "Q. Where were you on the night of the audit?" if n % 5 == 0 else
+    f"the witness stated that invoice {n * 7} was paid on time and in full before the hearing"
+    for n in range(1, 26)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("numbers_first", [False, True])
+def test_margin_line_numbers_are_left_out(numbers_first: bool) -> None:
+    extracted = extract(
+        line_numbered_pdf([TRANSCRIPT, TRANSCRIPT[:12]], numbers_first=numbers_first)
+    )
+    assert_invariants(extracted)
+    text = extracted.text
+    assert text.startswith("Official transcript the witness stated that invoice 7 was")
+    for element in extracted.elements:  # no paragraph opens with a line number
+        first = element.text.split()[0] if element.text else ""
+        assert not first.isdigit() or element.text == str(element.page)  # the page number
+    for line in TRANSCRIPT:
+        assert line in text
+    assert text.count("Q. Where were you") == 7  # five on page one, two on page two
+    pages = [element.page for element in extracted.elements if "invoice 84 " in element.text]
+    assert pages == [1, 2]
+
+
+def test_numbers_with_text_on_their_left_are_kept() -> None:
+    data = line_numbered_pdf([TRANSCRIPT[:10]], left_text="Row")
+    text = extract(data).text
+    assert all(str(n) in text.split() for n in range(1, 11))
+
+
+def test_numbered_list_items_are_not_a_gutter() -> None:
+    data = text_pdf([[f"{n}. Step number {n} of the procedure." for n in range(1, 9)]])
+    assert all(f"{n}. Step number {n}" in extract(data).text for n in range(1, 9))
+
+
 def _page_text(path: Path, index: int) -> str:
     pdf = pdfium.PdfDocument(path)
     page = pdf[index]
@@ -364,3 +401,11 @@ def test_corpus_columns_read_in_order() -> None:
     assert "You can have the refund deposited in one or more accounts." in irs
     paper = _page_text(DOCS / "pdf" / "naacl06-shinyama-paper.pdf", 1)
     assert "In Unrestricted Relation Discovery, the discovery process (i.e. creating new " in paper
+
+
+@corpus
+def test_corpus_transcript_line_numbers_are_left_out() -> None:
+    text = _page_text(DOCS / "pdf" / "scotus-transcript-p1.pdf", 0)
+    assert text.startswith("Official - Subject to Final Review IN THE SUPREME COURT")
+    assert " 2 3 4 " not in text
+    assert "on behalf of the Petitioner." in text

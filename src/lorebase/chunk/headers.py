@@ -1,7 +1,9 @@
 """The header-boundary chunker: sections by heading, cuts at the best nearby boundary.
 
 Each heading opens a section whose chunks carry the trail of open headings, so a passage keeps
-its context ("Handbook > Leave policy > Vacation") and a chunk never mixes two topics. Inside
+its context ("Handbook > Leave policy > Vacation") and a chunk never mixes two topics; in
+source code each top-level definition is a section too, and so is every table, so a chunk
+holds one definition or one table, never a table and the prose around it. Inside
 a section, each chunk reaches as far as both bounds (characters and estimated tokens) allow,
 then backs off to the strongest boundary in the second half of that window (paragraph end,
 sentence end, clause end, line end, whitespace), so chunks end where a reader would pause and
@@ -55,10 +57,22 @@ class Section:
 
 
 def split_sections(extracted: Extracted) -> list[Section]:
-    """Sections in reading order; headings without body text yield none (but stay in trails)."""
+    """Sections in reading order; headings without body text yield none (but stay in trails).
+
+    Each table, and each top-level definition of source code (code elements with one symbol),
+    is a section of its own under the same trail, so a table's chunks are labelled ``table``
+    and a code chunk holds one definition, which its symbol names; the text around them (a
+    caption, imports and constants between definitions) makes sections of its own.
+
+    A document whose only text is headings (a note that is just ``# Meeting with the
+    auditors``, a record that is a title alone) is one section of those headings with an empty
+    trail, so it still gets a chunk and can be found; a document with any body text is cut as
+    if this rule did not exist.
+    """
     sections: list[Section] = []
     open_headings: list[tuple[int, str]] = []
     body: list[Element] = []
+    headings: list[Element] = []
 
     def close_section() -> None:
         if body:
@@ -69,14 +83,31 @@ def split_sections(extracted: Extracted) -> list[Section]:
     for element in extracted.elements:
         if element.kind is ElementKind.HEADING:
             close_section()
+            if element.text.strip():
+                headings.append(element)
             level = max(element.level, 1)
             while open_headings and open_headings[-1][0] >= level:
                 open_headings.pop()
             open_headings.append((level, " ".join(element.text.split())))
         elif element.text.strip():
+            if body and _own_section(element) != _own_section(body[-1]):
+                close_section()
             body.append(element)
     close_section()
+    if not sections and headings:
+        sections.append(Section((), tuple(headings), headings[0].start, headings[-1].end))
     return sections
+
+
+def _own_section(element: Element) -> tuple[str, int | str] | None:
+    """What sets an element apart in a section of its own: a table (each one), a top-level
+    definition (by its symbol: one definition may span several code elements); None for text
+    that flows together."""
+    if element.kind is ElementKind.TABLE:
+        return ("table", element.start)
+    if element.kind is ElementKind.CODE and element.symbol:
+        return ("definition", element.symbol)
+    return None
 
 
 def _last_paragraph_end(text: str, lo: int, limit: int, end: int) -> int | None:

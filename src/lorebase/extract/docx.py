@@ -4,7 +4,9 @@ python-docx opens the package; the body is walked as WordprocessingML directly, 
 library's paragraph text skips content controls and its tables repeat merged cells. Headings
 come from outline levels and built-in style ids, never from style names alone, so a German
 "Überschrift 1" is a heading like an English "Heading 1". Before python-docx reads anything,
-the zip directory bounds what the package expands to (the zip-bomb guard).
+the zip directory bounds what the package expands to (the zip-bomb guard). A package saved as
+ISO/IEC 29500 Strict ("Strict Open XML") names the same parts with other namespaces, which
+python-docx does not know: its XML parts are rewritten to the transitional names first.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ _HEADING_NAME = re.compile(r"^heading ([1-9])$", re.I)
 _LIST_STYLE_ID = re.compile(r"^List(?:Paragraph|Bullet\d?|Number\d?|\d?)$")
 _BODY_TEXT_LEVEL = 9  # w:outlineLvl 9 means "body text"
 _MAX_STYLE_DEPTH = 32
+# Strict namespaces and relationship types are http://purl.oclc.org/ooxml/<area>/<name>[/...];
+# the transitional ones are http://schemas.openxmlformats.org/<area>/2006/<name>[/...]. The
+# package's own (OPC) names are the same in both.
+_STRICT_PREFIX = b"http://purl.oclc.org/ooxml/"
+_STRICT_NAME = re.compile(rb"http://purl\.oclc\.org/ooxml/([A-Za-z]+)/([A-Za-z]+)")
+_STRICT_RENAMED = {b"extendedProperties": b"extended-properties",
+                   b"customProperties": b"custom-properties"}  # fmt: skip
+_XML_PARTS = (".xml", ".rels")
 _NOTE_KINDS = (
     (RELATIONSHIP_TYPE.FOOTNOTES, qn("w:footnote")),
     (RELATIONSHIP_TYPE.ENDNOTES, qn("w:endnote")),
@@ -82,7 +92,7 @@ class DocxExtractor(Extractor):
     def extract(self, data: bytes, path: PurePath) -> Extracted:
         check_zip(data, self.settings.max_expanded_bytes)
         try:
-            document = docx.Document(io.BytesIO(data))
+            document = docx.Document(io.BytesIO(transitional(data)))
             body = document.element.body
             styles_root = document.styles.element
         except MemoryError:  # a part too big to parse within the memory limit: too_large
@@ -118,6 +128,32 @@ def check_zip(data: bytes, limit: int) -> None:
             entry.compress_size, 1
         ):
             raise ExtractionFailed(FailureReason.TOO_LARGE, "compression ratio of a zip bomb")
+
+
+def transitional(data: bytes) -> bytes:
+    """A Strict Open XML package with its XML parts renamed to the transitional namespaces and
+    relationship types; any other package unchanged. Call after :func:`check_zip`, which
+    bounds what the rewrite holds in memory."""
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    try:
+        package_relationships = archive.read("_rels/.rels")
+    except KeyError:  # no package relationships: python-docx reports it
+        return data
+    if _STRICT_PREFIX not in package_relationships:
+        return data
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as target:
+        for entry in archive.infolist():
+            content = archive.read(entry)
+            if entry.filename.lower().endswith(_XML_PARTS):
+                content = _STRICT_NAME.sub(_transitional_name, content)
+            target.writestr(entry.filename, content)
+    return buffer.getvalue()
+
+
+def _transitional_name(match: re.Match[bytes]) -> bytes:
+    area, name = match.group(1), match.group(2)
+    return b"http://schemas.openxmlformats.org/%s/2006/%s" % (area, _STRICT_RENAMED.get(name, name))
 
 
 # -- styles --------------------------------------------------------------------------------------

@@ -65,7 +65,12 @@ class HtmlExtractor(Extractor):
         if not builder.elements and tree.body is not None:
             # The chosen root was empty (an empty <main>, say): read the whole body instead.
             builder = self._walk(data, tree.body)
-        return builder.build(title=_title(tree), encoding=decoded.encoding)
+        title = _title(tree)
+        if title and not any(element.text for element in builder.elements):
+            # A page that is only its <title> (a bookmark, a stub record): the title is the
+            # text a reader sees in the tab, so it is the document's one heading.
+            builder.add(ElementKind.HEADING, title, level=1)
+        return builder.build(title=title, encoding=decoded.encoding)
 
     def _walk(self, data: bytes, root: LexborNode | None) -> DocumentBuilder:
         builder = self.builder(data)

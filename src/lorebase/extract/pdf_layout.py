@@ -21,6 +21,12 @@ It works on pdfium's text rectangles (one per text object, far cheaper than char
    left to right. Band boundaries sit in gaps between rectangles, so no character is read
    twice (pdfium takes every character whose box overlaps the region).
 5. A column whose text is mostly digits means a table, not columns: the page is read whole.
+
+Before that, a line-number gutter (court transcripts, pleading paper: ``1`` to ``25`` down the
+left margin) is left out: at least five rectangles in the left quarter of the page, each a bare
+number of up to three digits, consecutive from the top down, stacked in one column, with all
+other text beside them to their right. The band of the page they span is read from the right
+of the numbers; what lies above and below it is read whole width, as usual.
 """
 
 from __future__ import annotations
@@ -44,14 +50,32 @@ _CORE = 0.05  # a gutter proper is covered at most this share of the height abov
 _PROBE = 2.0  # half-width of the strip probed in a gutter's middle, in points
 _MAX_DIGITS = 0.5  # a column with a larger share of digits among its characters is a table
 _MIN_DIGIT_CHARS = 20  # ... judged only once it has this many letters and digits
+_MIN_LINE_NUMBERS = 5  # a line-number gutter holds at least this many numbers...
+_MAX_NUMBER_DIGITS = 3  # ... each of at most this many digits...
+_NUMBERS_ZONE = 0.25  # ... all within this share of the page width from its left edge
 
 
 def page_text(textpage: pdfium.PdfTextPage, bbox: Rect) -> str:
-    """The page's text in reading order: column by column when the page has columns."""
+    """The page's text in reading order: column by column when the page has columns, without
+    a margin of line numbers."""
     rects = _rects(textpage, bbox)
+    gutter = _line_numbers(textpage, rects, bbox)
+    if gutter is None:
+        return _region_text(textpage, bbox, rects)
+    right, low, high = gutter
+    regions = ((bbox[0], high, bbox[2], bbox[3]), (right, low, bbox[2], high),
+               (bbox[0], bbox[1], bbox[2], low))  # fmt: skip
+    parts = (_region_text(textpage, region, _rects(textpage, region)) for region in regions)
+    return "\r\n".join(part for part in parts if part.strip())
+
+
+def _region_text(textpage: pdfium.PdfTextPage, bbox: Rect, rects: list[Rect]) -> str:
+    """The text of one region of the page (the whole page, usually) in reading order."""
+    if bbox[3] <= bbox[1] or bbox[2] <= bbox[0]:
+        return ""
     layout = _layout(textpage, rects, bbox) if len(rects) >= 8 else None
     if layout is None:
-        return str(textpage.get_text_bounded())
+        return str(textpage.get_text_bounded(*bbox))
     gutters, regions = layout
     edges = [bbox[0], *((left + right) / 2 for left, right in gutters), bbox[2]]
     parts: list[str] = []
@@ -64,8 +88,38 @@ def page_text(textpage: pdfium.PdfTextPage, bbox: Rect) -> str:
             parts.append(textpage.get_text_bounded(edges[i], bottom, edges[i + 1], top))
             columns[i] += parts[-1]
     if any(_mostly_digits(column) for column in columns):
-        return str(textpage.get_text_bounded())
+        return str(textpage.get_text_bounded(*bbox))
     return "\r\n".join(part for part in parts if part.strip())
+
+
+def _line_numbers(
+    textpage: pdfium.PdfTextPage, rects: list[Rect], bbox: Rect
+) -> tuple[float, float, float] | None:
+    """A margin of line numbers as (its right edge, the bottom and top of the band it spans,
+    moved into gaps between lines), or ``None``."""
+    zone = bbox[0] + _NUMBERS_ZONE * (bbox[2] - bbox[0])
+    numbers: list[tuple[int, Rect]] = []
+    for rect in rects:
+        if rect[2] <= zone and rect[2] - rect[0] <= _MAX_NUMBER_DIGITS * (rect[3] - rect[1]):
+            text = textpage.get_text_bounded(*rect).strip()
+            if text.isdigit() and len(text) <= _MAX_NUMBER_DIGITS:
+                numbers.append((int(text), rect))
+    if len(numbers) < _MIN_LINE_NUMBERS:
+        return None
+    numbers.sort(key=lambda number: -number[1][3])  # top down
+    values = [value for value, _ in numbers]
+    if values != list(range(values[0], values[0] + len(values))):
+        return None
+    boxes = [rect for _, rect in numbers]
+    right = max(rect[2] for rect in boxes)
+    if max(rect[0] for rect in boxes) > min(rect[2] for rect in boxes):
+        return None  # not stacked in one column
+    low, high = boxes[-1][1], boxes[0][3]
+    for rect in rects:
+        if rect not in boxes and low <= (rect[1] + rect[3]) / 2 <= high and rect[0] < right:
+            return None  # text beside the numbers on their left: a table, not a margin
+    spans = sorted((rect[1], rect[3]) for rect in rects)
+    return right, _gap_below(spans, low), _gap_above(spans, high)
 
 
 def _rects(textpage: pdfium.PdfTextPage, bbox: Rect) -> list[Rect]:
