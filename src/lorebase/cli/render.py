@@ -246,7 +246,7 @@ def status_blocks(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) ->
             ("documents", f"{kb.documents:,} ({counts})"),
             ("chunks", f"{kb.chunks:,} · {kb.bytes / 1e6:.1f} MB"),
             ("last pass", _when(kb.pass_finished_at)),
-            *(("folder", f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
+            *((str(s.kind), f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
             ("model", _model(kb.identity_key)),
         ]
         for label, value in rows:

@@ -11,7 +11,7 @@ from lorebase.accounts.access import Caller
 from lorebase.errors import Forbidden, InvalidInput, NotFound
 from lorebase.service.access import Access
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import KnowledgeBase, Scope, Source
+from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
 
 DEFAULT_KB = "default"
 
@@ -27,6 +27,15 @@ def folder(path: Path | str) -> Path:
     if not is_folder:
         raise InvalidInput(f"{path} is not a folder; a source must be a folder")
     return resolved
+
+
+def _file(path: Path) -> Path:
+    """A file's absolute path, its folder resolved (a link keeps its own name)."""
+    try:
+        absolute = path.expanduser().absolute()
+        return absolute.parent.resolve() / absolute.name
+    except (ValueError, RuntimeError, OSError):
+        raise InvalidInput("that is not a usable file path; give an absolute path") from None
 
 
 class Bases(Access):
@@ -127,17 +136,31 @@ class Bases(Access):
         return source
 
     def source_for(self, kb: KnowledgeBase, path: Path) -> Source:
-        """The source following ``path``, added if the base does not follow it yet."""
-        wanted = str(folder(path))
-        for source in self.store.list_sources(kb.id):
-            if source.path == wanted:
+        """The source following ``path`` (a folder, or a file added on its own), added if the
+        base does not follow it yet. A file inside a folder the base follows is that folder's;
+        a folder holding files the base follows one by one takes them over (their documents
+        are keyed under the folder's label from the next pass)."""
+        if path.is_dir():
+            wanted, kind = folder(path), SourceKind.FOLDER
+        else:
+            wanted, kind = _file(path), SourceKind.FILE
+        known = self.store.list_sources(kb.id)
+        for source in known:
+            if source.path == str(wanted):
                 return source
-        return self.store.add_source(kb.id, wanted)
+            inside = kind is SourceKind.FILE and source.kind is SourceKind.FOLDER
+            if inside and wanted.is_relative_to(source.path):
+                return source
+        if kind is SourceKind.FOLDER:
+            for source in known:
+                if source.kind is SourceKind.FILE and Path(source.path).is_relative_to(wanted):
+                    self.store.remove_source(kb.id, source.id)
+        return self.store.add_source(kb.id, str(wanted), kind)
 
     def remove_source(
         self, kb: KnowledgeBase | str, source: int | str, *, caller: Caller | None = None
     ) -> int:
-        """Stop following a folder (by id, path or label); its documents are dropped.
+        """Stop following a folder or file (by id, path or label); its documents are dropped.
         Returns how many."""
         base = self._base(kb)
         for known in self.store.list_sources(base.id):
@@ -145,7 +168,9 @@ class Bases(Access):
                 dropped = self.store.remove_source(base.id, known.id)
                 self.audit(caller, "remove_source", f"kb:{base.id}")
                 return dropped
-        raise NotFound(f"{base.name} follows no folder {source!r}; `kb sources list` shows them")
+        raise NotFound(
+            f"{base.name} follows no folder or file {source!r}; `kb sources list` shows them"
+        )
 
 
 def _matches(source: Source, wanted: int | str) -> bool:
