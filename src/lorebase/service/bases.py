@@ -4,8 +4,11 @@ them), one path each whatever the surface."""
 from __future__ import annotations
 
 import contextlib
+import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import Forbidden, InvalidInput, NotFound
@@ -14,6 +17,17 @@ from lorebase.settings import ChunkSettings
 from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
 
 DEFAULT_KB = "default"
+EVALS_FOLDER = "evals"
+"""Under the data directory: the last evaluation of each base (``<kb>.json``) and each
+evaluation's own data directory (``lorebase eval``)."""
+# The description of a base an older `lorebase eval` made for a BEIR corpus in the user's own
+# data directory; its corpus was written out under evals/corpora/<name>-<digest>.
+LEGACY_EVAL_CORPUS = re.compile(r"lorebase eval corpus .* sha256:([0-9a-f]{8,64})$")
+
+
+def eval_result_path(data_dir: Path, kb: str) -> Path:
+    """Where the last evaluation of base ``kb`` is kept."""
+    return data_dir / EVALS_FOLDER / f"{quote(kb, safe='-_.')}.json"
 
 
 def folder(path: Path | str) -> Path:
@@ -108,7 +122,8 @@ class Bases(Access):
     def delete_kb(self, kb: KnowledgeBase | str, *, caller: Caller | None = None) -> None:
         """The base and everything in it: rows, vectors, lexical rows (one transaction), then
         the encrypted originals of its uploads (a blob that will not go is left for the orphan
-        sweep at the next start; the delete still succeeds)."""
+        sweep at the next start; the delete still succeeds) and its other files (its last
+        evaluation)."""
         base = self._base(kb)
         uploads = [d.id for d in self.store.list_documents(base.id) if d.uploaded]
         self.store.delete_kb(base.id)
@@ -117,8 +132,20 @@ class Bases(Access):
             for document_id in uploads:
                 with contextlib.suppress(OSError):
                     blobs.delete(document_id)
+        self._delete_kb_files(base)
         self.events.publish("knowledge_base", base.id, state="deleted")
         self.audit(caller, "delete_knowledge_base", f"kb:{base.id}")
+
+    def _delete_kb_files(self, base: KnowledgeBase) -> None:
+        """The files kept for a base beside the database: its last evaluation and, for a base
+        an older `lorebase eval` made, the corpus it wrote out."""
+        evals = self.settings.data_dir / EVALS_FOLDER
+        with contextlib.suppress(OSError):
+            eval_result_path(self.settings.data_dir, base.name).unlink(missing_ok=True)
+        legacy = LEGACY_EVAL_CORPUS.match(base.description)
+        if legacy is not None:
+            for corpus in (evals / "corpora").glob(f"*-{legacy.group(1)}"):
+                shutil.rmtree(corpus, ignore_errors=True)
 
     # -- sources -----------------------------------------------------------------------------
     def sources(self, kb: KnowledgeBase | str) -> list[Source]:
