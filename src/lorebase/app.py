@@ -7,6 +7,7 @@ CLI, HTTP, MCP) calls.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -136,3 +137,13 @@ def open_lorebase(
     reorder = build_reranker(settings.rerank) if isinstance(reranker, str) else reranker
     return Lorebase(settings, store, chosen, holder, reorder, accounts=accounts,
                     data_key=data_key)  # fmt: skip
+
+
+def open_beside(lb: Lorebase, data_dir: Path, holder: str = "lorebase eval") -> Lorebase:
+    """Another lorebase in ``data_dir`` with the settings, embedder and reranker of ``lb``
+    (borrowed: closing it leaves them to ``lb``) — how an evaluation keeps an index of its
+    own that no other surface sees."""
+    settings = dataclasses.replace(lb.settings, data_dir=data_dir)
+    store, accounts = build_store(settings)
+    return Lorebase(settings, store, lb.embedder, holder, lb.reranker, accounts=accounts,
+                    shared_clients=True)  # fmt: skip

@@ -219,6 +219,17 @@ def test_find_document_looks_in_every_base(store: Store) -> None:
     assert store.find_document("no-such-document") is None
 
 
+def test_find_document_ids_by_the_start_of_the_id(store: Store) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    a, _ = put(store, kb, "a.md", ["zebra"])
+    b, _ = put(store, other, "b.md", ["zebra"])
+    assert store.find_document_ids(a.id[:8]) == [a.id]  # in any base
+    assert store.find_document_ids(b.id) == [b.id]
+    assert store.find_document_ids("", limit=5) == sorted([a.id, b.id])
+    assert store.find_document_ids("", limit=1) == [min(a.id, b.id)]
+    assert store.find_document_ids("zz") == []  # ids are hex
+
+
 def test_delete_documents_in_one_go_and_only_in_their_base(store: Store, backend: Backend) -> None:
     kb, other = store.create_kb("docs"), store.create_kb("other")
     a, _ = put(store, kb, "a.md", ["zebra a"], vectors=unit(1)[None])

@@ -239,6 +239,11 @@ def test_the_command(tmp_path: Path, folder: Path) -> None:
     table = runner.invoke(app, ["eval", "--kb", "helpdesk", "--last"])
     assert table.exit_code == 0 and "nDCG@10" in table.stdout and "hybrid" in table.stdout
     evals = folder / ".lorebase" / "evals.jsonl"
+    with open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder()
+    ) as lb:
+        assert lb.knowledge_bases() == []  # the folder was evaluated in a directory of its own
+        lb.add([folder], kb="helpdesk")
     again = runner.invoke(app, ["eval", "--kb", "helpdesk", "--evals", str(evals), "--json",
                                 "--mode", "dense", "--details"])  # fmt: skip
     assert again.exit_code == 0, again.output
@@ -253,3 +258,29 @@ def test_the_command(tmp_path: Path, folder: Path) -> None:
     assert missing.exit_code == 3
     bad = runner.invoke(app, ["eval", str(tmp_path / "absent")])
     assert bad.exit_code == 3
+
+
+def test_evaluations_stay_out_of_the_users_data_directory(tmp_path: Path) -> None:
+    beir = write_beir(tmp_path / "mini")
+    with fake(tmp_path) as lb:
+        # An eval base an older lorebase left in the user's data directory, with its files.
+        digest = "ab" * 8
+        lb.create_kb("eval-mini", description=f"lorebase eval corpus mini sha256:{digest}")
+        corpus = lb.settings.data_dir / "evals" / "corpora" / f"mini-{digest}"
+        corpus.mkdir(parents=True)
+        (corpus / "w1.txt").write_text("old corpus")
+        first = evaluate(lb, beir)
+        assert any("older lorebase" in note for note in first.notes)
+        assert lb.knowledge_bases() == [] and not corpus.exists()
+        assert last_result(lb.settings.data_dir, "eval-mini") is not None
+        again = evaluate(lb, beir)  # the evaluation's own index is reused
+        assert again.index and again.index["unchanged"] == 3 and not again.notes
+        # Deleting a base removes its last evaluation too.
+        lb.add([write_beir(tmp_path / "docs")], kb="docs")
+        evals = tmp_path / "evals.jsonl"
+        evals.write_text(json.dumps({"question": "swept wing", "documents": ["docs/corpus.jsonl"]}))
+        evaluate(lb, kb="docs", evals=evals)
+        stored = lb.settings.data_dir / "evals" / "docs.json"
+        assert stored.is_file()
+        lb.delete_kb("docs")
+        assert not stored.exists()

@@ -274,3 +274,35 @@ def _eventually(check, seconds: float = 20.0) -> bool:  # type: ignore[no-untype
             return True
         time.sleep(0.1)
     return False
+
+
+def test_files_added_on_their_own_are_followed(tmp_path: Path, folder: Path) -> None:
+    from lorebase.ingest.pipeline import SourceFile
+
+    loose = write(tmp_path / "loose" / "memo.md", "# Memo\n\nAbout walruses.\n")
+    older = write(tmp_path / "old" / "legacy.md", "# Legacy\n\nAbout narwhals.\n")
+    with make(tmp_path / "data") as lb:
+        # A file added by path before files were followed: no source, adopted when re-added.
+        lb.syncer.sync(
+            lb.ensure_kb("notes"), sources=[], extra_files=[SourceFile(older, older.name)]
+        )
+        lb.add([folder, loose, older, folder / "note1.md"], kb="notes")
+        kinds = {s.label: s.kind.value for s in lb.sources("notes")}
+        assert kinds == {"memo.md": "file", "legacy.md": "file", "notes": "folder"}
+        assert {"memo.md", "legacy.md", "notes/note1.md"} <= set(paths(lb))
+        assert "note1.md" not in paths(lb)
+        older.unlink()
+        (tmp_path / "loose").rename(tmp_path / "elsewhere")  # its folder is gone: kept, waiting
+        lb.sync("notes")
+        assert "legacy.md" not in paths(lb) and "memo.md" in paths(lb)
+        kb = lb.kb("notes")
+        assert kb.state is KbState.WAITING and "memo.md" in (kb.state_reason or "")
+        # A folder added later takes over the files inside it.
+        inner = write(folder / "extra" / "x.md", "# X\n\nExtra.\n")
+        lb.add([inner], kb="notes")  # inside a followed folder: that folder's
+        assert "notes/extra/x.md" in paths(lb) and "x.md" not in paths(lb)
+        other = write(tmp_path / "more" / "y.md", "# Y\n\nWhy.\n")
+        lb.add([other], kb="notes")
+        lb.add([other.parent], kb="notes")
+        assert "more/y.md" in paths(lb) and "y.md" not in paths(lb)
+        assert sorted(s.label for s in lb.sources("notes")) == ["memo.md", "more", "notes"]

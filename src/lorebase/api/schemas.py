@@ -79,6 +79,7 @@ class SourceOut(BaseModel):
     id: int
     path: str
     label: str
+    kind: str = "folder"  # "folder", or "file": a file added on its own
 
 
 class SearchIn(Strict):

@@ -1,18 +1,22 @@
-"""`lorebase docs list`."""
+"""`lorebase docs list|show|read|delete`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 from lorebase.errors import reason_hint
-from lorebase.service import DocumentState
+from lorebase.service import DocumentState, SourceKind
+
+if TYPE_CHECKING:
+    from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
 
 app = command_group("Documents in a knowledge base.")
 
@@ -66,3 +70,108 @@ def list_(
             row.append(reason_hint(doc.reason) if doc.reason else "")
         table.add_row(*row)
     out.print(table)
+
+
+# -- one document: show, read, delete (beside `list`) ------------------------------------------
+
+ID_HELP = "The document's id, or its first characters (at least 6; `docs list` shows 12)."
+MAX_READ_CHARS = 100_000  # as GET /v1/documents/{id}/text
+
+
+def _record(lb: Lorebase, kb: KnowledgeBase, doc: DocumentRecord) -> dict[str, Any]:
+    """What `docs show` tells: the API's document fields, its base and where it comes from."""
+    source = lb.source_of(kb, doc)
+    origin = lb.origin(kb, doc)
+    if doc.uploaded:
+        comes_from = "upload"
+    elif source is not None:
+        comes_from = source.kind.value
+    else:
+        comes_from = "added by path (not followed; add it again to follow it)"
+    return {
+        "id": doc.id, "knowledge_base": kb.name, "name": lb.display_name(doc), "path": doc.path,
+        "kind": doc.kind, "size": doc.size, "state": doc.state.value, "reason": doc.reason,
+        "chunks": doc.chunk_count, "title": doc.title, "page_count": doc.page_count,
+        "updated_at": doc.updated_at, "comes_from": comes_from,
+        "source": source.label if source is not None else None,
+        "file": origin.as_posix() if origin is not None else None,
+    }  # fmt: skip
+
+
+@app.command("show")
+@handles_errors
+def show(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help=ID_HELP, show_default=False)],
+    as_json: JsonOption = False,
+) -> None:
+    """Show a document's record: name, kind, size, state, failure reason, chunks, title,
+    pages, its knowledge base and where it comes from (folder, file or upload)."""
+    with open_from(ctx) as lb:
+        kb, doc = lb.find_document(document_id)
+        record = _record(lb, kb, doc)
+    if as_json:
+        render.print_json(Console(), record)
+        return
+    table = Table(box=None, show_header=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in record.items():
+        if value is not None and key != "updated_at":
+            table.add_row(key.replace("_", " "), Text(str(value)))
+    Console().print(table)
+
+
+@app.command("read")
+@handles_errors
+def read(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help=ID_HELP, show_default=False)],
+    start: Annotated[
+        int, typer.Option("--start", min=0, help="First character to show (chunk offsets).")
+    ] = 0,
+    max_chars: Annotated[
+        int, typer.Option("--max-chars", min=1, max=MAX_READ_CHARS, help="Most characters.")
+    ] = 20_000,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a window of a document's extracted text (what search and agents read)."""
+    with open_from(ctx) as lb:
+        kb, doc = lb.find_document(document_id)
+        text = lb.text(kb, doc.id)
+    window = text[start : start + max_chars]
+    if as_json:
+        render.print_json(Console(), {"document_id": doc.id, "start": start, "text": window,
+                                      "total_chars": len(text)})  # fmt: skip
+        return
+    typer.echo(window, nl=not window.endswith("\n"))
+    if start + max_chars < len(text):
+        Console(stderr=True).print(Text(
+            f"… {len(text) - start - max_chars} more characters; "
+            f"--start {start + max_chars} reads on", style="dim"))  # fmt: skip
+
+
+@app.command("delete")
+@handles_errors
+def delete(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help=ID_HELP, show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete a document from the index (an upload's encrypted original too; a file followed
+    on its own is no longer followed; the file itself is never touched)."""
+    with open_from(ctx) as lb:
+        kb, doc = lb.find_document(document_id)
+        name = lb.display_name(doc)
+        if not yes:
+            typer.confirm(f"Delete {name!r} ({doc.id[:12]}) from {kb.name}?", abort=True)
+        source = lb.source_of(kb, doc)
+        lb.delete_document(kb, doc)
+    if as_json:
+        render.print_json(Console(), {"deleted": doc.id, "knowledge_base": kb.name})
+        return
+    Console().print(Text(f"deleted {name} from {kb.name}"))
+    if source is not None and source.kind is SourceKind.FOLDER:
+        Console().print(Text("its folder still holds the file: the next sync indexes it again "
+                             "unless it is deleted there", style="yellow"))  # fmt: skip

@@ -25,8 +25,9 @@ SOURCE_HELP = (
     ".lorebase/evals.jsonl; it is indexed first (once: unchanged files are skipped)."
 )
 KB_HELP = (
-    "The knowledge base: with a folder, the one to index it into (default: the folder's name, "
-    "or eval-NAME for a BEIR corpus); with --evals, the one to evaluate."
+    "The knowledge base: with a folder, the one to index it into, in the evaluation's own data "
+    "directory <data dir>/evals/NAME (default: the folder's name, or eval-NAME for a BEIR "
+    "corpus); with --evals, the one of yours to evaluate."
 )
 EVALS_HELP = "An evals.jsonl file for --kb (one question a line)."
 MODE_HELP = "keyword, dense or hybrid; repeat for several (default all three)."

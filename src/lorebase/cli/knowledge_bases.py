@@ -13,7 +13,7 @@ from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
-from lorebase.service import Scope
+from lorebase.service import Scope, Source
 from lorebase.settings import ChunkSettings
 
 ChunkSizeOption = Annotated[
@@ -97,7 +97,7 @@ def _chunking(
     return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
-sources_app = command_group("Folders a knowledge base follows.")
+sources_app = command_group("Folders (and files added on their own) a knowledge base follows.")
 app.add_typer(sources_app, name="sources")
 
 
@@ -108,14 +108,19 @@ def sources_list(
     name: Annotated[str, typer.Argument(help="The knowledge base.")],
     as_json: JsonOption = False,
 ) -> None:
-    """List the folders a knowledge base follows."""
+    """List the folders and files a knowledge base follows: label, path, and kind (`folder`,
+    or `file` for a file added on its own)."""
     with open_from(ctx, create=False) as lb:
         sources = lb.sources(name)
     if as_json:
         render.print_json(render.console(), [render.source_json(s) for s in sources])
         return
-    render.print_lines(sources, False, lambda source: f"{source.label}\t{source.path}",
-                       header="label\tpath", empty=f"{name} follows no folder.")  # fmt: skip
+    render.print_lines(sources, False, _source_line, header="label\tpath\tkind",
+                       empty=f"{name} follows no folder or file.")  # fmt: skip
+
+
+def _source_line(source: Source) -> str:
+    return f"{source.label}\t{source.path}\t{source.kind.value}"
 
 
 @sources_app.command("add")
@@ -137,9 +142,9 @@ def sources_add(
 def sources_remove(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The knowledge base.")],
-    folder: Annotated[str, typer.Argument(help="The folder (its path or label).")],
+    folder: Annotated[str, typer.Argument(help="The folder or file (its path or label).")],
 ) -> None:
-    """Stop following a folder; its documents leave the index (the files stay)."""
+    """Stop following a folder or file; its documents leave the index (the files stay)."""
     with open_from(ctx) as lb:
         dropped = lb.remove_source(name, folder)
     Console().print(Text(f"stopped following {folder}; {dropped} documents dropped"))

@@ -235,7 +235,8 @@ def document_json(lb: Lorebase, document: DocumentRecord) -> dict[str, Any]:
 def source_json(source: Source) -> dict[str, Any]:
     from lorebase.api.schemas import SourceOut
 
-    return SourceOut(id=source.id, path=source.path, label=source.label).model_dump(mode="json")
+    return SourceOut(id=source.id, path=source.path, label=source.label,
+                     kind=source.kind.value).model_dump(mode="json")  # fmt: skip
 
 
 def search_json(lb: Lorebase, response: SearchResponse) -> dict[str, Any]:
@@ -334,7 +335,7 @@ def status_blocks(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) ->
             ("documents", f"{kb.documents:,} ({counts})"),
             ("chunks", f"{kb.chunks:,} · {kb.bytes / 1e6:.1f} MB"),
             ("last pass", _when(kb.pass_finished_at)),
-            *(("folder", f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
+            *((str(s.kind), f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
             ("model", _model(kb.identity_key)),
         ]
         for label, value in rows:

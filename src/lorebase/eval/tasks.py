@@ -3,12 +3,19 @@
 Three inputs: a BEIR folder (its corpus is written out once and indexed into
 ``eval-<name>``, reused while the corpus hash is the same: a second run embeds nothing), a
 source folder with ``.lorebase/evals.jsonl`` (indexed into a knowledge base named after it),
-or an existing knowledge base plus an evals file. The last result of each knowledge base is
-kept as JSON in ``<data dir>/evals/<kb>.json`` (:func:`last_result`).
+or an existing knowledge base plus an evals file.
+
+A folder is evaluated in a data directory of its own, ``<data dir>/evals/<kb>/`` (its own
+database, corpus and results, kept for the next run): nothing of it shows in the user's
+searches, ``status``, MCP or the API. An ``eval-<name>`` base an older lorebase made in the
+user's data directory is deleted (with its files) the first time that corpus is evaluated
+again. The last result of each knowledge base is kept as JSON in ``<its data
+dir>/evals/<kb>.json`` (:func:`last_result` looks in both).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -16,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lorebase.app import Lorebase
+from lorebase.app import Lorebase, open_beside
 from lorebase.errors import Conflict, InvalidInput, NotFound, Unavailable
 from lorebase.eval.datasets import (
     DEFAULT_SPLIT,
@@ -35,11 +42,12 @@ from lorebase.eval.datasets import (
 )
 from lorebase.eval.runner import EvalConfig, EvalResult, EvalTask, run_task
 from lorebase.ingest.pipeline import IngestReport, Progress
+from lorebase.service.bases import EVALS_FOLDER as RESULTS_FOLDER
+from lorebase.service.bases import eval_result_path
 
 EVAL_KB_PREFIX = "eval-"
 EVAL_KB_MARKER = "lorebase eval corpus"
 """Starts the description of every knowledge base made for a BEIR corpus."""
-RESULTS_FOLDER = "evals"
 CORPORA_FOLDER = "corpora"
 
 
@@ -154,33 +162,62 @@ def evaluate(
     on_question: Callable[[str, int, int], None] | None = None,
     save: bool = True,
 ) -> EvalResult:
-    """Prepare the task ``source``/``kb``/``evals`` describe, run it and keep the result."""
+    """Prepare the task ``source``/``kb``/``evals`` describe, run it and keep the result. A
+    folder is indexed and evaluated in its own data directory (:func:`eval_home`), an existing
+    base (``kb`` with ``evals``) in ``lb``."""
     if source is not None:
         if not source.is_dir():
             raise NotFound(f"{source} is not a folder; give a BEIR folder or a source folder")
         if evals is not None:
             raise InvalidInput("give either a folder or --evals, not both")
-        if is_beir(source):
-            task = prepare_beir(lb, source, kb=kb, split=split, on_progress=on_progress)
-        elif evals_file(source).is_file():
-            task = prepare_folder(lb, source, kb=kb, on_progress=on_progress)
-        else:
+        beir = is_beir(source)
+        if not beir and not evals_file(source).is_file():
             raise InvalidInput(
                 f"{source} holds neither corpus.jsonl + queries.jsonl (BEIR) nor "
                 f"{EVALS_FOLDER}/evals.jsonl"
             )
-    elif kb is not None and evals is not None:
-        task = prepare_kb(lb, kb, evals)
-    else:
+        if beir:
+            name = kb or f"{EVAL_KB_PREFIX}{slug(BeirSet(source, split).name)}"
+        else:
+            name = kb or source.resolve().name
+        notes = _drop_legacy_base(lb, name) if beir else ()
+        with open_beside(lb, eval_home(lb.settings.data_dir, name)) as own:
+            if beir:
+                task = prepare_beir(own, source, kb=name, split=split, on_progress=on_progress)
+            else:
+                task = prepare_folder(own, source, kb=name, on_progress=on_progress)
+            task = dataclasses.replace(task, notes=task.notes + notes)
+            result = run_task(own, task, config, on_question)
+            if save:
+                save_result(own.settings.data_dir, result)
+        return result
+    if kb is None or evals is None:
         raise InvalidInput("give a folder to evaluate, or --kb with --evals PATH")
-    result = run_task(lb, task, config, on_question)
+    result = run_task(lb, prepare_kb(lb, kb, evals), config, on_question)
     if save:
         save_result(lb.settings.data_dir, result)
     return result
 
 
+def eval_home(data_dir: Path, kb: str) -> Path:
+    """The data directory of its own in which a folder is evaluated into base ``kb``."""
+    return data_dir / RESULTS_FOLDER / quote(kb, safe="-_.")
+
+
+def _drop_legacy_base(lb: Lorebase, name: str) -> tuple[str, ...]:
+    """Delete the eval corpus base an older lorebase made in the user's data directory."""
+    old = next((kb for kb in lb.knowledge_bases() if kb.name == name), None)
+    if old is None or not old.description.startswith(EVAL_KB_MARKER):
+        return ()
+    lb.delete_kb(old)
+    return (
+        f"the knowledge base {name} an older lorebase made in your data directory was deleted; "
+        "evaluations keep their index in a data directory of their own now",
+    )
+
+
 def result_path(data_dir: Path, kb: str) -> Path:
-    return data_dir / RESULTS_FOLDER / f"{quote(kb, safe='-_.')}.json"
+    return eval_result_path(data_dir, kb)
 
 
 def save_result(data_dir: Path, result: EvalResult) -> Path:
@@ -194,8 +231,11 @@ def save_result(data_dir: Path, result: EvalResult) -> Path:
 
 
 def last_result(data_dir: Path, kb: str) -> dict[str, Any] | None:
-    """The last result stored for ``kb`` as JSON values, or None when there is none."""
+    """The last result stored for ``kb`` as JSON values (a base of ``data_dir``'s, else the
+    folder evaluated into ``kb`` in its own data directory), or None when there is none."""
     path = result_path(data_dir, kb)
+    if not path.is_file():
+        path = result_path(eval_home(data_dir, kb), kb)
     if not path.is_file():
         return None
     result: dict[str, Any] = json.loads(path.read_text("utf-8"))

@@ -2,6 +2,8 @@
 
 A folder that has disappeared (unmounted, renamed) is never taken to mean "every file was
 deleted": its documents stay, and the base waits with the reason until the folder is back.
+A file followed on its own that is gone from a folder still there is deleted: its document
+leaves the index and the base stops following it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Protocol
 
 from lorebase.ingest.pipeline import STOP_REQUESTED, Ingestor, IngestReport, Progress, SourceFile
 from lorebase.ingest.sources import iter_files
-from lorebase.store.base import Catalogue, Documents, KbState, KnowledgeBase, Source
+from lorebase.store.base import Catalogue, Documents, KbState, KnowledgeBase, Source, SourceKind
 
 
 class PassStore(Catalogue, Documents, Protocol):
@@ -65,6 +67,9 @@ class Syncer:
             if found is None:
                 missing.append(source.label)
                 continue
+            if source.kind is SourceKind.FILE and not found:
+                removed += self.store.remove_source(kb.id, source.id)
+                continue
             files += found
             removed += self._drop_gone(kb, source, {f.key for f in found})
         report = self.ingestor.process(
@@ -79,7 +84,12 @@ class Syncer:
         return report
 
     def _walk(self, source: Source) -> list[SourceFile] | None:
+        """The source's files; None when its folder (a file's: the one holding it) is gone."""
         root = Path(source.path)
+        if source.kind is SourceKind.FILE:
+            if root.is_file():
+                return [SourceFile(root, source.label, source.id)]
+            return [] if root.parent.is_dir() and not root.exists() else None
         if not root.is_dir():
             return None
         return [

@@ -53,7 +53,7 @@ class _Changes:
     def _run(self, debounce_ms: int) -> None:
         from watchfiles import watch as watch_files
 
-        existing = [root for root in self.roots if root.is_dir()]
+        existing = [root for root in self.roots if root.exists()]  # folders and single files
         if not existing:
             return
         halted = _Either(self._halt, self._outer_stop)

@@ -15,6 +15,7 @@ from lorebase.store.base import (
     KnowledgeBase,
     Scope,
     Source,
+    SourceKind,
     StoredChunk,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "Lorebase",
     "Scope",
     "Source",
+    "SourceKind",
     "StoredChunk",
 ]

@@ -4,16 +4,30 @@ them), one path each whatever the surface."""
 from __future__ import annotations
 
 import contextlib
+import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import Forbidden, InvalidInput, NotFound
 from lorebase.service.access import Access
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import KnowledgeBase, Scope, Source
+from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
 
 DEFAULT_KB = "default"
+EVALS_FOLDER = "evals"
+"""Under the data directory: the last evaluation of each base (``<kb>.json``) and each
+evaluation's own data directory (``lorebase eval``)."""
+# The description of a base an older `lorebase eval` made for a BEIR corpus in the user's own
+# data directory; its corpus was written out under evals/corpora/<name>-<digest>.
+LEGACY_EVAL_CORPUS = re.compile(r"lorebase eval corpus .* sha256:([0-9a-f]{8,64})$")
+
+
+def eval_result_path(data_dir: Path, kb: str) -> Path:
+    """Where the last evaluation of base ``kb`` is kept."""
+    return data_dir / EVALS_FOLDER / f"{quote(kb, safe='-_.')}.json"
 
 
 def folder(path: Path | str) -> Path:
@@ -27,6 +41,15 @@ def folder(path: Path | str) -> Path:
     if not is_folder:
         raise InvalidInput(f"{path} is not a folder; a source must be a folder")
     return resolved
+
+
+def _file(path: Path) -> Path:
+    """A file's absolute path, its folder resolved (a link keeps its own name)."""
+    try:
+        absolute = path.expanduser().absolute()
+        return absolute.parent.resolve() / absolute.name
+    except (ValueError, RuntimeError, OSError):
+        raise InvalidInput("that is not a usable file path; give an absolute path") from None
 
 
 class Bases(Access):
@@ -99,7 +122,8 @@ class Bases(Access):
     def delete_kb(self, kb: KnowledgeBase | str, *, caller: Caller | None = None) -> None:
         """The base and everything in it: rows, vectors, lexical rows (one transaction), then
         the encrypted originals of its uploads (a blob that will not go is left for the orphan
-        sweep at the next start; the delete still succeeds)."""
+        sweep at the next start; the delete still succeeds) and its other files (its last
+        evaluation)."""
         base = self._base(kb)
         uploads = [d.id for d in self.store.list_documents(base.id) if d.uploaded]
         self.store.delete_kb(base.id)
@@ -108,8 +132,20 @@ class Bases(Access):
             for document_id in uploads:
                 with contextlib.suppress(OSError):
                     blobs.delete(document_id)
+        self._delete_kb_files(base)
         self.events.publish("knowledge_base", base.id, state="deleted")
         self.audit(caller, "delete_knowledge_base", f"kb:{base.id}")
+
+    def _delete_kb_files(self, base: KnowledgeBase) -> None:
+        """The files kept for a base beside the database: its last evaluation and, for a base
+        an older `lorebase eval` made, the corpus it wrote out."""
+        evals = self.settings.data_dir / EVALS_FOLDER
+        with contextlib.suppress(OSError):
+            eval_result_path(self.settings.data_dir, base.name).unlink(missing_ok=True)
+        legacy = LEGACY_EVAL_CORPUS.match(base.description)
+        if legacy is not None:
+            for corpus in (evals / "corpora").glob(f"*-{legacy.group(1)}"):
+                shutil.rmtree(corpus, ignore_errors=True)
 
     # -- sources -----------------------------------------------------------------------------
     def sources(self, kb: KnowledgeBase | str) -> list[Source]:
@@ -127,17 +163,31 @@ class Bases(Access):
         return source
 
     def source_for(self, kb: KnowledgeBase, path: Path) -> Source:
-        """The source following ``path``, added if the base does not follow it yet."""
-        wanted = str(folder(path))
-        for source in self.store.list_sources(kb.id):
-            if source.path == wanted:
+        """The source following ``path`` (a folder, or a file added on its own), added if the
+        base does not follow it yet. A file inside a folder the base follows is that folder's;
+        a folder holding files the base follows one by one takes them over (their documents
+        are keyed under the folder's label from the next pass)."""
+        if path.is_dir():
+            wanted, kind = folder(path), SourceKind.FOLDER
+        else:
+            wanted, kind = _file(path), SourceKind.FILE
+        known = self.store.list_sources(kb.id)
+        for source in known:
+            if source.path == str(wanted):
                 return source
-        return self.store.add_source(kb.id, wanted)
+            inside = kind is SourceKind.FILE and source.kind is SourceKind.FOLDER
+            if inside and wanted.is_relative_to(source.path):
+                return source
+        if kind is SourceKind.FOLDER:
+            for source in known:
+                if source.kind is SourceKind.FILE and Path(source.path).is_relative_to(wanted):
+                    self.store.remove_source(kb.id, source.id)
+        return self.store.add_source(kb.id, str(wanted), kind)
 
     def remove_source(
         self, kb: KnowledgeBase | str, source: int | str, *, caller: Caller | None = None
     ) -> int:
-        """Stop following a folder (by id, path or label); its documents are dropped.
+        """Stop following a folder or file (by id, path or label); its documents are dropped.
         Returns how many."""
         base = self._base(kb)
         for known in self.store.list_sources(base.id):
@@ -145,7 +195,9 @@ class Bases(Access):
                 dropped = self.store.remove_source(base.id, known.id)
                 self.audit(caller, "remove_source", f"kb:{base.id}")
                 return dropped
-        raise NotFound(f"{base.name} follows no folder {source!r}; `kb sources list` shows them")
+        raise NotFound(
+            f"{base.name} follows no folder or file {source!r}; `kb sources list` shows them"
+        )
 
 
 def _matches(source: Source, wanted: int | str) -> bool:

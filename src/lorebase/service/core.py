@@ -54,8 +54,11 @@ class Lorebase(Passes):
         *,
         accounts: Callable[[], AccountStore] | None = None,
         data_key: DataKey | None = None,
+        shared_clients: bool = False,
     ) -> None:
         self.settings = settings
+        # Borrowed from another instance (an evaluation's own data directory): not closed here.
+        self._shared_clients = shared_clients
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
@@ -92,7 +95,8 @@ class Lorebase(Passes):
         self.searcher.close()
         self.ingestor.close()
         self.store.close()
-        for client in (self.embedder, self.reranker):  # HTTP ones hold pooled connections
+        for client in () if self._shared_clients else (self.embedder, self.reranker):
+            # HTTP ones hold pooled connections
             closing = getattr(client, "close", None)
             if callable(closing):
                 closing()

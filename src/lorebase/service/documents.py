@@ -5,19 +5,30 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lorebase.accounts.access import Caller
-from lorebase.errors import NotFound, Overloaded
+from lorebase.errors import InvalidInput, NotFound, Overloaded
 from lorebase.search.query import Mode, SearchRequest, SearchResponse
 from lorebase.service.bases import Bases
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, StoredChunk
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    KnowledgeBase,
+    Source,
+    SourceKind,
+    StoredChunk,
+)
 
 if TYPE_CHECKING:
     from lorebase.agent.chat import ChatClient
     from lorebase.agent.tools import ToolBox
 
 RETRY_AFTER_SECONDS = 5
+# The fewest characters of an id that find a document by the start of its id (`docs list`
+# shows 12).
+MIN_ID_PREFIX = 6
 
 
 class Documents(Bases):
@@ -29,6 +40,35 @@ class Documents(Bases):
     def document_in(self, kb: KnowledgeBase | str, document_id: str) -> DocumentRecord:
         """A document of this base by id (``NotFound`` for an id of another base)."""
         return self.store.get_document_by_id(self._base(kb).id, document_id)
+
+    def find_document(self, id_or_prefix: str) -> tuple[KnowledgeBase, DocumentRecord]:
+        """The operator's lookup (CLI): a document by id, or by the start of its id (at least
+        ``MIN_ID_PREFIX`` characters); ``InvalidInput`` when that start fits several."""
+        wanted = id_or_prefix.strip().lower()
+        if self.store.find_document(wanted) is None and len(wanted) >= MIN_ID_PREFIX:
+            ids = self.store.find_document_ids(wanted)
+            if len(ids) > 1:
+                raise InvalidInput(f"several documents have an id starting with {wanted}; "
+                                   "give more of it")  # fmt: skip
+            if ids:
+                wanted = ids[0]
+        return self.document(wanted)
+
+    def source_of(self, kb: KnowledgeBase, document: DocumentRecord) -> Source | None:
+        """The folder or file a document comes from; None for an upload (or a file added by
+        path before lorebase followed such files: add it again to follow it)."""
+        if document.source_id is None:
+            return None
+        return next((s for s in self.sources(kb) if s.id == document.source_id), None)
+
+    def origin(self, kb: KnowledgeBase, document: DocumentRecord) -> Path | None:
+        """Where a document's file is on this machine (None: see :meth:`source_of`)."""
+        source = self.source_of(kb, document)
+        if source is None:
+            return None
+        if source.kind is SourceKind.FILE:
+            return Path(source.path)
+        return Path(source.path) / document.path.removeprefix(f"{source.label}/")
 
     def text(self, kb: KnowledgeBase | str, document_id: str) -> str:
         """The whole extracted text of a document (chunk offsets index into it)."""
@@ -129,8 +169,14 @@ class Documents(Bases):
         self, kb: KnowledgeBase, document: DocumentRecord, *, caller: Caller | None = None
     ) -> None:
         """Rows first (one transaction), then the stored original; a blob that will not go
-        is left for the orphan sweep at the next start, and the delete still succeeds."""
-        self.store.delete_document(kb.id, document.id)
+        is left for the orphan sweep at the next start, and the delete still succeeds. A file
+        followed on its own is no longer followed (a folder's file comes back with the next
+        pass unless it is deleted from the folder)."""
+        source = self.source_of(kb, document)
+        if source is not None and source.kind is SourceKind.FILE:
+            self.store.remove_source(kb.id, source.id)
+        else:
+            self.store.delete_document(kb.id, document.id)
         if document.uploaded:
             with contextlib.suppress(OSError):
                 self.blobs.delete(document.id)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lorebase.errors import NotFound
-from lorebase.ingest.pipeline import IngestReport, Progress, SourceFile
+from lorebase.ingest.pipeline import IngestReport, Progress
 from lorebase.ingest.queue import Job
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
 from lorebase.service.bases import DEFAULT_KB
@@ -52,19 +52,19 @@ class Passes(Uploads):
         on_progress: Callable[[Progress], None] | None = None,
         stop: threading.Event | None = None,
     ) -> IngestReport:
-        """Index files and folders into ``kb`` (created if needed). Folders become sources the
-        base follows (``sync`` and ``watch`` keep them up to date); files are added as they
-        are."""
+        """Index files and folders into ``kb`` (created if needed). Each becomes a source the
+        base follows (``sync`` and ``watch`` keep it up to date: a changed file is read again,
+        a deleted one leaves the index); a file inside a folder the base follows is indexed
+        with that folder."""
         for path in paths:
             if not path.exists():
                 raise NotFound(f"{path} does not exist; check the path and try again")
         with self.ingesting():
             base = self.ensure_kb(kb)
-            sources = [self.source_for(base, path) for path in paths if path.is_dir()]
-            files = [SourceFile(p, p.name) for p in paths if not p.is_dir()]
-            return self.syncer.sync(
-                base, sources=sources, extra_files=files, on_progress=on_progress, stop=stop
-            )
+            chosen = {self.source_for(base, path).id for path in paths}
+            # A folder added after a file inside it took that file's source over.
+            sources = [s for s in self.store.list_sources(base.id) if s.id in chosen]
+            return self.syncer.sync(base, sources=sources, on_progress=on_progress, stop=stop)
 
     def sync(
         self,
@@ -74,7 +74,8 @@ class Passes(Uploads):
         stop: threading.Event | None = None,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> dict[str, IngestReport]:
-        """One pass over the folders of ``kb`` (default: every base that has folders)."""
+        """One pass over the folders and files of ``kb`` (default: every base following
+        some)."""
         with self.ingesting():
             bases = [self.store.get_kb(kb)] if kb else self.store.list_kbs()
             reports: dict[str, IngestReport] = {}

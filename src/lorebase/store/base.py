@@ -61,8 +61,15 @@ def new_document_id() -> str:
     return secrets.token_hex(DOCUMENT_ID_BYTES)
 
 
-# A knowledge base follows at most this many folders.
+# A knowledge base follows at most this many folders (files followed one by one not counted).
 MAX_SOURCES = 16
+
+
+class SourceKind(StrEnum):
+    """What a source follows: a folder (walked) or one file added on its own by path."""
+
+    FOLDER = "folder"
+    FILE = "file"
 
 
 class DocumentState(StrEnum):
@@ -101,13 +108,15 @@ class KnowledgeBase:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """A folder a knowledge base follows. ``label`` prefixes its documents' paths."""
+    """A folder a knowledge base follows (``label`` prefixes its documents' paths), or one
+    file (``kind`` FILE; its one document's path is the label)."""
 
     id: int
     kb_id: int
     path: str
     label: str
     created_at: float
+    kind: SourceKind = SourceKind.FOLDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,16 +232,19 @@ class Catalogue(Protocol):
 
     def set_kb_progress(self, kb_id: int, done: int, total: int) -> None: ...
 
-    def add_source(self, kb_id: int, path: str) -> Source:
-        """Follow a folder (an absolute path). ``Conflict`` when it is, contains or lies
-        inside one the base already follows; ``InvalidInput`` past ``MAX_SOURCES``."""
+    def add_source(self, kb_id: int, path: str, kind: SourceKind = SourceKind.FOLDER) -> Source:
+        """Follow a folder or a file (an absolute path). ``Conflict`` when it is, contains or
+        lies inside one the base already follows; ``InvalidInput`` past ``MAX_SOURCES``
+        folders (files do not count). A file's label is its name (made unique), and a
+        document added before at that path, neither uploaded nor from a source, becomes the
+        file's (so it is followed from now on)."""
         ...
 
     def list_sources(self, kb_id: int) -> list[Source]: ...
 
     def remove_source(self, kb_id: int, source_id: int) -> int:
-        """Stop following a folder and drop its documents (one transaction); returns how many
-        documents were dropped."""
+        """Stop following a folder or file and drop its documents (one transaction); returns
+        how many documents were dropped."""
         ...
 
 
@@ -250,6 +262,11 @@ class Documents(Protocol):
 
     def find_document(self, document_id: str) -> DocumentRecord | None:
         """A document by id in any base — for callers that check visibility themselves."""
+        ...
+
+    def find_document_ids(self, prefix: str, limit: int = 2) -> list[str]:
+        """Up to ``limit`` ids (in order) of documents in any base whose id starts with
+        ``prefix`` — for callers that check visibility themselves."""
         ...
 
     def list_documents(

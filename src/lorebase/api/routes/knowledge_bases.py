@@ -65,14 +65,16 @@ def delete_knowledge_base(kb_id: KbId, lb: LbDep, caller: CallerDep) -> Response
 @router.get("/{kb_id}/sources", response_model=list[SourceOut])
 def list_sources(kb_id: KbId, lb: LbDep, caller: CallerDep) -> list[SourceOut]:
     kb = lb.kb_by_id(kb_id, caller)
-    return [SourceOut(id=s.id, path=s.path, label=s.label) for s in lb.sources(kb)]
+    return [
+        SourceOut(id=s.id, path=s.path, label=s.label, kind=s.kind.value) for s in lb.sources(kb)
+    ]
 
 
 @router.post("/{kb_id}/sources", response_model=SourceOut, status_code=status.HTTP_201_CREATED)
 def add_source(kb_id: KbId, body: SourceIn, lb: LbDep, caller: CallerDep) -> SourceOut:
     """Follow a folder on the server's machine (admins only: it reads the server's disk)."""
     source = lb.add_source(lb.kb_by_id(kb_id, caller, write=True), body.path, caller=caller)
-    return SourceOut(id=source.id, path=source.path, label=source.label)
+    return SourceOut(id=source.id, path=source.path, label=source.label, kind=source.kind.value)
 
 
 @router.delete("/{kb_id}/sources/{source_id}", status_code=status.HTTP_204_NO_CONTENT)

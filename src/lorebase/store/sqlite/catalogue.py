@@ -15,12 +15,12 @@ from typing import Any
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import MAX_SOURCES, KbState, KnowledgeBase, Scope, Source
+from lorebase.store.base import MAX_SOURCES, KbState, KnowledgeBase, Scope, Source, SourceKind
 from lorebase.store.sqlite import fts, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import KB_COLUMNS, KB_TOTALS_SQL, kb_from_row
 
-SOURCE_COLUMNS = "id, kb_id, path, label, created_at"
+SOURCE_COLUMNS = "id, kb_id, path, label, created_at, kind"
 
 
 class CatalogueMixin(SqliteRole):
@@ -156,32 +156,44 @@ class CatalogueMixin(SqliteRole):
             )
 
     # -- sources -----------------------------------------------------------------------------
-    def add_source(self, kb_id: int, path: str) -> Source:
-        folder = PurePosixPath(path)
-        if not folder.is_absolute():
-            raise InvalidInput("a source folder must be given as an absolute path")
+    def add_source(self, kb_id: int, path: str, kind: SourceKind = SourceKind.FOLDER) -> Source:
+        followed = PurePosixPath(path)
+        if not followed.is_absolute():
+            raise InvalidInput(f"a source {kind} must be given as an absolute path")
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
             rows = conn.execute(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE kb_id = ?", (kb_id,))
             existing = [_source(row) for row in rows]
             for source in existing:
                 other = PurePosixPath(source.path)
-                if folder == other:
+                if followed == other:
                     raise Conflict(f"this knowledge base already follows {path}")
-                if folder.is_relative_to(other) or other.is_relative_to(folder):
+                if followed.is_relative_to(other) or other.is_relative_to(followed):
                     raise Conflict(
                         f"{path} overlaps {source.path}, which this knowledge base already "
                         "follows; sources may not lie inside one another"
                     )
-            if len(existing) >= MAX_SOURCES:
+            folders = [s for s in existing if s.kind is SourceKind.FOLDER]
+            if kind is SourceKind.FOLDER and len(folders) >= MAX_SOURCES:
                 raise InvalidInput(f"a knowledge base follows at most {MAX_SOURCES} folders")
-            label = _free_label(folder.name or "root", {s.label for s in existing})
+            taken = {s.label for s in existing}
+            if kind is SourceKind.FILE:
+                label = _free_label(followed.stem, taken, followed.suffix)
+            else:
+                label = _free_label(followed.name or "root", taken)
+            created = time.time()
             source_id = conn.execute(
-                "INSERT INTO sources (kb_id, path, label, created_at) VALUES (?, ?, ?, ?)",
-                (kb_id, str(folder), label, time.time()),
+                "INSERT INTO sources (kb_id, path, label, created_at, kind) VALUES (?, ?, ?, ?, ?)",
+                (kb_id, str(followed), label, created, kind.value),
             ).lastrowid
             assert source_id is not None  # an INSERT always sets it
-            return Source(source_id, kb_id, str(folder), label, time.time())
+            if kind is SourceKind.FILE:  # a file added by path before files were followed
+                conn.execute(
+                    "UPDATE documents SET source_id = ? WHERE kb_id = ? AND path = ? "
+                    "AND source_id IS NULL AND display_name IS NULL",
+                    (source_id, kb_id, label),
+                )
+            return Source(source_id, kb_id, str(followed), label, created, kind)
 
     def list_sources(self, kb_id: int) -> list[Source]:
         with self._read() as conn:
@@ -197,7 +209,7 @@ class CatalogueMixin(SqliteRole):
                 "SELECT 1 FROM sources WHERE id = ? AND kb_id = ?", (source_id, kb_id)
             ).fetchone()
             if found is None:
-                raise NotFound("this knowledge base follows no such folder")
+                raise NotFound("this knowledge base follows no such folder or file")
             rows = conn.execute(
                 "SELECT id FROM documents WHERE kb_id = ? AND source_id = ?", (kb_id, source_id)
             )
@@ -209,13 +221,15 @@ class CatalogueMixin(SqliteRole):
 
 
 def _source(row: Sequence[Any]) -> Source:
-    return Source(int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]))
+    return Source(int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]),
+                  SourceKind(row[5]))  # fmt: skip
 
 
-def _free_label(name: str, taken: set[str]) -> str:
-    """The folder's name, or ``name-2``, ``name-3``… when another source has it."""
-    label, n = name, 1
+def _free_label(name: str, taken: set[str], suffix: str = "") -> str:
+    """The name, or ``name-2``, ``name-3``… when another source has it (a file's extension
+    stays last: ``notes-2.md``)."""
+    label, n = name + suffix, 1
     while label in taken:
         n += 1
-        label = f"{name}-{n}"
+        label = f"{name}-{n}{suffix}"
     return label

@@ -51,6 +51,14 @@ class DocumentsMixin(SqliteRole):
             ).fetchone()
         return document_from_row(row) if row else None
 
+    def find_document_ids(self, prefix: str, limit: int = 2) -> list[str]:
+        with self._read() as conn:  # a range over the primary key (ids are ASCII)
+            rows = conn.execute(
+                "SELECT id FROM documents WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                (prefix, prefix + "\x7f", limit),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
     def list_documents(
         self, kb_id: int, state: DocumentState | None = None
     ) -> list[DocumentRecord]:

@@ -202,6 +202,12 @@ _DOCUMENT_TEXTS = (
 )
 
 
+_FILE_SOURCES = (
+    # A source is a folder (walked) or one file added on its own by path (followed: re-read
+    # when it changes, dropped when it is gone). Sources made before are folders.
+    "ALTER TABLE sources ADD COLUMN kind TEXT NOT NULL DEFAULT 'folder'",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -209,6 +215,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "team of a base; uploads", _TEAMS_AND_UPLOADS),
     Migration(5, "document generations; the uploads index", _DOCUMENT_GENERATIONS),
     Migration(6, "document texts in a table of their own", _DOCUMENT_TEXTS),
+    Migration(7, "files followed one by one", _FILE_SOURCES),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"
