@@ -47,6 +47,54 @@ def test_create_get_list_and_delete_knowledge_bases(store: Store) -> None:
         store.get_kb("team-docs")
 
 
+def test_names_are_unique_per_scope_not_overall(store: Store) -> None:
+    alice = store.create_kb("notes", owner="alice")
+    bob = store.create_kb("notes", owner="bob")
+    admins = store.create_kb("notes")  # no owner: the administrators'
+    team_1 = store.create_kb("notes", scope=Scope.TEAM, owner="alice", team_id=1)
+    team_2 = store.create_kb("notes", scope=Scope.TEAM, owner="bob", team_id=2)
+    shared = store.create_kb("notes", scope=Scope.GLOBAL, owner="admin")
+    clashes = [
+        (lambda: store.create_kb("notes", owner="alice"), "personal knowledge base of yours"),
+        (lambda: store.create_kb("notes"), "administrators"),
+        (lambda: store.create_kb("notes", scope=Scope.TEAM, owner="bob", team_id=1), "team"),
+        (lambda: store.create_kb("notes", scope=Scope.GLOBAL, owner="root"), "global"),
+    ]
+    held = [alice, admins, team_1, shared]
+    for (call, whose), base in zip(clashes, held, strict=True):
+        with pytest.raises(Conflict, match=whose) as raised:
+            call()
+        # The message names the one base of that scope, and no other.
+        assert f"(id {base.id})" in str(raised.value)
+        others = {alice.id, bob.id, admins.id, team_1.id, team_2.id, shared.id} - {base.id}
+        assert not any(f"id {other})" in str(raised.value) for other in others)
+    bases = [alice, bob, admins, team_1, team_2, shared]
+    assert [kb.id for kb in store.kbs_named("notes")] == [kb.id for kb in bases]
+    assert store.kbs_named("other") == []
+    # Totals only when asked.
+    put(store, bob, "a.md", ["zebra one"])
+    assert [kb.documents for kb in store.kbs_named("notes", totals=True)] == [0, 1, 0, 0, 0, 0]
+    # The operator's lookup by name refuses to guess, listing every base of the name.
+    with pytest.raises(InvalidInput, match="give the id") as raised:
+        store.get_kb("notes")
+    for kb in bases:
+        assert f"{kb.id} (" in str(raised.value)
+    assert "personal, alice" in str(raised.value) and "team 2" in str(raised.value)
+    # Once the others are gone, the name is unambiguous again.
+    for kb in bases[1:]:
+        store.delete_kb(kb.id)
+    assert store.get_kb("notes").id == alice.id
+
+
+def test_team_bases_without_a_team_share_one_namespace(store: Store) -> None:
+    store.create_kb("loose", scope=Scope.TEAM)
+    with pytest.raises(Conflict):
+        store.create_kb("loose", scope=Scope.TEAM)
+    # A user's personal bases and the administrators' (no owner) are two namespaces.
+    store.create_kb("mine", owner="dana")
+    assert store.create_kb("mine").owner is None
+
+
 def test_bases_without_totals_are_the_same_bases_with_zeros(store: Store) -> None:
     kb = store.create_kb("docs")
     put(store, kb, "a.md", ["zebra one", "zebra two"])

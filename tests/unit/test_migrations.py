@@ -118,7 +118,7 @@ def test_an_older_sqlite_without_drop_column_empties_the_text_column(
         (zlib.compress(LEGACY_TEXT.encode()),),
     )
     monkeypatch.setattr(schema.sqlite3, "sqlite_version_info", (3, 31, 1))
-    assert migrate(conn) == [6, 7]
+    assert migrate(conn) == [6, 7, 8]
     assert conn.execute("SELECT text FROM documents").fetchall() == [(None,)]
     conn.close()
     monkeypatch.undo()
@@ -269,3 +269,86 @@ def test_accounts_from_a_newer_lorebase_are_refused(tmp_path: Path) -> None:
     SqliteStore(path).close()  # the store's schema is its own business
     with pytest.raises(Conflict, match="upgrade lorebase"):
         SqliteAccounts.open(path)
+
+
+# -- migration 8: base names unique per scope, the table rebuilt ----------------------------------
+def _kb_row(conn: sqlite3.Connection, kb_id: int, name: str, scope: str, owner: str | None,
+            team_id: int | None = None) -> None:  # fmt: skip
+    conn.execute(
+        "INSERT INTO knowledge_bases (id, name, description, scope, owner, chunk_size, "
+        "max_tokens, overlap, identity_key, created_at, updated_at, generation, state, "
+        "state_reason, progress_done, progress_total, team_id) "
+        "VALUES (?, ?, 'd', ?, ?, 800, 200, 100, 'ident', 1.5, 2.5, 7, 'ready', 'why', 3, 4, ?)",
+        (kb_id, name, scope, owner, team_id),
+    )
+
+
+@pytest.mark.parametrize("accounts", [False, True], ids=["current", "accounts-in-store"])
+def test_names_per_scope_rebuilds_the_table_keeping_rows_ids_and_cascades(
+    tmp_path: Path, accounts: bool
+) -> None:
+    """From a database at migration 7 (made as today, or with the account tables and the
+    foreign key from team_id to teams that the released migration 4 made)."""
+    path = tmp_path / "before-8.db"
+    conn = connect(path)
+    assert migrate(conn, (RELEASED if accounts else MIGRATIONS)[:7]) == list(range(1, 8))
+    if accounts:  # team rows for team_id's foreign key
+        conn.execute("INSERT INTO teams (id, name, created_at) VALUES (1, 'eng', 0), (2, 'ops', 0)")
+    _kb_row(conn, 3, "notes", "personal", "alice")
+    _kb_row(conn, 5, "eng-notes", "team", "bob", 1)
+    _kb_row(conn, 9, "handbook", "global", None)
+    for kb_id in (3, 5, 9):
+        conn.execute(
+            "INSERT INTO documents (id, kb_id, path, kind, size, content_hash, state, "
+            "chunk_count, created_at, updated_at) "
+            "VALUES (?, ?, 'a.md', 'md', 10, 'h', 'indexed', 0, 0, 0)",
+            (f"d{kb_id}", kb_id),
+        )
+        conn.execute(
+            "INSERT INTO sources (kb_id, path, label, created_at) VALUES (?, '/srv/x', 'x', 0)",
+            (kb_id,),
+        )
+    before = conn.execute("SELECT * FROM knowledge_bases ORDER BY id").fetchall()
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(knowledge_bases)")]
+    conn.close()
+
+    with SqliteStore(path) as store:
+        with store.database.read() as read:
+            # Every column, in order, every row with its id and values.
+            assert [row[1] for row in read.execute("PRAGMA table_info(knowledge_bases)")] == (
+                columns
+            )
+            assert read.execute("SELECT * FROM knowledge_bases ORDER BY id").fetchall() == before
+            assert read.execute("PRAGMA foreign_key_check").fetchall() == []
+            assert read.execute("SELECT count(*) FROM documents").fetchone() == (3,)
+            references = {
+                (row[2], row[3], row[4], row[6])
+                for table in ("documents", "sources")
+                for row in read.execute(f"PRAGMA foreign_key_list({table})")
+            }
+            assert ("knowledge_bases", "kb_id", "id", "CASCADE") in references
+            team_fk = [row[2] for row in read.execute("PRAGMA foreign_key_list(knowledge_bases)")]
+            assert team_fk == (["teams"] if accounts else [])
+        # The new uniqueness: per scope, per team, per owner.
+        assert store.create_kb("notes", owner="bob").id == 10
+        assert store.create_kb("notes", scope=Scope.GLOBAL).scope is Scope.GLOBAL
+        with pytest.raises(Conflict):
+            store.create_kb("notes", owner="alice")
+        with pytest.raises(Conflict):
+            store.create_kb("handbook", scope=Scope.GLOBAL)
+        assert store.create_kb("eng-notes", scope=Scope.TEAM, team_id=2).team_id == 2
+        with pytest.raises(Conflict):
+            store.create_kb("eng-notes", scope=Scope.TEAM, team_id=1)
+        # The cascades still hold: deleting a base deletes its documents and sources.
+        store.delete_kb(3)
+        with store.database.read() as read:
+            assert read.execute("SELECT kb_id FROM documents ORDER BY kb_id").fetchall() == [
+                (5,),
+                (9,),
+            ]
+            assert read.execute("SELECT kb_id FROM sources ORDER BY kb_id").fetchall() == [
+                (5,),
+                (9,),
+            ]
+    rows, version = _recorded(path)
+    assert rows[-1] == (8, "base names unique per scope") and version == 8

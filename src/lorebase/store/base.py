@@ -106,6 +106,25 @@ class KnowledgeBase:
     team_id: int | None = None
 
 
+def ambiguous(name: str, bases: Sequence[KnowledgeBase]) -> str:
+    """The message for a name several bases answer to: each one's id and scope, and how to
+    name one."""
+    listed = "; ".join(f"{kb.id} ({describe_scope(kb)})" for kb in bases)
+    return (
+        f"{len(bases)} knowledge bases are named {name!r}: {listed}; "
+        f"give the id instead of the name (for example --kb {bases[0].id})"
+    )
+
+
+def describe_scope(kb: KnowledgeBase) -> str:
+    """``global``, ``team 3`` or ``personal, alice`` (``personal, administrators``)."""
+    if kb.scope is Scope.TEAM:
+        return f"team {kb.team_id}" if kb.team_id is not None else "team"
+    if kb.scope is Scope.PERSONAL:
+        return f"personal, {kb.owner or 'administrators'}"
+    return "global"
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """A folder a knowledge base follows (``label`` prefixes its documents' paths), or one
@@ -191,13 +210,22 @@ class Catalogue(Protocol):
         chunk_settings: ChunkSettings | None = None,
         team_id: int | None = None,
     ) -> KnowledgeBase:
-        """Create a knowledge base; ``Conflict`` when the name is taken."""
+        """Create a knowledge base; ``Conflict`` when the name is taken in its scope: among the
+        global bases, among the team's bases, among the owner's personal bases (no owner: the
+        administrators', counted as one owner). The message names only that scope's base."""
         ...
 
     def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
-        """By name; ``NotFound`` when there is none. Counting the totals reads every document
+        """By name, for the operator (who sees every base); ``NotFound`` when there is none,
+        ``InvalidInput`` (listing their ids and scopes) when several bases of different scopes
+        or owners share the name. Counting the totals reads every document
         row of the base: hot paths that need only the base itself (a search) pass
         ``totals=False`` and get zeros."""
+        ...
+
+    def kbs_named(self, name: str, *, totals: bool = False) -> list[KnowledgeBase]:
+        """Every base of this name, oldest first (a name is unique only within a scope: among
+        the global bases, one team's bases, one owner's personal bases)."""
         ...
 
     def get_kb_by_id(self, kb_id: int, *, totals: bool = True) -> KnowledgeBase: ...

@@ -15,10 +15,18 @@ from typing import Any
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import MAX_SOURCES, KbState, KnowledgeBase, Scope, Source, SourceKind
+from lorebase.store.base import (
+    MAX_SOURCES,
+    KbState,
+    KnowledgeBase,
+    Scope,
+    Source,
+    SourceKind,
+    ambiguous,
+)
 from lorebase.store.sqlite import fts, writes
 from lorebase.store.sqlite.role import SqliteRole
-from lorebase.store.sqlite.rows import KB_COLUMNS, KB_TOTALS_SQL, kb_from_row
+from lorebase.store.sqlite.rows import KB_COLUMNS, KB_TOTALS_SQL, kb_from_row, placeholders
 
 SOURCE_COLUMNS = "id, kb_id, path, label, created_at, kind"
 
@@ -65,14 +73,33 @@ class CatalogueMixin(SqliteRole):
                     ),
                 ).lastrowid
             except sqlite3.IntegrityError:
-                raise Conflict(
-                    f"a knowledge base named {name!r} already exists; choose another name"
-                ) from None
+                raise Conflict(_taken(conn, name, scope, owner, team_id)) from None
             return writes.load_kb(conn, "id", kb_id)
 
     def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
+        named = self.kbs_named(name, totals=False)
+        if len(named) > 1:
+            raise InvalidInput(ambiguous(name, named))
+        if not named:
+            raise NotFound(f"no knowledge base named {name!r}; list them to see the names")
+        return self.get_kb_by_id(named[0].id) if totals else named[0]
+
+    def kbs_named(self, name: str, *, totals: bool = False) -> list[KnowledgeBase]:
         with self._read() as conn:
-            return writes.load_kb(conn, "name", name, totals=totals)
+            rows = conn.execute(
+                f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE name = ? ORDER BY id", (name,)
+            ).fetchall()
+            counted = {}
+            if totals and rows:
+                ids = [row[0] for row in rows]
+                counted = {
+                    row[0]: row[1:]
+                    for row in conn.execute(
+                        f"{KB_TOTALS_SQL} WHERE kb_id IN ({placeholders(len(ids))}) GROUP BY kb_id",
+                        ids,
+                    )
+                }
+        return [kb_from_row(row, counted.get(row[0])) for row in rows]
 
     def get_kb_by_id(self, kb_id: int, *, totals: bool = True) -> KnowledgeBase:
         with self._read() as conn:
@@ -218,6 +245,30 @@ class CatalogueMixin(SqliteRole):
             conn.execute("DELETE FROM sources WHERE id = ?", (source_id,))
             writes.bump(conn, kb_id)
             return len(ids)
+
+
+def _taken(
+    conn: sqlite3.Connection, name: str, scope: Scope, owner: str | None, team_id: int | None
+) -> str:
+    """Which base holds the name in the scope of the one being created (only that scope: the
+    base named is one its creator may see)."""
+    params: tuple[object, ...] = ()
+    if scope is Scope.GLOBAL:
+        where, whose = "", "a global knowledge base"
+    elif scope is Scope.TEAM:
+        where, params = " AND ifnull(team_id, 0) = ?", (team_id or 0,)
+        whose = "a knowledge base of this team"
+    else:
+        where, params = " AND ifnull(owner, '') = ?", (owner or "",)
+        whose = (
+            "a personal knowledge base of yours" if owner else "an administrators' personal base"
+        )
+    row = conn.execute(
+        f"SELECT id FROM knowledge_bases WHERE name = ? AND scope = ?{where}",
+        (name, str(scope), *params),
+    ).fetchone()
+    held = f" (id {row[0]})" if row is not None else ""
+    return f"{whose}{held} is already named {name!r}; choose another name"
 
 
 def _source(row: Sequence[Any]) -> Source:

@@ -26,6 +26,9 @@ class Migration:
     number: int
     name: str
     steps: tuple[Step, ...]
+    rebuilds_tables: bool = False
+    """Runs with foreign keys off (they cannot be switched inside a transaction), checked
+    before it commits: SQLite's procedure for rebuilding a table that others refer to."""
 
 
 _CORE_TABLES: tuple[Step, ...] = (
@@ -208,6 +211,62 @@ _FILE_SOURCES = (
     "ALTER TABLE sources ADD COLUMN kind TEXT NOT NULL DEFAULT 'folder'",
 )
 
+_KB_TABLE = "knowledge_bases"
+_KB_CREATE = re.compile(r'^\s*CREATE\s+TABLE\s+"?knowledge_bases"?', re.IGNORECASE)
+_UNIQUE_NAME = re.compile(r"\bname\s+TEXT\s+NOT\s+NULL\s+UNIQUE\b", re.IGNORECASE)
+
+
+def _kb_names_per_scope(conn: sqlite3.Connection) -> None:
+    """Drop ``UNIQUE`` from ``knowledge_bases.name`` by rebuilding the table (SQLite cannot drop
+    a column constraint), steps 4 to 9 of SQLite's twelve-step procedure (``ALTER TABLE``,
+    "Making Other Kinds Of Table Schema Changes"); :func:`migrate` does the rest (foreign keys
+    off around the transaction, ``foreign_key_check`` before the commit).
+
+    The new table is made from the stored text of the old one with only the constraint
+    removed, so it keeps every column, in order, with the clauses later migrations added (in
+    a database made before the accounts had migrations of their own, ``team_id`` still
+    refers to ``teams``). Rows keep their ids; the tables that refer to ``knowledge_bases(id)``
+    (documents, sources) name it by name and so refer to the new table once it is renamed."""
+    (sql,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (_KB_TABLE,)
+    ).fetchone()
+    new_sql, found = _UNIQUE_NAME.subn("name TEXT NOT NULL", sql)
+    if found != 1:
+        raise RuntimeError("knowledge_bases.name is not declared as this migration expects")
+    new_sql = _KB_CREATE.sub("CREATE TABLE knowledge_bases_new", new_sql, count=1)
+    # Indexes and triggers of the old table go with it; made again on the new one (step 8).
+    attached = [
+        row[0]
+        for row in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', 'trigger') "
+            "AND sql IS NOT NULL",
+            (_KB_TABLE,),
+        )
+    ]
+    conn.execute(new_sql)
+    columns = ", ".join(f'"{row[1]}"' for row in conn.execute(f"PRAGMA table_info({_KB_TABLE})"))
+    conn.execute(f"INSERT INTO knowledge_bases_new ({columns}) SELECT {columns} FROM {_KB_TABLE}")
+    conn.execute(f"DROP TABLE {_KB_TABLE}")
+    conn.execute(f"ALTER TABLE knowledge_bases_new RENAME TO {_KB_TABLE}")
+    for statement in attached:
+        conn.execute(statement)
+
+
+_NAMES_PER_SCOPE: tuple[Step, ...] = (
+    _kb_names_per_scope,
+    # A name is unique among the global bases, among one team's bases, and among one owner's
+    # personal bases (no owner: the administrators', counted as one owner). A team base
+    # without a team (the store allows one) counts as team 0.
+    "CREATE UNIQUE INDEX knowledge_bases_global_name ON knowledge_bases (name) "
+    "WHERE scope = 'global'",
+    "CREATE UNIQUE INDEX knowledge_bases_team_name ON knowledge_bases "
+    "(ifnull(team_id, 0), name) WHERE scope = 'team'",
+    "CREATE UNIQUE INDEX knowledge_bases_personal_name ON knowledge_bases "
+    "(ifnull(owner, ''), name) WHERE scope = 'personal'",
+    # Lookups by name, which may now find several bases.
+    "CREATE INDEX knowledge_bases_name ON knowledge_bases (name)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -216,6 +275,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "document generations; the uploads index", _DOCUMENT_GENERATIONS),
     Migration(6, "document texts in a table of their own", _DOCUMENT_TEXTS),
     Migration(7, "files followed one by one", _FILE_SOURCES),
+    Migration(8, "base names unique per scope", _NAMES_PER_SCOPE, rebuilds_tables=True),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"
@@ -264,19 +324,49 @@ def migrate(
         return []  # the common case: no write lock taken just to open the file
     done: list[int] = []
     for migration in sorted(migrations, key=lambda m: m.number):
-        conn.execute("BEGIN IMMEDIATE")
+        if migration.number in applied:
+            continue
+        foreign_keys = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+        if migration.rebuilds_tables:
+            # Dropping the old table with foreign keys on would delete, by cascade, every
+            # row that refers to it.
+            conn.execute("PRAGMA foreign_keys = OFF")
         try:
-            conn.execute(_create_migrations_table(table))
-            applied = applied_migrations(conn, table)  # again: another process may have migrated
-            _refuse_newer(applied, known)
-            if migration.number not in applied:
-                _apply(conn, migration, table)
-                done.append(migration.number)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(_create_migrations_table(table))
+                applied = applied_migrations(conn, table)  # again: another process migrated?
+                _refuse_newer(applied, known)
+                if migration.number not in applied:
+                    _apply(conn, migration, table)
+                    if migration.rebuilds_tables and foreign_keys:
+                        _check_foreign_keys(conn)
+                    done.append(migration.number)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            if migration.rebuilds_tables and foreign_keys:
+                conn.execute("PRAGMA foreign_keys = ON")
     return done
+
+
+def _check_foreign_keys(conn: sqlite3.Connection) -> None:
+    """Step 10 of the rebuild: every row that refers to a rebuilt table (knowledge_bases) still
+    finds its row. Only those references: an old inconsistency elsewhere is not this
+    migration's to refuse."""
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for child in tables:
+        parents = {row[2] for row in conn.execute(f'PRAGMA foreign_key_list("{child}")')}
+        if _KB_TABLE not in parents:
+            continue
+        for broken in conn.execute(f'PRAGMA foreign_key_check("{child}")'):
+            if broken[2] == _KB_TABLE:
+                raise Conflict(
+                    f"rebuilding {_KB_TABLE} would leave rows of {child} without their base; "
+                    "the database is unchanged (restore a backup if it was damaged before)"
+                )
 
 
 def _refuse_newer(applied: set[int], known: int) -> None:
