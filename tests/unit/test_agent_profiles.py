@@ -103,7 +103,7 @@ def test_profile_commands(tmp_path: Path) -> None:
     assert "created profile support: handbook" in created.output
     assert "You have access to the following knowledge bases: handbook" in created.output
     unknown = runner.invoke(app, [*base, "profile", "create", "x", "--kb", "nope"])
-    assert unknown.exit_code == 3 and "no knowledge base named nope" in unknown.output
+    assert unknown.exit_code == 3 and "no knowledge base named 'nope'" in unknown.output
     taken = runner.invoke(app, [*base, "profile", "create", "support", "--kb", "finance"])
     assert taken.exit_code == 4
     listed = runner.invoke(app, [*base, "profile", "list", "--json"])

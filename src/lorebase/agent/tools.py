@@ -45,7 +45,7 @@ from lorebase.errors import (
 from lorebase.types import CITATION_SEPARATOR, Provenance
 
 if TYPE_CHECKING:
-    from lorebase.service import KnowledgeBase, Lorebase
+    from lorebase.service import Caller, KnowledgeBase, Lorebase
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,9 @@ class ToolResult:
 
 class ToolBox:
     """The four tools over one :class:`~lorebase.app.Lorebase`, scoped to ``knowledge_bases``
-    (names; ``None`` means every base, including ones created later).
+    (ids, or names; ``None`` means every base, including ones created later). A base the tools
+    are asked for by name is chosen among those in scope as :mod:`lorebase.service.names`
+    says, for ``caller`` (the one the scope was drawn for; ``None``: the operator).
 
     ``upload_names`` gives an uploaded document's own file name by document id (the server
     keeps it sealed); without it an upload shows the path of its stored copy.
@@ -98,13 +100,15 @@ class ToolBox:
     def __init__(
         self,
         lb: Lorebase,
-        knowledge_bases: Collection[str] | None = None,
+        knowledge_bases: Collection[str | int] | None = None,
         *,
         citations: Citations | None = None,
         upload_names: Callable[[str], str | None] | None = None,
+        caller: Caller | None = None,
     ) -> None:
         self.lb = lb
         self.scope = frozenset(knowledge_bases) if knowledge_bases is not None else None
+        self.caller = caller
         self.citations = citations or Citations()
         self.upload_names = upload_names
         self._names: dict[str, str | None] = {}  # upload names looked up by this toolbox
@@ -120,7 +124,10 @@ class ToolBox:
     def visible(self, *, totals: bool = False) -> list[KnowledgeBase]:
         """The bases in scope; their totals only when asked (listing them shows them)."""
         bases = self.lb.knowledge_bases(totals=totals)
-        return bases if self.scope is None else [kb for kb in bases if kb.name in self.scope]
+        scope = self.scope
+        if scope is None:
+            return bases
+        return [kb for kb in bases if kb.id in scope or kb.name in scope]
 
     def hint(self) -> str:
         """The system-prompt hint for this scope."""
@@ -156,9 +163,14 @@ class ToolBox:
 
     def _kb(self, name: str) -> KnowledgeBase:
         visible = self.visible()
-        for kb in visible:
-            if kb.name == name:
-                return kb
+        named = [kb for kb in visible if kb.name == name]
+        if named:
+            from lorebase.service.names import choose
+
+            try:
+                return choose(name, named, self.caller, missing="")
+            except InvalidInput as ambiguous:  # only bases in scope are named
+                raise ToolArgumentError(str(ambiguous)) from None
         names = ", ".join(one_line(kb.name) for kb in visible) or "none"
         raise ToolNotFound(f"that knowledge base is not available here; available: {names}")
 
@@ -176,7 +188,7 @@ class ToolBox:
         document = args["document_id"]
         response = self.lb.search(
             args["query"],
-            kb=[kb.name for kb in bases],
+            kb=bases,
             top_k=args["top_k"],
             mode=args["mode"],
             document_ids=[document] if document else None,

@@ -15,7 +15,6 @@ from rich.text import Text
 from lorebase.agent.schema import MAX_TOP_K
 from lorebase.cli import render
 from lorebase.cli.common import CliContext, JsonOption, command_group, handles_errors, open_from
-from lorebase.errors import NotFound
 
 ProfileOption = Annotated[
     str | None,
@@ -181,12 +180,8 @@ def create(
     from lorebase.settings import Settings
 
     with open_lorebase(settings=Settings.from_env(_data_dir(ctx)), embedder=None) as lb:
-        bases = {base.name: base for base in lb.knowledge_bases()}
-        missing = [base for base in kb if base not in bases]
-        if missing:
-            raise NotFound(
-                f"no knowledge base named {', '.join(missing)}; `lorebase kb list` shows them"
-            )
+        # Each must name one base (a name several bases share: give the id).
+        bases = {wanted: lb.kb(wanted, totals=False) for wanted in kb}
         profile = Profiles(lb.settings.data_dir).create(
             name, kb, description=description, replace=replace
         )

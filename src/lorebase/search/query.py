@@ -23,7 +23,9 @@ class Mode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    """One query over one or more knowledge bases (by name; empty means all of them)."""
+    """One query over one or more knowledge bases: by id (``kb_ids``, what the application
+    service sends, a name being unique only within a scope), else by name (each must name
+    one base); neither means all of them."""
 
     query: str
     knowledge_bases: tuple[str, ...] = ()
@@ -33,6 +35,7 @@ class SearchRequest:
     document_ids: tuple[str, ...] | None = None
     neighbors: int = 0
     fusion: str = "rrf"
+    kb_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():

@@ -8,7 +8,7 @@ response's warnings; it never fails for that.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol, TypeVar
@@ -69,7 +69,7 @@ class SearchService:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         warnings: list[str] = []
-        kbs = self._knowledge_bases(request.knowledge_bases)
+        kbs = self._knowledge_bases(request)
         kb_ids = [kb.id for kb in kbs]
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * request.top_k)
         documents = list(request.document_ids) if request.document_ids is not None else None
@@ -120,7 +120,11 @@ class SearchService:
         return SearchResponse(hits=hits, mode=mode, timings_ms=timings, warnings=warnings)
 
     # -- steps -------------------------------------------------------------------------------
-    def _knowledge_bases(self, names: Sequence[str]) -> list[KnowledgeBase]:
+    def _knowledge_bases(self, request: SearchRequest) -> list[KnowledgeBase]:
+        if request.kb_ids:
+            ids = dict.fromkeys(request.kb_ids)
+            return [self.store.get_kb_by_id(kb_id, totals=False) for kb_id in ids]
+        names = request.knowledge_bases
         if not names:
             kbs = self.store.list_kbs(totals=False)
             if not kbs:

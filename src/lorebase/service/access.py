@@ -42,14 +42,23 @@ class Access(Parts):
         write: bool = False,
         totals: bool = True,
     ) -> KnowledgeBase:
-        """A base by name, as the caller may see (and with ``write``, change) it."""
-        if caller is None:
-            return self.store.get_kb(name, totals=totals)
-        try:
-            kb = self.store.get_kb(name, totals=False)
-        except NotFound:
-            raise NotFound(NO_KB) from None
-        self._allowed(caller, kb, write)
+        """A base by name (or, when no base answers to it, a number as an id), as the caller
+        may see (and with ``write``, change) it; several bases of one name are told apart as
+        :mod:`lorebase.service.names` says."""
+        from lorebase.service.names import as_id, choose
+
+        named = self.store.kbs_named(name)
+        if caller is not None:
+            named = [kb for kb in named if can_see(caller, kb)]
+        number = as_id(name)
+        if not named and number is not None:
+            return self.kb_by_id(number, caller, write=write, totals=totals)
+        missing = (
+            NO_KB if caller else f"no knowledge base named {name!r}; list them to see the names"
+        )
+        kb = choose(name, named, caller, missing=missing)
+        if caller is not None:
+            self._allowed(caller, kb, write)
         return self.store.get_kb_by_id(kb.id) if totals else kb
 
     def kb_by_id(

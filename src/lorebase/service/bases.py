@@ -54,7 +54,7 @@ def _file(path: Path) -> Path:
 
 class Bases(Access):
     def _base(self, kb: KnowledgeBase | str) -> KnowledgeBase:
-        return self.store.get_kb(kb, totals=False) if isinstance(kb, str) else kb
+        return self.kb(kb, totals=False) if isinstance(kb, str) else kb
 
     def create_kb(
         self,
@@ -67,7 +67,9 @@ class Bases(Access):
         team: str | None = None,
         caller: Caller | None = None,
     ) -> KnowledgeBase:
-        """A new base (``Conflict`` when the name is taken), owned by the caller, following
+        """A new base (``Conflict`` when the name is taken in its own scope: the global bases,
+        the team's, the owner's personal ones; a name used in another scope is free), owned by
+        the caller, following
         ``sources`` (checked first; nothing is left behind when one is refused)."""
         scope = Scope(scope)
         team_id = self.team_id(team, caller) if team else None
@@ -95,9 +97,10 @@ class Bases(Access):
         return self.store.get_kb_by_id(kb.id)
 
     def ensure_kb(self, name: str) -> KnowledgeBase:
-        """The knowledge base called ``name``, created with default settings if needed."""
+        """The knowledge base called ``name`` (or numbered: an id), created with default
+        settings if needed (a number no base has is a name)."""
         try:
-            return self.store.get_kb(name)
+            return self.kb(name)
         except NotFound:
             return self.create_kb(name)
 

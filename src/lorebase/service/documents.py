@@ -101,7 +101,7 @@ class Documents(Bases):
         self,
         query: str,
         *,
-        kb: str | Sequence[str] | None = None,
+        kb: str | KnowledgeBase | Sequence[str | KnowledgeBase] | None = None,
         top_k: int = 10,
         mode: Mode | str = Mode.HYBRID,
         rerank: bool = False,
@@ -110,25 +110,28 @@ class Documents(Bases):
         fusion: str = "rrf",
         caller: Caller | None = None,
     ) -> SearchResponse:
-        """Hybrid (or one-arm) search over the named bases; with none named, over every base
-        the caller may see."""
-        names = (kb,) if isinstance(kb, str) else tuple(kb or ())
-        if caller is not None:
-            if names:
-                names = tuple(self.kb(name, caller, totals=False).name for name in names)
-            else:
-                names = tuple(b.name for b in self.knowledge_bases(caller, totals=False))
-                if not names:
-                    raise NotFound("you can see no knowledge base yet; create one first")
+        """Hybrid (or one-arm) search over the given bases (by name as :meth:`kb` reads one,
+        or already looked up); with none given, over every base the caller may see."""
+        wanted = (kb,) if isinstance(kb, str | KnowledgeBase) else tuple(kb or ())
+        bases = [
+            self.kb(b, caller, totals=False)
+            if isinstance(b, str)
+            else (b if caller is None else self.kb_by_id(b.id, caller))
+            for b in wanted
+        ]
+        if not bases and caller is not None:
+            bases = self.knowledge_bases(caller, totals=False)
+            if not bases:
+                raise NotFound("you can see no knowledge base yet; create one first")
         request = SearchRequest(
             query=query,
-            knowledge_bases=names,
             top_k=top_k,
             mode=Mode(mode) if mode in tuple(Mode) else mode,  # type: ignore[arg-type]
             rerank=rerank,
             document_ids=tuple(document_ids) if document_ids is not None else None,
             neighbors=neighbors,
             fusion=fusion,
+            kb_ids=tuple(b.id for b in bases),
         )
         return self.searcher.search(request)
 
@@ -139,13 +142,18 @@ class Documents(Bases):
         from lorebase.agent.profiles import Profiles
         from lorebase.agent.tools import ToolBox
 
-        names: set[str] | None = None
+        scope: set[str | int] | None = None
         if caller is not None:
-            names = {kb.name for kb in self.knowledge_bases(caller, totals=False)}
+            scope = {kb.id for kb in self.knowledge_bases(caller, totals=False)}
         if profile is not None:
-            wanted = set(Profiles(self.settings.data_dir).get(profile).knowledge_bases)
-            names = wanted if names is None else names & wanted
-        return ToolBox(self, names, upload_names=self.upload_name)  # type: ignore[arg-type]
+            # The profile's bases as this caller reads their names (one they cannot see, or
+            # since deleted, is skipped; a name several of theirs share is refused).
+            wanted: set[str | int] = set()
+            for name in Profiles(self.settings.data_dir).get(profile).knowledge_bases:
+                with contextlib.suppress(NotFound):
+                    wanted.add(self.kb(name, caller, totals=False).id)
+            scope = wanted if scope is None else scope & wanted
+        return ToolBox(self, scope, upload_names=self.upload_name, caller=caller)  # type: ignore[arg-type]
 
     def chat_client(
         self,

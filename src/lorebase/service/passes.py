@@ -77,7 +77,7 @@ class Passes(Uploads):
         """One pass over the folders and files of ``kb`` (default: every base following
         some)."""
         with self.ingesting():
-            bases = [self.store.get_kb(kb)] if kb else self.store.list_kbs()
+            bases = [self.kb(kb)] if kb else self.store.list_kbs()
             reports: dict[str, IngestReport] = {}
             for base in bases:
                 if kb is None and not self.store.list_sources(base.id):
@@ -100,7 +100,7 @@ class Passes(Uploads):
         """Keep the folders of ``kb`` (default all) indexed until ``stop`` is set."""
 
         def bases() -> list[KnowledgeBase]:
-            return [self.store.get_kb(kb)] if kb else self.store.list_kbs()
+            return [self.kb(kb)] if kb else self.store.list_kbs()
 
         def folders(base: KnowledgeBase) -> list[Path]:
             return [Path(s.path) for s in self.store.list_sources(base.id)]

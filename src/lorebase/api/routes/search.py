@@ -16,10 +16,10 @@ router = APIRouter(tags=["search"])
 @router.post("/v1/search", response_model=SearchOut)
 def search(body: SearchIn, lb: LbDep, metrics: MetricsDep, caller: CallerDep) -> SearchOut:
     """Search the given bases (ids), or every base the caller may see."""
-    names = [lb.kb_by_id(kb_id, caller).name for kb_id in body.knowledge_bases or ()]
+    bases = [lb.kb_by_id(kb_id, caller) for kb_id in body.knowledge_bases or ()]
     started = time.perf_counter()
     response = lb.search(
-        body.query, kb=names, top_k=body.top_k, mode=body.mode, rerank=body.rerank,
+        body.query, kb=bases, top_k=body.top_k, mode=body.mode, rerank=body.rerank,
         document_ids=body.document_ids, neighbors=body.neighbors, caller=caller,
     )  # fmt: skip
     metrics.search_seconds.labels(body.mode).observe(time.perf_counter() - started)
