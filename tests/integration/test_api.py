@@ -18,7 +18,7 @@ from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
-from lorebase.errors import InvalidInput
+from lorebase.errors import InvalidInput, NotFound
 from lorebase.rerank.fake import FakeReranker
 from lorebase.settings import ServeSettings, Settings
 from lorebase.vault.keys import DataKey
@@ -128,6 +128,59 @@ def test_only_the_right_roles_create_global_and_team_bases(env: Env) -> None:
         env.client.post("/v1/knowledge-bases", json=body, headers=env.as_("alice")).status_code
         == 201
     )
+
+
+def test_base_names_are_unique_per_owner_team_and_scope_and_leak_nothing(env: Env) -> None:
+    kbs = {
+        "alice": create_kb(env, "alice", "notes", "personal"),
+        "bob": create_kb(env, "bob", "notes", "personal"),  # another owner: no clash
+        "team": create_kb(env, "alice", "notes", "team", team="eng"),
+        "global": create_kb(env, "admin", "notes", "global"),
+    }
+    body = {"name": "notes", "scope": "personal"}
+    again = env.client.post("/v1/knowledge-bases", json=body, headers=env.as_("alice"))
+    assert again.status_code == 409
+    # The clash names alice's own base and no other.
+    detail = again.json()["detail"]
+    assert f"(id {kbs['alice']})" in detail and "personal knowledge base of yours" in detail
+    assert not any(str(kbs[other]) in detail for other in ("bob", "team", "global"))
+    assert "bob" not in detail
+    clash = env.client.post("/v1/knowledge-bases", json=body | {"scope": "team", "team": "eng"},
+                            headers=env.as_("alice"))  # fmt: skip
+    assert clash.status_code == 409 and f"(id {kbs['team']})" in clash.json()["detail"]
+    secrets = {owner: f"# {owner}\n\nThe {owner} codeword is ZEBRA{owner.upper()}.\n"
+               for owner in kbs}  # fmt: skip
+    for owner, kb_id in kbs.items():
+        uploader = {"bob": "bob", "global": "admin"}.get(owner, "alice")
+        response = upload(env, uploader, kb_id, f"{owner}.md", secrets[owner].encode())
+        assert response.status_code == 202, response.text
+    assert env.lb.queue.join(30)
+    sees = {
+        "alice": {"alice", "team", "global"},
+        "bob": {"bob", "team", "global"},
+        "carol": {"global"},
+    }
+    for user, visible in sees.items():
+        listed = env.client.get("/v1/knowledge-bases", headers=env.as_(user)).json()
+        assert {kb["id"] for kb in listed} == {kbs[k] for k in visible}, user
+        assert {kb["name"] for kb in listed} == {"notes"}
+        found = env.client.post("/v1/search", json={"query": "codeword", "top_k": 10},
+                                headers=env.as_(user)).json()  # fmt: skip
+        assert {hit["path"] for hit in found["hits"]} == {f"{k}.md" for k in visible}, user
+        # The agent tools read "notes" as the nearest of the caller's: their own, then the
+        # team's, then the global one.
+        nearest = next(k for k in (user, "team", "global") if k in visible)
+        tool = env.client.post("/v1/tools/search_knowledge_base",
+                               json={"query": "codeword", "knowledge_base": "notes"},
+                               headers=env.as_(user)).json()  # fmt: skip
+        cited = {hit["document_id"] for hit in tool["structured"]["hits"]}
+        documents = env.client.get(f"/v1/knowledge-bases/{kbs[nearest]}/documents",
+                                   headers=env.as_(user)).json()  # fmt: skip
+        assert cited == {d["id"] for d in documents}, user
+    # Bob's base stays his: alice asking for it by id finds nothing.
+    for user, other in (("alice", "bob"), ("bob", "alice"), ("carol", "team")):
+        got = env.client.get(f"/v1/knowledge-bases/{kbs[other]}", headers=env.as_(user))
+        assert got.status_code == 404 and "notes" not in got.text
 
 
 def test_upload_index_search_and_isolation(env: Env) -> None:
@@ -562,3 +615,30 @@ def test_the_api_docs_render_offline(env: Env) -> None:
         assert all(s.startswith("/") and not s.startswith("//") for s in sources), sources
         for source in sources:
             assert env.client.get(source).status_code == 200, source
+
+
+def test_a_callers_tie_between_visible_bases_names_only_those(env: Env) -> None:
+    lb = env.lb
+    ops = lb.accounts.create_team("ops")
+    alice_user = next(u for u in lb.accounts.list_users() if u.name == "alice")
+    lb.accounts.set_member(ops.id, alice_user.id, Role.ADMIN)
+    eng_notes = create_kb(env, "alice", "notes", "team", team="eng")
+    ops_notes = create_kb(env, "alice", "notes", "team", team="ops")
+    bobs = create_kb(env, "bob", "notes", "personal")
+    alice = lb.authenticate(env.keys["alice"])
+    with pytest.raises(InvalidInput, match="give the id") as tie:
+        lb.kb("notes", alice)
+    message = str(tie.value)
+    assert f"{eng_notes} (team " in message and f"{ops_notes} (team " in message
+    assert str(bobs) not in message and "bob" not in message
+    # Bob sees one of them (eng) besides his own: his own is nearer.
+    assert lb.kb("notes", lb.authenticate(env.keys["bob"])).id == bobs
+    # An id works where the name is ambiguous, and only for a base the caller may see.
+    assert lb.kb(str(ops_notes), alice).id == ops_notes
+    with pytest.raises(NotFound):
+        lb.kb(str(bobs), alice)
+    # The agent tools refuse the same way, as a bad argument.
+    tool = env.client.post("/v1/tools/search_knowledge_base",
+                           json={"query": "x", "knowledge_base": "notes"},
+                           headers=env.as_("alice"))  # fmt: skip
+    assert tool.status_code == 422 and str(bobs) not in tool.text

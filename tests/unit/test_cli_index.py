@@ -83,3 +83,39 @@ def test_embedder_down_search_warns(cli, folder: Path, tmp_path: Path) -> None: 
     )
     assert down.exit_code == 0
     assert "embedder_unavailable" in down.output and "leave.md" in down.output
+
+
+def test_a_name_several_bases_share_is_refused_and_the_id_works(  # type: ignore[no-untyped-def]
+    cli, folder: Path, tmp_path: Path
+) -> None:
+    from lorebase.app import open_lorebase
+    from lorebase.service import Caller, Scope
+    from lorebase.settings import Settings
+
+    created = cli("kb", "create", "notes")
+    assert created.exit_code == 0 and "created knowledge base notes (id 1)" in created.output
+    assert cli("kb", "create", "notes").exit_code == 4  # the administrators' own: a clash
+    assert cli("kb", "create", "notes", "--scope", "global").exit_code == 0
+    # A user's personal base of the same name, made over the API.
+    with open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=None) as lb:
+        user = lb.accounts.create_user("alice")  # a member: sees only their own
+        alice = lb.create_kb("notes", scope=Scope.PERSONAL, caller=Caller(user))
+        assert alice.owner == "alice" and alice.id == 3
+    listed = cli("kb", "list").output
+    assert "personal, administrators" in listed and "personal, alice" in listed
+    for command in (("add", str(folder), "--kb", "notes"), ("search", "vacation", "--kb", "notes"),
+                    ("kb", "sources", "list", "notes")):  # fmt: skip
+        refused = cli(*command)
+        assert refused.exit_code == 2, refused.output
+        for listed_id in ("1 (personal, administrators)", "2 (global)", "3 (personal, alice)"):
+            assert listed_id in refused.output
+        assert "give the id" in refused.output
+    added = cli("add", str(folder), "--kb", "2")
+    assert added.exit_code == 0, added.output
+    result = cli("search", "vacation days", "--kb", "2", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["hits"]
+    assert json.loads(cli("search", "vacation days", "--kb", "1", "--json").stdout)["hits"] == []
+    assert cli("kb", "delete", "3", "--yes").exit_code == 0
+    assert cli("kb", "delete", "1", "--yes").exit_code == 0
+    # One base of the name left: the name works again.
+    assert cli("search", "vacation days", "--kb", "notes").exit_code == 0

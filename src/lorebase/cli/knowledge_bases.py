@@ -14,6 +14,7 @@ from rich.text import Text
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 from lorebase.service import Scope, Source
+from lorebase.service.names import describe_scope
 from lorebase.settings import ChunkSettings
 
 ChunkSizeOption = Annotated[
@@ -39,11 +40,12 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
         out.print(Text("No knowledge bases yet: add files with `lorebase add PATH`."))
         return
     table = Table(title="Knowledge bases", title_justify="left")
-    for column in ("name", "description", "scope", "documents", "chunks"):
+    for column in ("id", "name", "description", "scope", "documents", "chunks"):
         table.add_column(column)
     for kb in kbs:
-        table.add_row(Text(kb.name), Text(kb.description), kb.scope.value, str(kb.documents),
-                      str(kb.chunks))  # fmt: skip
+        # A name is unique only within a scope: the id and the owner or team tell them apart.
+        table.add_row(str(kb.id), Text(kb.name), Text(kb.description), Text(describe_scope(kb)),
+                      str(kb.documents), str(kb.chunks))  # fmt: skip
     out.print(table)
 
 
@@ -51,7 +53,9 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
 @handles_errors
 def create(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="A unique name.")],
+    name: Annotated[
+        str, typer.Argument(help="A name unique among the bases of its scope and owner.")
+    ],
     description: Annotated[str, typer.Option(help="What it holds.")] = "",
     scope: Annotated[Scope, typer.Option(help="global, team or personal.")] = Scope.PERSONAL,
     chunk_size: ChunkSizeOption = None,
@@ -69,7 +73,7 @@ def create(
             name, description=description, scope=scope, chunk_settings=settings,
             sources=source or (),
         )  # fmt: skip
-    Console().print(Text(f"created knowledge base {kb.name}"))
+    Console().print(Text(f"created knowledge base {kb.name} (id {kb.id})"))
 
 
 @app.command()

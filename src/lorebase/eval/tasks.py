@@ -206,8 +206,10 @@ def eval_home(data_dir: Path, kb: str) -> Path:
 
 def _drop_legacy_base(lb: Lorebase, name: str) -> tuple[str, ...]:
     """Delete the eval corpus base an older lorebase made in the user's data directory."""
-    old = next((kb for kb in lb.knowledge_bases() if kb.name == name), None)
-    if old is None or not old.description.startswith(EVAL_KB_MARKER):
+    # Several bases may share the name (in other scopes): only an eval corpus base goes.
+    corpora = (b for b in lb.knowledge_bases() if b.name == name)
+    old = next((b for b in corpora if b.description.startswith(EVAL_KB_MARKER)), None)
+    if old is None:
         return ()
     lb.delete_kb(old)
     return (

@@ -19,7 +19,9 @@ from collections.abc import Sequence
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import InvalidInput, NotFound
-from lorebase.store.base import KnowledgeBase, Scope, ambiguous
+from lorebase.store.base import KnowledgeBase, Scope, ambiguous, describe_scope
+
+__all__ = ["NEAREST_FIRST", "as_id", "choose", "describe_scope"]
 
 NEAREST_FIRST = (Scope.PERSONAL, Scope.TEAM, Scope.GLOBAL)
 """A caller's preference among visible bases of one name."""
