@@ -28,7 +28,7 @@ import uvicorn
 
 from lorebase import events as events_module
 from lorebase.accounts.base import Role
-from lorebase.api.app import create_app
+from lorebase.api.app import serving_app
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.events import EventBus
@@ -123,7 +123,7 @@ def serve(
         keys[name], _ = accounts.create_key(accounts.create_user(name, role).id)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(lb), log_level="warning", access_log=False)
+    config = uvicorn.Config(serving_app(lb), log_level="warning", access_log=False)
     runner = _Uvicorn(config, lb.events if end_streams else None)
     thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
     live = Live(lb, f"http://127.0.0.1:{sock.getsockname()[1]}", keys, runner, thread)

@@ -4,6 +4,7 @@ names the server cannot index refused, the data key never replaced silently."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import sqlite3
@@ -40,7 +41,12 @@ def _raw_request(live: Live, head: str, body_prefix: bytes) -> tuple[int, int]:
             sent = len(body_prefix)
         except OSError:  # the server answered and closed while we were still sending
             pass
-        status_line = sock.makefile("rb").readline().decode("latin-1")
+        reply = sock.makefile("rb")
+        status_line = reply.readline().decode("latin-1")
+        # The server closes the connection (a reset when our unread bytes were in its buffer):
+        # it does not drain what is still on its way. A connection kept open would time out.
+        with contextlib.suppress(ConnectionResetError):
+            reply.read()
     return int(status_line.split()[1]), sent
 
 

@@ -13,10 +13,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response
 from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from lorebase import __version__
 from lorebase.api import problems
-from lorebase.api.guard import KeyFirst
+from lorebase.api.guard import CloseAfterRefusal, KeyFirst
 from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
 from lorebase.api.metrics import Metrics
 from lorebase.api.routes import ask, documents, knowledge_bases, search, system, tools
@@ -103,6 +104,11 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     return app
 
 
+def serving_app(lb: Lorebase) -> ASGIApp:
+    """What uvicorn serves: the app, with refusals closing their connection."""
+    return CloseAfterRefusal(create_app(lb))
+
+
 def configure_logging(level: int = logging.INFO) -> None:
     """lorebase's own log lines (access lines, background failures, unexpected errors) to
     stderr, once per process; they carry ids, classes and timings, never content."""
@@ -129,6 +135,6 @@ def run(lb: Lorebase, host: str, port: int) -> None:
             lb.events.close()
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(create_app(lb), host=host, port=port, log_level="warning",
+    config = uvicorn.Config(serving_app(lb), host=host, port=port, log_level="warning",
                             access_log=False)  # fmt: skip
     EndingStreams(config).run()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import anyio.to_thread
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lorebase.api.problems import problem_for
 from lorebase.errors import Unauthorized
@@ -32,6 +32,32 @@ def api_key(headers: Headers) -> str | None:
 
 def needs_key(path: str) -> bool:
     return path == "/mcp" or path.startswith(KEYED_PREFIXES)
+
+
+REFUSALS = (400, 401, 413)  # malformed, no key, too large
+
+
+class CloseAfterRefusal:
+    """A request refused before its body was read (malformed: 400; no key: 401; over the
+    limit: 413) gets ``Connection: close``, so the server stops reading what the client is
+    still sending instead of draining it for the next request on the connection (ASGI
+    middleware, outermost)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in REFUSALS:
+                headers = [(k, v) for k, v in message.get("headers", []) if k != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive, closing)
 
 
 class KeyFirst:
