@@ -139,6 +139,7 @@ def test_an_upload_whose_original_is_lost_fails_at_start_and_a_reupload_repairs_
     data = b"# Leave\n\nTen days carry over.\n"
     record, created = lb.upload(kb, "leave.md", [data])
     assert created and lb.blobs.exists(record.id)
+    assert record.path == f"uploads/{record.id}"  # no extension, no hash of the content
     lb.blobs.delete(record.id)  # as a crash of an older version, or a lost file, leaves it
     lb.start_serving()
     failed = lb.document_in(kb, record.id)
