@@ -4,7 +4,7 @@ tools and chat over them, deleting and reindexing."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from lorebase.accounts.access import Caller
@@ -93,9 +93,15 @@ class Documents(Bases):
         return self.searcher.search(request)
 
     # -- agents ----------------------------------------------------------------------------------
-    def toolbox(self, caller: Caller | None = None, profile: str | None = None) -> ToolBox:
+    def toolbox(
+        self,
+        caller: Caller | None = None,
+        profile: str | None = None,
+        only: Collection[int] | None = None,
+    ) -> ToolBox:
         """The agent tools over the bases the caller may see (and, with a profile, only the
-        profile's bases); without a caller and profile, every base, including later ones."""
+        profile's bases; with ``only``, only those base ids: the bases switched on for one
+        conversation); without a caller and profile, every base, including later ones."""
         from lorebase.agent.profiles import Profiles
         from lorebase.agent.tools import ToolBox
 
@@ -105,6 +111,9 @@ class Documents(Bases):
         if profile is not None:
             wanted = set(Profiles(self.settings.data_dir).get(profile).knowledge_bases)
             names = wanted if names is None else names & wanted
+        if only is not None:
+            chosen = {kb.name for kb in self.knowledge_bases(caller, totals=False) if kb.id in only}
+            names = chosen if names is None else names & chosen
         return ToolBox(self, names, upload_names=self.upload_name)  # type: ignore[arg-type]
 
     def chat_client(

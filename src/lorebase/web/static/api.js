@@ -1,0 +1,97 @@
+// The /v1 API, as the page uses it: same origin, the session cookie sent by the browser, the
+// session's CSRF token on every change, problem details turned into errors with their words.
+
+let csrf = null;
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem.detail || problem.title || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+export function setCsrf(token) {
+  csrf = token;
+}
+
+function headers(extra = {}) {
+  const out = { Accept: "application/json", ...extra };
+  if (csrf) out["X-Lorebase-CSRF"] = csrf;
+  return out;
+}
+
+async function failure(response) {
+  let problem = {};
+  try { problem = await response.json(); } catch { /* not JSON */ }
+  return new ApiError(response.status, problem);
+}
+
+/** Call the API; JSON in and out. Throws ApiError on a problem answer. */
+export async function api(method, path, body, options = {}) {
+  const init = { method, headers: headers(), credentials: "same-origin", signal: options.signal };
+  if (body instanceof FormData) init.body = body;
+  else if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = "application/json";
+  }
+  const response = await fetch(path, init);
+  if (!response.ok) throw await failure(response);
+  if (response.status === 204) return null;
+  return response.json();
+}
+
+/** Read a server-sent-event body (POST /v1/ask) as it arrives: onEvent(name, data). */
+export async function stream(path, body, onEvent, signal) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+    body: JSON.stringify(body),
+    credentials: "same-origin",
+    signal,
+  });
+  if (!response.ok) throw await failure(response);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let pending = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    pending += value;
+    let cut;
+    while ((cut = pending.indexOf("\n\n")) >= 0) {
+      const frame = pending.slice(0, cut);
+      pending = pending.slice(cut + 2);
+      let name = "message";
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event: ")) name = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+/** The live state changes (GET /v1/events); one stream for the page, many listeners. */
+const listeners = new Set();
+let source = null;
+
+export function onChange(listener) {
+  listeners.add(listener);
+  if (!source) {
+    source = new EventSource("/v1/events");
+    for (const kind of ["document", "knowledge_base"]) {
+      source.addEventListener(kind, (event) => {
+        const data = JSON.parse(event.data);
+        for (const l of listeners) l(kind, data);
+      });
+    }
+  }
+  return () => listeners.delete(listener);
+}
+
+export function closeEvents() {
+  if (source) source.close();
+  source = null;
+  listeners.clear();
+}

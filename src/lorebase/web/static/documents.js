@@ -1,0 +1,191 @@
+// A base's documents: a live table (sort, filter, pages), uploads by button or drop with an
+// answer per file, reindex, delete.
+import { api, ApiError, onChange } from "./api.js";
+import { bytes, fill, flash, h } from "./dom.js";
+
+const PAGE = 100;
+const BUSY_RETRIES = 5;
+
+// What each failure reason means, and what to do about it.
+export const REASONS = {
+  unsupported_format: "This kind of file is not supported. Convert it to PDF, DOCX, HTML, Markdown or plain text.",
+  too_large: "The file is over the size limit. Split it, or raise the limit on the server.",
+  empty: "The file holds no text. Check that it is the file you meant.",
+  encrypted: "The file is password-protected. Remove the password and upload it again.",
+  no_text_layer: "The PDF has no text layer (a scan). Run OCR on it and upload it again.",
+  corrupt: "The file is damaged or not what its name says. Open it to check, export it again.",
+  unreadable: "The file could not be read. Export it again in a standard format.",
+  missing_original: "The stored original is gone. Upload the file again.",
+  timeout: "Reading the file took too long. Split it into smaller files.",
+};
+
+export function reasonWords(reason) {
+  if (!reason) return "";
+  return REASONS[reason] || `Failed (${reason}).`;
+}
+
+export async function documentsView(view, route) {
+  const kbId = Number(route.id);
+  const kb = await api("GET", `/v1/knowledge-bases/${kbId}`);
+  let docs = [];
+  let sortKey = "name";
+  let ascending = true;
+  let page = 0;
+  const body = h("tbody");
+  const filterText = h("input", { id: "doc-filter", type: "search", placeholder: "name contains…" });
+  const filterState = h("select", { id: "doc-state" }, h("option", { value: "" }, "any state"),
+    ["pending", "extracting", "chunking", "embedding", "indexed", "failed"].map((s) => h("option", { value: s }, s)));
+  const pager = h("div", { class: "pager" });
+  const uploads = h("ul", { id: "uploads", class: "uploads", "aria-live": "polite" });
+
+  async function load() {
+    docs = await api("GET", `/v1/knowledge-bases/${kbId}/documents`);
+    draw();
+  }
+
+  function visible() {
+    const text = filterText.value.toLowerCase();
+    const state = filterState.value;
+    const rows = docs.filter((d) => (!text || d.name.toLowerCase().includes(text)) && (!state || d.state === state));
+    rows.sort((a, b) => {
+      const x = a[sortKey] ?? "";
+      const y = b[sortKey] ?? "";
+      const order = typeof x === "number" ? x - y : String(x).localeCompare(String(y));
+      return ascending ? order : -order;
+    });
+    return rows;
+  }
+
+  function draw() {
+    const rows = visible();
+    const pages = Math.max(1, Math.ceil(rows.length / PAGE));
+    page = Math.min(page, pages - 1);
+    const shown = rows.slice(page * PAGE, (page + 1) * PAGE);
+    fill(body, shown.length ? shown.map(row) : h("tr", {}, h("td", { colspan: 7 }, docs.length ? "No document matches." : "No document yet: upload some.")));
+    fill(pager,
+      h("button", { type: "button", disabled: page === 0, onclick: () => { page--; draw(); } }, "Previous"),
+      ` page ${page + 1} of ${pages} (${rows.length} documents) `,
+      h("button", { type: "button", disabled: page >= pages - 1, onclick: () => { page++; draw(); } }, "Next"));
+  }
+
+  function row(d) {
+    const confirmBox = h("span", { class: "confirm", hidden: true },
+      `Delete “${d.name}”, its ${d.chunks} chunks and its stored original? `,
+      h("button", { type: "button", class: "danger", onclick: () => remove(d) }, "Delete for good"),
+      h("button", { type: "button", onclick: () => { confirmBox.hidden = true; } }, "Keep it"));
+    return h("tr", { dataset: { doc: d.id, state: d.state } },
+      h("td", {}, h("a", { href: `#/doc/${d.id}` }, d.name), d.title && d.title !== d.name ? h("div", { class: "muted" }, d.title) : null),
+      h("td", {}, d.kind),
+      h("td", { class: "num" }, bytes(d.size)),
+      h("td", { class: "num" }, String(d.chunks)),
+      h("td", {}, h("span", { class: `state ${d.state}` }, d.state)),
+      h("td", { class: "reason" }, reasonWords(d.reason)),
+      h("td", { class: "actions" },
+        h("button", { type: "button", onclick: () => reindex(d) }, "Reindex"),
+        h("button", { type: "button", class: "danger", "aria-label": `Delete ${d.name}`, onclick: () => { confirmBox.hidden = false; } }, "Delete…"),
+        confirmBox));
+  }
+
+  async function reindex(d) {
+    try { await api("POST", `/v1/documents/${d.id}/reindex`); flash(`Reindexing “${d.name}”.`); }
+    catch (error) { flash(error.message, "error"); }
+  }
+
+  async function remove(d) {
+    try {
+      await api("DELETE", `/v1/documents/${d.id}`);
+      flash(`Deleted “${d.name}”.`);
+      docs = docs.filter((x) => x.id !== d.id);
+      draw();
+    } catch (error) { flash(error.message, "error"); }
+  }
+
+  async function uploadOne(file) {
+    const item = h("li", {}, h("span", { class: "file" }, file.name), " ", h("span", { class: "outcome" }, "uploading…"));
+    const outcome = item.lastChild;
+    uploads.append(item);
+    for (let attempt = 0; ; attempt++) {
+      const form = new FormData();
+      form.append("files", file, file.name);
+      try {
+        const answer = await api("POST", `/v1/knowledge-bases/${kbId}/documents`, form);
+        const created = answer.created[0];
+        fill(outcome, created ? "accepted" : "already there");
+        item.dataset.outcome = created ? "accepted" : "duplicate";
+        return;
+      } catch (error) {
+        const busy = error instanceof ApiError && error.status === 503 && error.problem.type?.endsWith("overloaded");
+        if (busy && attempt < BUSY_RETRIES) {
+          const wait = 2 ** attempt;
+          fill(outcome, `server busy, retrying in ${wait} s`);
+          await new Promise((done) => setTimeout(done, wait * 1000));
+          continue;
+        }
+        fill(outcome, `refused: ${error.message}`);
+        item.dataset.outcome = "refused";
+        return;
+      }
+    }
+  }
+
+  async function uploadAll(files) {
+    const list = [...files];
+    let next = 0;
+    const worker = async () => { while (next < list.length) await uploadOne(list[next++]); };
+    await Promise.all([worker(), worker(), worker()]);
+    await load();
+  }
+
+  const picker = h("input", { id: "upload-files", type: "file", multiple: true });
+  picker.addEventListener("change", () => { uploadAll(picker.files); picker.value = ""; });
+  const drop = h("div", { id: "drop", class: "drop" },
+    h("label", { for: "upload-files" }, "Upload files"), picker,
+    h("p", { class: "muted" }, "…or drop files anywhere on this page."));
+  const onDragOver = (event) => { event.preventDefault(); drop.classList.add("over"); };
+  const onDragLeave = () => drop.classList.remove("over");
+  const onDrop = (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    if (event.dataTransfer?.files?.length) uploadAll(event.dataTransfer.files);
+  };
+  view.addEventListener("dragover", onDragOver);
+  view.addEventListener("dragleave", onDragLeave);
+  view.addEventListener("drop", onDrop);
+
+  const headers = [["name", "Name"], ["kind", "Kind"], ["size", "Size"], ["chunks", "Chunks"], ["state", "State"], ["reason", "Why it failed, what to do"]];
+  const head = h("tr", {}, headers.map(([key, label]) => h("th", { scope: "col" },
+    h("button", { type: "button", class: "sort", onclick: () => { ascending = sortKey === key ? !ascending : true; sortKey = key; draw(); } }, label))), h("th", {}, ""));
+  filterText.addEventListener("input", () => { page = 0; draw(); });
+  filterState.addEventListener("change", () => { page = 0; draw(); });
+
+  fill(view,
+    h("p", {}, h("a", { href: "#/bases" }, "← Knowledge bases")),
+    h("h1", {}, kb.name),
+    kb.description ? h("p", {}, kb.description) : null,
+    h("div", { class: "toolbar" }, drop,
+      h("button", { type: "button", onclick: async () => {
+        try { const r = await api("POST", `/v1/knowledge-bases/${kbId}/reindex`); flash(`Reindexing ${r.queued} documents.`); }
+        catch (error) { flash(error.message, "error"); }
+      } }, "Reindex all"),
+      h("a", { href: `#/search?kb=${kbId}` }, "Search this base")),
+    uploads,
+    h("div", { class: "toolbar" }, h("label", { for: "doc-filter" }, "Filter"), filterText, h("label", { for: "doc-state" }, "State"), filterState),
+    h("div", { class: "scroll" }, h("table", { id: "documents" }, h("thead", {}, head), body)),
+    pager);
+  await load();
+
+  let timer = null;
+  const stop = onChange((kind, event) => {
+    if (event.knowledge_base_id !== kbId || kind !== "document") return;
+    const known = docs.find((d) => d.id === event.document_id);
+    if (known) { known.state = event.state; known.reason = event.reason ?? null; draw(); }
+    clearTimeout(timer);
+    timer = setTimeout(() => load().catch(() => {}), 400);
+  });
+  return () => {
+    stop();
+    view.removeEventListener("dragover", onDragOver);
+    view.removeEventListener("dragleave", onDragLeave);
+    view.removeEventListener("drop", onDrop);
+  };
+}
