@@ -72,26 +72,18 @@ export async function stream(path, body, onEvent, signal) {
   }
 }
 
-/** The live state changes (GET /v1/events); one stream for the page, many listeners. */
-const listeners = new Set();
-let source = null;
-
+/** The live state changes (GET /v1/events) for one view: listener(kind, data) until the
+ * returned function is called. A stream covers the bases visible when it opened, so each view
+ * opens its own; the promise ``ready`` settles once the stream is connected (or after 3 s). */
 export function onChange(listener) {
-  listeners.add(listener);
-  if (!source) {
-    source = new EventSource("/v1/events");
-    for (const kind of ["document", "knowledge_base"]) {
-      source.addEventListener(kind, (event) => {
-        const data = JSON.parse(event.data);
-        for (const l of listeners) l(kind, data);
-      });
-    }
+  const source = new EventSource("/v1/events");
+  for (const kind of ["document", "knowledge_base"]) {
+    source.addEventListener(kind, (event) => listener(kind, JSON.parse(event.data)));
   }
-  return () => listeners.delete(listener);
-}
-
-export function closeEvents() {
-  if (source) source.close();
-  source = null;
-  listeners.clear();
+  const stop = () => source.close();
+  stop.ready = new Promise((done) => {
+    source.addEventListener("open", done, { once: true });
+    setTimeout(done, 3000);
+  });
+  return stop;
 }

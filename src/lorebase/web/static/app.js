@@ -1,5 +1,5 @@
 // The page's entry: sign-in, the header, and a hash router over the views.
-import { api, ApiError, closeEvents, setCsrf } from "./api.js";
+import { api, ApiError, setCsrf } from "./api.js";
 import { fill, flash, h } from "./dom.js";
 import { basesView } from "./bases.js";
 import { documentsView } from "./documents.js";
@@ -54,7 +54,7 @@ function showSession(info) {
 }
 
 function signInView() {
-  closeEvents();
+  if (leave) { leave(); leave = null; }
   document.getElementById("nav").hidden = true;
   document.getElementById("sign-out").hidden = true;
   fill(document.getElementById("who"));

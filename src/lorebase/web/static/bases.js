@@ -1,6 +1,5 @@
 // Knowledge bases: the list with totals and state, create, delete with a confirmation.
-import { api } from "./api.js";
-import { onChange } from "./api.js";
+import { api, onChange } from "./api.js";
 import { bytes, fill, flash, h, when } from "./dom.js";
 
 export async function basesView(view, route, session) {
@@ -79,11 +78,13 @@ export async function basesView(view, route, session) {
       h("thead", {}, h("tr", {}, ["Name", "Scope", "Indexed / pending / failed", "Chunks", "Size", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
       table)),
     form);
-  await load();
   let timer = null;
-  return onChange((kind) => {
+  const stop = onChange((kind) => {
     if (kind !== "knowledge_base") return;
     clearTimeout(timer);
     timer = setTimeout(() => load().catch(() => {}), 300);
   });
+  await stop.ready;
+  await load();
+  return stop;
 }

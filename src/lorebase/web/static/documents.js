@@ -172,7 +172,6 @@ export async function documentsView(view, route) {
     h("div", { class: "toolbar" }, h("label", { for: "doc-filter" }, "Filter"), filterText, h("label", { for: "doc-state" }, "State"), filterState),
     h("div", { class: "scroll" }, h("table", { id: "documents" }, h("thead", {}, head), body)),
     pager);
-  await load();
 
   let timer = null;
   const stop = onChange((kind, event) => {
@@ -182,6 +181,8 @@ export async function documentsView(view, route) {
     clearTimeout(timer);
     timer = setTimeout(() => load().catch(() => {}), 400);
   });
+  await stop.ready;
+  await load();
   return () => {
     stop();
     view.removeEventListener("dragover", onDragOver);
