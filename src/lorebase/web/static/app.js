@@ -37,6 +37,7 @@ async function render() {
     else link.removeAttribute("aria-current");
   }
   fill(view);
+  fill(document.getElementById("flash"));
   try {
     leave = (await show(view, route, session)) || null;
   } catch (error) {
