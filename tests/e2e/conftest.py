@@ -25,7 +25,7 @@ from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
-from lorebase.settings import ServeSettings, Settings
+from lorebase.settings import ChatConfig, ServeSettings, Settings
 from lorebase.vault.keys import DataKey
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -48,12 +48,19 @@ class _Uvicorn(uvicorn.Server):
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def chat_url() -> str | None:
+    """The chat endpoint the server's /v1/ask talks to (a test module may override this)."""
+    return None
+
+
+@pytest.fixture
+def server(tmp_path: Path, chat_url: str | None) -> Iterator[Server]:
     """A real lorebase server with users admin, alice, bob (alice and bob in team "red",
     carol in team "blue")."""
     serve = ServeSettings(auth=True, workers=1)
-    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data", serve=serve),
-                       embedder=FakeEmbedder(), data_key=DataKey.generate())  # fmt: skip
+    chat = ChatConfig(url=chat_url, model="stand-in") if chat_url else ChatConfig()
+    settings = Settings(data_dir=tmp_path / "data", serve=serve, chat=chat)
+    lb = open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=DataKey.generate())
     accounts = lb.accounts
     live = Server(lb, "")
     users = {"admin": Role.ADMIN, "alice": Role.MEMBER, "bob": Role.MEMBER, "carol": Role.MEMBER}
