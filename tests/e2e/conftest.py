@@ -54,10 +54,16 @@ def chat_url() -> str | None:
 
 
 @pytest.fixture
-def server(tmp_path: Path, chat_url: str | None) -> Iterator[Server]:
+def auth() -> bool:
+    """Whether the server wants keys (a test module may override this)."""
+    return True
+
+
+@pytest.fixture
+def server(tmp_path: Path, chat_url: str | None, auth: bool) -> Iterator[Server]:
     """A real lorebase server with users admin, alice, bob (alice and bob in team "red",
     carol in team "blue")."""
-    serve = ServeSettings(auth=True, workers=1)
+    serve = ServeSettings(auth=auth, workers=1)
     chat = ChatConfig(url=chat_url, model="stand-in") if chat_url else ChatConfig()
     settings = Settings(data_dir=tmp_path / "data", serve=serve, chat=chat)
     lb = open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=DataKey.generate())
