@@ -101,8 +101,10 @@ def server(tmp_path: Path, chat_url: str | None, auth: bool) -> Iterator[Server]
         lb.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test module. Not for the whole session: Playwright's sync API keeps an
+    event loop running in the main thread while it is open, and later tests call asyncio.run."""
     if not CHROMIUM.is_file():
         pytest.skip(f"browser test: {CHROMIUM} is absent (apt-get install -y chromium)")
     try:
