@@ -40,3 +40,18 @@ def test_a_wrong_key_is_refused_in_words(page: Any, server: Server) -> None:
     page.fill("#key", "lb_not-a-key")
     page.click("#sign-in button[type=submit]")
     page.locator(".flash.error", has_text="not valid").wait_for()
+
+
+def test_status_shows_the_server_and_manages_own_keys(page: Any, server: Server) -> None:
+    sign_in(page, server, "carol")
+    page.click("nav a:text('Status')")
+    page.wait_for_selector("table#keys tbody tr[data-key]")
+    assert "waiting of" in page.locator("dl.status").inner_text()
+    page.fill("#key-name", "laptop")
+    page.click("#create-key button[type=submit]")
+    new_key = page.locator("#new-key code").inner_text()
+    assert new_key.startswith("lb_") and server.lb.accounts.resolve_key(new_key) is not None
+    row = page.locator("table#keys tr[data-key]", has_text="laptop")
+    row.locator("button:text('Revoke')").click()
+    row.locator("td", has_text="revoked").wait_for()
+    assert server.lb.accounts.resolve_key(new_key) is None

@@ -175,3 +175,51 @@ def test_the_page_uses_no_html_sinks() -> None:
             assert sink not in source, (script.name, sink)
     html = (static / "index.html").read_text()
     assert re.search(r"\son[a-z]+\s*=", html) is None and "style=" not in html
+
+
+# -- what the page's status view and documents table use --------------------------------------
+def test_own_keys_are_listed_made_once_and_revoked(lb: Lorebase, key: str) -> None:
+    web = client(lb)
+    mine = {"Authorization": f"Bearer {key}"}
+    other_key, other = lb.accounts.create_key(lb.accounts.create_user("eli").id)
+    [listed] = web.get("/v1/keys", headers=mine).json()
+    assert listed["prefix"] == key[:10] and "key" not in listed
+    made = web.post("/v1/keys", headers=mine, json={"name": "phone", "expires_in_days": 30})
+    assert made.status_code == 201
+    new_key, record = made.json()["key"], made.json()["record"]
+    assert new_key.startswith("lb_") and record["expires_at"] is not None
+    assert lb.accounts.resolve_key(new_key) is not None
+    assert new_key not in web.get("/v1/keys", headers=mine).text  # shown once
+    # Someone else's key answers like a missing one and stays valid.
+    assert web.delete(f"/v1/keys/{other.id}", headers=mine).status_code == 404
+    assert lb.accounts.resolve_key(other_key) is not None
+    assert web.delete(f"/v1/keys/{record['id']}", headers=mine).status_code == 204
+    assert lb.accounts.resolve_key(new_key) is None
+
+
+def test_status_tells_queue_and_models(lb: Lorebase, key: str) -> None:
+    web = client(lb)
+    assert web.get("/v1/status").status_code == 401
+    body = web.get("/v1/status", headers={"Authorization": f"Bearer {key}"}).json()
+    assert body["auth"] is True and body["queue_depth"] == 0 and body["workers"] == 1
+    assert body["embedding_model"] and body["chat_host"] == "127.0.0.1"
+
+
+def test_documents_are_paged_filtered_and_sorted(lb: Lorebase, key: str) -> None:
+    web = client(lb)
+    mine = {"Authorization": f"Bearer {key}"}
+    kb_id = web.post("/v1/knowledge-bases", headers=mine, json={"name": "k"}).json()["id"]
+    files = [("files", (f"note-{n:02}.md", f"# N{n}\n\n{'x' * n}\n".encode(), "text/markdown"))
+             for n in range(12)]  # fmt: skip
+    assert web.post(f"/v1/knowledge-bases/{kb_id}/documents", headers=mine,
+                    files=files).status_code == 202  # fmt: skip
+    path = f"/v1/knowledge-bases/{kb_id}/documents"
+    page = web.get(path, headers=mine, params={"sort": "name", "limit": 5, "offset": 5})
+    assert page.headers["x-total-count"] == "12"
+    assert [d["name"] for d in page.json()] == [f"note-{n:02}.md" for n in range(5, 10)]
+    largest = web.get(path, headers=mine, params={"sort": "size", "order": "desc", "limit": 1})
+    assert largest.json()[0]["name"] == "note-11.md"
+    found = web.get(path, headers=mine, params={"q": "NOTE-0"})
+    assert found.headers["x-total-count"] == "10" and len(found.json()) == 10
+    assert len(web.get(path, headers=mine).json()) == 12  # no limit: every document
+    assert web.get(path, headers=mine, params={"limit": 0}).status_code == 422

@@ -19,7 +19,16 @@ from lorebase.api import problems
 from lorebase.api.guard import KeyFirst
 from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
 from lorebase.api.metrics import Metrics
-from lorebase.api.routes import ask, documents, knowledge_bases, search, session, system, tools
+from lorebase.api.routes import (
+    account,
+    ask,
+    documents,
+    knowledge_bases,
+    search,
+    session,
+    system,
+    tools,
+)
 from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
 from lorebase.service import Lorebase
 from lorebase.web import install as install_page
@@ -72,7 +81,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     documents.add_upload_route(app, lb.settings.serve.max_upload_bytes)
-    for module in (knowledge_bases, documents, search, system, tools, ask, session):
+    for module in (knowledge_bases, documents, search, system, tools, ask, session, account):
         app.include_router(module.router)
     install_page(app)
 

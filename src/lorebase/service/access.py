@@ -14,6 +14,7 @@ import hashlib
 import time
 
 from lorebase.accounts.access import Caller, can_change, can_create, can_see
+from lorebase.accounts.base import ApiKey
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from lorebase.service.parts import Parts
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope
@@ -61,6 +62,30 @@ class Access(Parts):
     def sign_out(self, session: str) -> None:
         """End a session (unknown or ended ones are ignored)."""
         self.accounts.end_session(session)
+
+    def own_keys(self, caller: Caller) -> list[ApiKey]:
+        """The caller's own API keys (records, never the keys)."""
+        if not self.settings.serve.auth:
+            return []
+        return self.accounts.list_keys(caller.user.id)
+
+    def create_own_key(
+        self, caller: Caller, name: str, expires_at: float | None = None
+    ) -> tuple[str, ApiKey]:
+        """A new key for the caller: (the key, shown this once; its record)."""
+        if not self.settings.serve.auth:
+            raise InvalidInput("this server runs without API keys")
+        made = self.accounts.create_key(caller.user.id, name, expires_at)
+        self.audit(caller, "create_key", f"key:{made[1].id}")
+        return made
+
+    def revoke_own_key(self, caller: Caller, key_id: int) -> None:
+        """Revoke one of the caller's keys (someone else's answers like a missing one); its
+        sessions end with it."""
+        if not any(k.id == key_id and k.revoked_at is None for k in self.own_keys(caller)):
+            raise NotFound("no such active key of yours")
+        self.accounts.revoke_key(key_id)
+        self.audit(caller, "revoke_key", f"key:{key_id}")
 
     def team_names(self) -> dict[int, str]:
         """Every team's name by id (callers see the names of their own teams)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, FastAPI, Query, Response, UploadFile, status
 
@@ -58,15 +58,36 @@ def upload_documents(
     return UploadOut(documents=documents, created=created)
 
 
+SortKey = Literal["name", "kind", "size", "chunks", "state", "updated_at"]
+MAX_PAGE = 1000
+TOTAL_HEADER = "X-Total-Count"
+
+
 @router.get("/v1/knowledge-bases/{kb_id}/documents", response_model=list[DocumentOut])
 def list_documents(
     kb_id: KbId,
     lb: LbDep,
     caller: CallerDep,
+    response: Response,
     state: Annotated[DocumentState | None, Query()] = None,
+    q: Annotated[str | None, Query(max_length=200, description="Name contains (any case).")] = None,
+    sort: Annotated[SortKey | None, Query(description="Order by this field.")] = None,
+    order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+    limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="At most this many.")] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
 ) -> list[DocumentOut]:
+    """The base's documents with state, chunks and failure reason; filtered by `state` and
+    name (`q`), ordered by `sort`, one page of `limit` from `offset`. `X-Total-Count` tells
+    how many match in all."""
     kb = lb.kb_by_id(kb_id, caller)
-    return [document_out(lb, d) for d in lb.documents(kb, state)]
+    documents = [document_out(lb, d) for d in lb.documents(kb, state)]
+    if q:
+        needle = q.casefold()
+        documents = [d for d in documents if needle in d.name.casefold()]
+    if sort is not None:
+        documents.sort(key=lambda d: (getattr(d, sort), d.name), reverse=order == "desc")
+    response.headers[TOTAL_HEADER] = str(len(documents))
+    return documents[offset : offset + limit if limit is not None else None]
 
 
 @router.post("/v1/knowledge-bases/{kb_id}/reindex", status_code=status.HTTP_202_ACCEPTED)

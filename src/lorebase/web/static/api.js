@@ -41,6 +41,14 @@ export async function api(method, path, body, options = {}) {
   return response.json();
 }
 
+/** One page of a paged list: {items, total} (the total from X-Total-Count). */
+export async function apiPage(path, options = {}) {
+  const response = await fetch(path, { headers: headers(), credentials: "same-origin", signal: options.signal });
+  if (!response.ok) throw await failure(response);
+  const items = await response.json();
+  return { items, total: Number(response.headers.get("X-Total-Count") ?? items.length) };
+}
+
 /** Read a server-sent-event body (POST /v1/ask) as it arrives: onEvent(name, data). */
 export async function stream(path, body, onEvent, signal) {
   const response = await fetch(path, {

@@ -1,6 +1,6 @@
 // A base's documents: a live table (sort, filter, pages), uploads by button or drop with an
 // answer per file, reindex, delete.
-import { api, ApiError, onChange } from "./api.js";
+import { api, apiPage, ApiError, onChange } from "./api.js";
 import { bytes, fill, flash, h } from "./dom.js";
 
 const PAGE = 100;
@@ -38,34 +38,38 @@ export async function documentsView(view, route) {
   const pager = h("div", { class: "pager" });
   const uploads = h("ul", { id: "uploads", class: "uploads", "aria-live": "polite" });
 
-  async function load() {
-    docs = await api("GET", `/v1/knowledge-bases/${kbId}/documents`);
-    draw();
-  }
+  let total = 0;
+  let loading = null;
 
-  function visible() {
-    const text = filterText.value.toLowerCase();
-    const state = filterState.value;
-    const rows = docs.filter((d) => (!text || d.name.toLowerCase().includes(text)) && (!state || d.state === state));
-    rows.sort((a, b) => {
-      const x = a[sortKey] ?? "";
-      const y = b[sortKey] ?? "";
-      const order = typeof x === "number" ? x - y : String(x).localeCompare(String(y));
-      return ascending ? order : -order;
-    });
-    return rows;
+  // One page at a time from the API (sorted and filtered there): a base of 10,000 documents
+  // costs the page 100 rows.
+  async function load() {
+    loading?.abort();
+    loading = new AbortController();
+    const query = new URLSearchParams({ limit: PAGE, offset: page * PAGE, sort: sortKey, order: ascending ? "asc" : "desc" });
+    if (filterText.value) query.set("q", filterText.value);
+    if (filterState.value) query.set("state", filterState.value);
+    try {
+      const answer = await apiPage(`/v1/knowledge-bases/${kbId}/documents?${query}`, { signal: loading.signal });
+      docs = answer.items;
+      total = answer.total;
+      draw();
+    } catch (error) {
+      if (error.name !== "AbortError") throw error;
+    }
   }
 
   function draw() {
-    const rows = visible();
-    const pages = Math.max(1, Math.ceil(rows.length / PAGE));
-    page = Math.min(page, pages - 1);
-    const shown = rows.slice(page * PAGE, (page + 1) * PAGE);
-    fill(body, shown.length ? shown.map(row) : h("tr", {}, h("td", { colspan: 7 }, docs.length ? "No document matches." : "No document yet: upload some.")));
+    for (const th of head.children) {
+      if (th.dataset.key === sortKey) th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    }
+    const pages = Math.max(1, Math.ceil(total / PAGE));
+    fill(body, docs.length ? docs.map(row) : h("tr", {}, h("td", { colspan: 7 }, total || filterText.value || filterState.value ? "No document matches." : "No document yet: upload some.")));
     fill(pager,
-      h("button", { type: "button", disabled: page === 0, onclick: () => { page--; draw(); } }, "Previous"),
-      ` page ${page + 1} of ${pages} (${rows.length} documents) `,
-      h("button", { type: "button", disabled: page >= pages - 1, onclick: () => { page++; draw(); } }, "Next"));
+      h("button", { type: "button", disabled: page === 0, onclick: () => { page--; load(); } }, "Previous"),
+      ` page ${page + 1} of ${pages} (${total} documents) `,
+      h("button", { type: "button", disabled: page >= pages - 1, onclick: () => { page++; load(); } }, "Next"));
   }
 
   function row(d) {
@@ -95,8 +99,7 @@ export async function documentsView(view, route) {
     try {
       await api("DELETE", `/v1/documents/${d.id}`);
       flash(`Deleted “${d.name}”.`);
-      docs = docs.filter((x) => x.id !== d.id);
-      draw();
+      await load();
     } catch (error) { flash(error.message, "error"); }
   }
 
@@ -152,11 +155,13 @@ export async function documentsView(view, route) {
   view.addEventListener("dragleave", onDragLeave);
   view.addEventListener("drop", onDrop);
 
-  const headers = [["name", "Name"], ["kind", "Kind"], ["size", "Size"], ["chunks", "Chunks"], ["state", "State"], ["reason", "Why it failed, what to do"]];
-  const head = h("tr", {}, headers.map(([key, label]) => h("th", { scope: "col" },
-    h("button", { type: "button", class: "sort", onclick: () => { ascending = sortKey === key ? !ascending : true; sortKey = key; draw(); } }, label))), h("th", {}, ""));
-  filterText.addEventListener("input", () => { page = 0; draw(); });
-  filterState.addEventListener("change", () => { page = 0; draw(); });
+  const headers = [["name", "Name"], ["kind", "Kind"], ["size", "Size"], ["chunks", "Chunks"], ["state", "State"]];
+  const head = h("tr", {}, headers.map(([key, label]) => h("th", { scope: "col", dataset: { key } },
+    h("button", { type: "button", class: "sort", onclick: () => { ascending = sortKey === key ? !ascending : true; sortKey = key; page = 0; load(); } }, label))),
+    h("th", { scope: "col" }, "Why it failed, what to do"), h("th", {}, ""));
+  let typing = null;
+  filterText.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(() => { page = 0; load(); }, 200); });
+  filterState.addEventListener("change", () => { page = 0; load(); });
 
   fill(view,
     h("p", {}, h("a", { href: "#/bases" }, "← Knowledge bases")),
