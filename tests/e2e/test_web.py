@@ -176,3 +176,29 @@ def test_hostile_names_and_text_render_as_text(page: Any, server: Server) -> Non
     )
     assert injected == 0
     assert page.evaluate("document.querySelectorAll('script').length") == 1  # app.js only
+
+
+def test_a_base_is_edited_and_an_admin_follows_a_folder(
+    page: Any, server: Server, tmp_path: Path
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "wren.md").write_text("# Wrens\n\nWrens sing loudly for their size.\n")
+    body = {"name": "shared", "scope": "global"}
+    made = api(server, "admin", "POST", "/v1/knowledge-bases", json=body)
+    kb_id = made.json()["id"]
+    sign_in(page, server, "admin")
+    page.goto(f"{server.url}/#/kb/{kb_id}")
+    page.click("summary:text('Settings and folders')")
+    page.fill("#edit-description", "birds we share")
+    page.fill("#edit-chunk", "800")
+    page.click("#edit-kb button[type=submit]")
+    page.locator("main p", has_text="birds we share").wait_for()
+    assert server.lb.kb_by_id(kb_id).chunk_settings.chunk_size == 800
+    page.click("summary:text('Settings and folders')")
+    page.fill("#source-path", str(folder))
+    page.click("#add-source button[type=submit]")
+    page.locator("#sources code", has_text=str(folder)).wait_for(state="attached")
+    page.click("summary:text('Settings and folders')")
+    page.click("button:text('Sync now')")
+    page.locator('#documents tr[data-state="indexed"]', has_text="wren.md").wait_for(timeout=20_000)

@@ -4,6 +4,7 @@ import { api, apiPage, ApiError, onChange } from "./api.js";
 import { bytes, fill, flash, h } from "./dom.js";
 
 const PAGE = 100;
+const POLL_MS = 3000;
 const BUSY_RETRIES = 5;
 
 // What each failure reason means, and what to do about it.
@@ -24,7 +25,50 @@ export function reasonWords(reason) {
   return REASONS[reason] || `Failed (${reason}).`;
 }
 
-export async function documentsView(view, route) {
+/** The base's settings (description, chunking) and, for admins, the folders it follows. */
+async function settingsCard(kb, session, reload) {
+  const description = h("input", { id: "edit-description", maxlength: 2000, value: kb.description });
+  const chunkSize = h("input", { id: "edit-chunk", type: "number", min: 200, max: 4000, value: kb.chunking.chunk_size });
+  const overlap = h("input", { id: "edit-overlap", type: "number", min: 0, max: 2000, value: kb.chunking.overlap });
+  const form = h("form", { id: "edit-kb" },
+    h("div", { class: "grid" },
+      h("label", { for: "edit-description" }, "Description"), description,
+      h("label", { for: "edit-chunk" }, "Chunk size (characters)"), chunkSize,
+      h("label", { for: "edit-overlap" }, "Overlap (characters)"), overlap),
+    h("p", { class: "muted" }, "Changing the chunking makes every document stale: the next pass chunks and embeds them again."),
+    h("button", { type: "submit" }, "Save"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { description: description.value };
+    if (Number(chunkSize.value) !== kb.chunking.chunk_size || Number(overlap.value) !== kb.chunking.overlap) {
+      body.chunking = { ...kb.chunking, chunk_size: Number(chunkSize.value), overlap: Number(overlap.value) };
+    }
+    try { await api("PATCH", `/v1/knowledge-bases/${kb.id}`, body); flash("Saved."); await reload(); }
+    catch (error) { flash(error.message, "error"); }
+  });
+  const sources = await api("GET", `/v1/knowledge-bases/${kb.id}/sources`);
+  const folders = h("ul", { id: "sources" }, sources.map((s) => h("li", {}, h("code", {}, s.path), " ",
+    session.role === "admin" ? h("button", { type: "button", onclick: async () => {
+      try { await api("DELETE", `/v1/knowledge-bases/${kb.id}/sources/${s.id}`); await reload(); }
+      catch (error) { flash(error.message, "error"); }
+    } }, "Stop following") : null)));
+  const folder = h("input", { id: "source-path", placeholder: "/path/on/the/server" });
+  const admin = session.role === "admin" ? [
+    h("form", { id: "add-source", class: "toolbar", onsubmit: async (event) => {
+      event.preventDefault();
+      try { await api("POST", `/v1/knowledge-bases/${kb.id}/sources`, { path: folder.value }); await reload(); }
+      catch (error) { flash(error.message, "error"); }
+    } }, h("label", { for: "source-path" }, "Follow a folder"), folder, h("button", { type: "submit" }, "Add")),
+    sources.length ? h("button", { type: "button", onclick: async () => {
+      try { await api("POST", `/v1/knowledge-bases/${kb.id}/sync`); flash("A pass over the folders is queued."); }
+      catch (error) { flash(error.message, "error"); }
+    } }, "Sync now") : null] : [];
+  return h("details", { class: "card" }, h("summary", {}, "Settings and folders"), form,
+    h("h2", {}, "Folders it follows"), sources.length ? folders : h("p", { class: "muted" }, "None: documents come from uploads."),
+    admin);
+}
+
+export async function documentsView(view, route, session) {
   const kbId = Number(route.id);
   const kb = await api("GET", `/v1/knowledge-bases/${kbId}`);
   let docs = [];
@@ -167,6 +211,7 @@ export async function documentsView(view, route) {
     h("p", {}, h("a", { href: "#/bases" }, "← Knowledge bases")),
     h("h1", {}, kb.name),
     kb.description ? h("p", {}, kb.description) : null,
+    await settingsCard(kb, session, async () => window.dispatchEvent(new HashChangeEvent("hashchange"))),
     h("div", { class: "toolbar" }, drop,
       h("button", { type: "button", onclick: async () => {
         try { const r = await api("POST", `/v1/knowledge-bases/${kbId}/reindex`); flash(`Reindexing ${r.queued} documents.`); }
@@ -179,17 +224,26 @@ export async function documentsView(view, route) {
     pager);
 
   let timer = null;
+  let lastEvent = Date.now();
   const stop = onChange((kind, event) => {
-    if (event.knowledge_base_id !== kbId || kind !== "document") return;
-    const known = docs.find((d) => d.id === event.document_id);
+    if (event.knowledge_base_id !== kbId) return;
+    lastEvent = Date.now();
+    const known = kind === "document" && docs.find((d) => d.id === event.document_id);
     if (known) { known.state = event.state; known.reason = event.reason ?? null; draw(); }
     clearTimeout(timer);
     timer = setTimeout(() => load().catch(() => {}), 400);
   });
+  // Folder passes report only when a base's pass ends: while a row is still on its way and
+  // the stream has been quiet, look again now and then.
+  const settling = setInterval(() => {
+    const busy = docs.some((d) => !["indexed", "failed"].includes(d.state));
+    if (busy && Date.now() - lastEvent > POLL_MS) load().catch(() => {});
+  }, POLL_MS);
   await stop.ready;
   await load();
   return () => {
     stop();
+    clearInterval(settling);
     view.removeEventListener("dragover", onDragOver);
     view.removeEventListener("dragleave", onDragLeave);
     view.removeEventListener("drop", onDrop);
