@@ -202,3 +202,26 @@ def test_a_base_is_edited_and_an_admin_follows_a_folder(
     page.click("summary:text('Settings and folders')")
     page.click("button:text('Sync now')")
     page.locator('#documents tr[data-state="indexed"]', has_text="wren.md").wait_for(timeout=20_000)
+
+
+def test_search_warnings_are_shown(page: Any, server: Server) -> None:
+    kb_id = api(server, "bob", "POST", "/v1/knowledge-bases", json={"name": "b"}).json()["id"]
+    files = {"files": ("heron.md", NOTES["heron.md"].encode(), "text/markdown")}
+    api(server, "bob", "POST", f"/v1/knowledge-bases/{kb_id}/documents", files=files)
+    sign_in(page, server, "bob")
+    page.goto(f"{server.url}/#/kb/{kb_id}")
+    page.locator('#documents tr[data-state="indexed"]').wait_for()
+    page.goto(f"{server.url}/#/search")
+    page.fill("#q", "heron")
+    page.check("#search-rerank")  # no reranker is configured on this server
+    page.click("#search button[type=submit]")
+    page.locator(".hit").first.wait_for()
+    assert "no reranker is configured" in page.locator(".warning").inner_text()
+    # At phone width nothing runs off the side of the screen (wide tables scroll in place).
+    page.set_viewport_size({"width": 390, "height": 800})
+    for view in ("#/search?q=heron", f"#/kb/{kb_id}", "#/bases", "#/status", "#/ask"):
+        page.goto(f"{server.url}/{view}")
+        page.wait_for_selector("main h1")
+        page.wait_for_load_state("networkidle")
+        width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], (view, width)
