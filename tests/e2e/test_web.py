@@ -59,11 +59,16 @@ def test_a_base_from_creation_to_deletion(page: Any, server: Server, tmp_path: P
         (tmp_path / name).write_text(text)
         paths.append(str(tmp_path / name))
     (tmp_path / BROKEN).write_bytes(b"%PDF-1.7 this is not a pdf")
-    page.set_input_files("#upload-files", [*paths, str(tmp_path / BROKEN)])
+    (tmp_path / "photo.xyz").write_bytes(b"not a document")  # refused at once: nothing stored
+    page.set_input_files(
+        "#upload-files", [*paths, str(tmp_path / BROKEN), str(tmp_path / "photo.xyz")]
+    )
     drop_files(page, "#documents", [DROPPED])
     outcomes = page.locator("#uploads li[data-outcome]")
-    outcomes.nth(3).wait_for()
+    outcomes.nth(4).wait_for()
     assert page.locator("#uploads li[data-outcome=accepted]").count() == 4
+    refused = page.locator("#uploads li[data-outcome=refused]").inner_text()
+    assert "photo.xyz" in refused and "not supported" in refused
 
     # They reach `indexed` (and the broken one `failed`, with its reason in words) live.
     rows = page.locator("#documents tr[data-doc]")

@@ -41,6 +41,25 @@ export async function api(method, path, body, options = {}) {
   return response.json();
 }
 
+/** POST a form with upload progress (fetch cannot report it): onProgress(fraction). */
+export function upload(path, form, onProgress) {
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open("POST", path);
+    for (const [name, value] of Object.entries(headers())) request.setRequestHeader(name, value);
+    request.responseType = "json";
+    request.upload.addEventListener("progress", (event) => {
+      if (event.lengthComputable) onProgress(event.loaded / event.total);
+    });
+    request.addEventListener("load", () => {
+      if (request.status >= 200 && request.status < 300) resolve(request.response);
+      else reject(new ApiError(request.status, request.response || {}));
+    });
+    request.addEventListener("error", () => reject(new ApiError(0, { detail: "the server did not answer" })));
+    request.send(form);
+  });
+}
+
 /** One page of a paged list: {items, total} (the total from X-Total-Count). */
 export async function apiPage(path, options = {}) {
   const response = await fetch(path, { headers: headers(), credentials: "same-origin", signal: options.signal });

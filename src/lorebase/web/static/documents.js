@@ -1,11 +1,10 @@
 // A base's documents: a live table (sort, filter, pages), uploads by button or drop with an
 // answer per file, reindex, delete.
-import { api, apiPage, ApiError, onChange } from "./api.js";
+import { api, apiPage, ApiError, onChange, upload } from "./api.js";
 import { bytes, fill, flash, h } from "./dom.js";
 
 const PAGE = 100;
 const POLL_MS = 3000;
-const BUSY_RETRIES = 5;
 
 // What each failure reason means, and what to do about it.
 export const REASONS = {
@@ -151,27 +150,19 @@ export async function documentsView(view, route, session) {
     const item = h("li", {}, h("span", { class: "file" }, file.name), " ", h("span", { class: "outcome" }, "uploading…"));
     const outcome = item.lastChild;
     uploads.append(item);
-    for (let attempt = 0; ; attempt++) {
-      const form = new FormData();
-      form.append("files", file, file.name);
-      try {
-        const answer = await api("POST", `/v1/knowledge-bases/${kbId}/documents`, form);
-        const created = answer.created[0];
-        fill(outcome, created ? "accepted" : "already there");
-        item.dataset.outcome = created ? "accepted" : "duplicate";
-        return;
-      } catch (error) {
-        const busy = error instanceof ApiError && error.status === 503 && error.problem.type?.endsWith("overloaded");
-        if (busy && attempt < BUSY_RETRIES) {
-          const wait = 2 ** attempt;
-          fill(outcome, `server busy, retrying in ${wait} s`);
-          await new Promise((done) => setTimeout(done, wait * 1000));
-          continue;
-        }
-        fill(outcome, `refused: ${error.message}`);
-        item.dataset.outcome = "refused";
-        return;
-      }
+    const form = new FormData();
+    form.append("files", file, file.name);
+    try {
+      const answer = await upload(`/v1/knowledge-bases/${kbId}/documents`, form,
+        (done) => fill(outcome, `uploading… ${Math.round(done * 100)}%`));
+      const created = answer.created[0];
+      fill(outcome, created ? "accepted" : "already there");
+      item.dataset.outcome = created ? "accepted" : "duplicate";
+    } catch (error) {
+      // A full queue keeps the file: the server indexes it once the queue has room.
+      const busy = error instanceof ApiError && error.status === 503 && error.problem.type?.endsWith("overloaded");
+      fill(outcome, busy ? "server busy: the file is kept and indexing is retried when the queue has room" : `refused: ${error.message}`);
+      item.dataset.outcome = busy ? "busy" : "refused";
     }
   }
 
