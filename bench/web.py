@@ -48,7 +48,10 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(data_dir=Path(folder), serve=ServeSettings(auth=False, workers=1))
+        settings = Settings(
+            data_dir=Path(folder),
+            serve=ServeSettings(auth=False, workers=1, queue_size=args.docs + 100),
+        )
         lb = open_lorebase(settings=settings, embedder=FakeEmbedder(),
                            data_key=DataKey.generate())  # fmt: skip
         sock = socket.socket()
@@ -63,7 +66,9 @@ def main() -> None:
             kb = httpx.post(f"{url}/v1/knowledge-bases", json={"name": "bench"}).json()["id"]
             for start in range(0, args.docs, 50):
                 files = [note(n) for n in range(start, min(args.docs, start + 50))]
-                httpx.post(f"{url}/v1/knowledge-bases/{kb}/documents", files=files, timeout=60)
+                answer = httpx.post(f"{url}/v1/knowledge-bases/{kb}/documents", files=files,
+                                    timeout=60)  # fmt: skip
+                answer.raise_for_status()
             while lb.kb_by_id(kb, totals=True).indexed < args.docs:
                 time.sleep(0.2)
             with sync_playwright() as playwright:
@@ -89,6 +94,17 @@ def main() -> None:
                 page.locator("#documents tr[data-doc]").nth(99).wait_for()
                 print(f"documents view of {args.docs}: first page shown in "
                       f"{(time.perf_counter() - started) * 1000:.0f} ms")  # fmt: skip
+                started = time.perf_counter()
+                page.click("th[data-key=size] button")
+                page.wait_for_selector("th[data-key=size][aria-sort=ascending]")
+                print(f"  sorted by size in {(time.perf_counter() - started) * 1000:.0f} ms")
+                needle = "note-99"
+                matches = sum(needle in f"note-{n}.md" for n in range(args.docs))
+                started = time.perf_counter()
+                page.fill("#doc-filter", needle)
+                page.locator(".pager", has_text=f"({matches} documents)").wait_for()
+                print(f"  filtered to {matches} in {(time.perf_counter() - started) * 1000:.0f} ms "
+                      "(of which 200 ms is the page waiting for typing to pause)")  # fmt: skip
                 page.goto(f"{url}/#/search")
                 page_ms, api_ms = [], []
                 for n in range(args.searches):

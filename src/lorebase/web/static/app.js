@@ -90,6 +90,8 @@ async function signOut() {
 async function start() {
   document.getElementById("sign-out").addEventListener("click", signOut);
   window.addEventListener("hashchange", render);
+  // A file dropped where no view takes it must not replace the page with the file.
+  for (const kind of ["dragover", "drop"]) window.addEventListener(kind, (event) => event.preventDefault());
   try {
     showSession(await api("GET", "/v1/session"));
   } catch (error) {

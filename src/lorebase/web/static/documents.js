@@ -186,9 +186,9 @@ export async function documentsView(view, route, session) {
     drop.classList.remove("over");
     if (event.dataTransfer?.files?.length) uploadAll(event.dataTransfer.files);
   };
-  view.addEventListener("dragover", onDragOver);
-  view.addEventListener("dragleave", onDragLeave);
-  view.addEventListener("drop", onDrop);
+  window.addEventListener("dragover", onDragOver);
+  window.addEventListener("dragleave", onDragLeave);
+  window.addEventListener("drop", onDrop);
 
   const headers = [["name", "Name"], ["kind", "Kind"], ["size", "Size"], ["chunks", "Chunks"], ["state", "State"]];
   const head = h("tr", {}, headers.map(([key, label]) => h("th", { scope: "col", dataset: { key } },
@@ -235,8 +235,8 @@ export async function documentsView(view, route, session) {
   return () => {
     stop();
     clearInterval(settling);
-    view.removeEventListener("dragover", onDragOver);
-    view.removeEventListener("dragleave", onDragLeave);
-    view.removeEventListener("drop", onDrop);
+    window.removeEventListener("dragover", onDragOver);
+    window.removeEventListener("dragleave", onDragLeave);
+    window.removeEventListener("drop", onDrop);
   };
 }
