@@ -14,6 +14,8 @@ import httpx
 import pytest
 from browsing import Server, sign_in
 
+from lorebase.agent.profiles import Profiles
+
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 POLL_SECONDS = 0.02
@@ -91,9 +93,12 @@ def test_the_answer_streams_and_its_sources_open(
     page.goto(f"{server.url}/#/kb/{ids['birds']}")
     page.locator('#documents tr[data-state="indexed"]').wait_for()
 
+    Profiles(server.lb.settings.data_dir).create("birding", ["birds"], description="birds only")
     page.goto(f"{server.url}/#/ask")
     page.fill("#question", "What do herons eat?")
-    page.locator("label.toggle", has_text="cooking").locator("input").uncheck()
+    page.select_option("#ask-profile", "birding")  # switches on its bases, and only those
+    assert page.locator("label.toggle", has_text="cooking").locator("input").is_checked() is False
+    assert page.locator("label.toggle", has_text="birds").locator("input").is_checked()
     page.click("#ask button[type=submit]")
     page.locator("#sources li").first.wait_for()
     assert page.locator("#answer").inner_text() == ANSWER

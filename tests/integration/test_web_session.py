@@ -223,3 +223,13 @@ def test_documents_are_paged_filtered_and_sorted(lb: Lorebase, key: str) -> None
     assert found.headers["x-total-count"] == "10" and len(found.json()) == 10
     assert len(web.get(path, headers=mine).json()) == 12  # no limit: every document
     assert web.get(path, headers=mine, params={"limit": 0}).status_code == 422
+
+
+def test_profiles_list_only_the_bases_you_may_see(lb: Lorebase, key: str) -> None:
+    from lorebase.agent.profiles import Profiles
+
+    lb.create_kb("mine", scope="personal", caller=lb.authenticate(key))
+    lb.create_kb("hidden", scope="personal")  # the administrators'
+    Profiles(lb.settings.data_dir).create("both", ["mine", "hidden"], description="d")
+    answer = client(lb).get("/v1/profiles", headers={"Authorization": f"Bearer {key}"})
+    assert answer.json() == [{"name": "both", "description": "d", "knowledge_bases": ["mine"]}]

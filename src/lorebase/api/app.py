@@ -83,6 +83,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     documents.add_upload_route(app, lb.settings.serve.max_upload_bytes)
     for module in (knowledge_bases, documents, search, system, tools, ask, session, account):
         app.include_router(module.router)
+    app.include_router(tools.profiles_router)
     install_page(app)
 
     @app.middleware("http")
