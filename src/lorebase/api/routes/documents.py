@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated, Literal
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, FastAPI, Query, Response, UploadFile, status
 
@@ -11,7 +11,7 @@ from lorebase.api.convert import document_out
 from lorebase.api.deps import CallerDep, DocumentId, KbId, LbDep
 from lorebase.api.schemas import ChunkOut, DocumentOut, TextOut, UploadOut
 from lorebase.errors import InvalidInput
-from lorebase.service import DocumentState
+from lorebase.service import DocumentRecord, DocumentState
 
 router = APIRouter(tags=["documents"])
 
@@ -80,14 +80,26 @@ def list_documents(
     name (`q`), ordered by `sort`, one page of `limit` from `offset`. `X-Total-Count` tells
     how many match in all."""
     kb = lb.kb_by_id(kb_id, caller)
-    documents = [document_out(lb, d) for d in lb.documents(kb, state)]
+    records = lb.documents(kb, state)
+    # Names (decrypted for uploads) only where the filter or the order needs them; the rest
+    # of each row is built for the page asked for alone.
+    names = {d.id: lb.display_name(d) for d in records} if q or sort == "name" else {}
     if q:
         needle = q.casefold()
-        documents = [d for d in documents if needle in d.name.casefold()]
+        records = [d for d in records if needle in names[d.id].casefold()]
     if sort is not None:
-        documents.sort(key=lambda d: (getattr(d, sort), d.name), reverse=order == "desc")
-    response.headers[TOTAL_HEADER] = str(len(documents))
-    return documents[offset : offset + limit if limit is not None else None]
+        records.sort(key=_sort_key(sort, names), reverse=order == "desc")
+    response.headers[TOTAL_HEADER] = str(len(records))
+    page = records[offset : offset + limit if limit is not None else None]
+    return [document_out(lb, d) for d in page]
+
+
+def _sort_key(sort: str, names: dict[str, str]) -> Callable[[DocumentRecord], tuple[Any, str]]:
+    fields = {"kind": "kind", "size": "size", "chunks": "chunk_count", "state": "state",
+              "updated_at": "updated_at"}  # fmt: skip
+    if sort == "name":
+        return lambda d: (names[d.id].casefold(), d.id)
+    return lambda d: (getattr(d, fields[sort]), d.id)
 
 
 @router.post("/v1/knowledge-bases/{kb_id}/reindex", status_code=status.HTTP_202_ACCEPTED)
