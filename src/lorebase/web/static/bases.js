@@ -26,6 +26,7 @@ export async function basesView(view, route, session) {
         } }, "Delete for good"),
         h("button", { type: "button", onclick: () => { confirmBox.hidden = true; } }, "Keep it"));
       confirmBox.hidden = false;
+      confirmBox.querySelector("button").focus();
     });
     const scope = kb.scope === "team" ? `team ${teamNames.get(kb.team_id) ?? kb.team_id}` : kb.scope;
     const state = h("span", { class: `state ${kb.state}` }, kb.state);

@@ -129,7 +129,7 @@ export async function documentsView(view, route, session) {
       h("td", { class: "reason" }, reasonWords(d.reason)),
       h("td", { class: "actions" },
         h("button", { type: "button", onclick: () => reindex(d) }, "Reindex"),
-        h("button", { type: "button", class: "danger", "aria-label": `Delete ${d.name}`, onclick: () => { confirmBox.hidden = false; } }, "Delete…"),
+        h("button", { type: "button", class: "danger", "aria-label": `Delete ${d.name}`, onclick: () => { confirmBox.hidden = false; confirmBox.querySelector("button").focus(); } }, "Delete…"),
         confirmBox));
   }
 
