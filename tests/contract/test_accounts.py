@@ -146,3 +146,62 @@ def test_accounts_persist_across_opens(accounts_backend: Opener, tmp_path: Path)
         key, _ = accounts.create_key(accounts.create_user("dana").id)
     with accounts_backend(tmp_path) as accounts:
         assert accounts.resolve_key(key) == accounts.get_user("dana")
+
+
+# -- sessions ----------------------------------------------------------------------------------
+def test_a_session_resolves_to_the_keys_user_until_it_is_ended(accounts: AccountStore) -> None:
+    dana = accounts.create_user("dana")
+    key, record = accounts.create_key(dana.id)
+    made = accounts.create_session(key, time.time() + 3600)
+    assert made is not None
+    token, session = made
+    assert token.startswith("lbs_") and token != key
+    assert (session.user_id, session.key_id) == (dana.id, record.id)
+    assert accounts.resolve_session(token) == dana
+    assert accounts.resolve_session(token + "x") is None
+    assert accounts.resolve_session(key) is None  # a key is not a session
+    assert accounts.resolve_key(token) is None  # nor a session a key
+    accounts.end_session(token)
+    assert accounts.resolve_session(token) is None
+    accounts.end_session(token)  # ending twice does nothing
+
+
+def test_no_session_for_a_bad_revoked_or_expired_key(accounts: AccountStore) -> None:
+    dana = accounts.create_user("dana")
+    assert accounts.create_session("lb_nope", time.time() + 60) is None
+    assert accounts.create_session("not-a-key", time.time() + 60) is None
+    key, record = accounts.create_key(dana.id)
+    accounts.revoke_key(record.id)
+    assert accounts.create_session(key, time.time() + 60) is None
+
+
+def test_revoking_the_key_ends_its_sessions(accounts: AccountStore) -> None:
+    dana = accounts.create_user("dana")
+    key, record = accounts.create_key(dana.id)
+    other, _ = accounts.create_key(dana.id)
+    made, kept = (
+        accounts.create_session(key, time.time() + 60),
+        accounts.create_session(other, time.time() + 60),
+    )
+    assert made is not None and kept is not None
+    accounts.revoke_key(record.id)
+    assert accounts.resolve_session(made[0]) is None
+    assert accounts.resolve_session(kept[0]) == dana
+
+
+def test_a_session_expires_and_never_outlives_its_key(
+    accounts: AccountStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dana = accounts.create_user("dana")
+    now = time.time()
+    key, _ = accounts.create_key(dana.id, expires_at=now + 60)
+    made = accounts.create_session(key, now + 3600)
+    assert made is not None and made[1].expires_at <= now + 60
+    forever, _ = accounts.create_key(dana.id)
+    long = accounts.create_session(forever, now + 600)
+    assert long is not None
+    monkeypatch.setattr(time, "time", lambda: now + 120)
+    assert accounts.resolve_session(made[0]) is None
+    assert accounts.resolve_session(long[0]) == dana
+    monkeypatch.setattr(time, "time", lambda: now + 601)
+    assert accounts.resolve_session(long[0]) is None

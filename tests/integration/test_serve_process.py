@@ -48,6 +48,7 @@ def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
         key = lines[1].strip()
         assert key.startswith("lb_"), lines
         base = f"http://127.0.0.1:{port}"
+        assert f"open {base}/ in a browser" in lines[2], lines  # the web page's address
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:

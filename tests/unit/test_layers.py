@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "lorebase"
-SURFACES = ("cli", "api", "agent")
+SURFACES = ("cli", "api", "agent", "web")
 
 
 def _modules() -> list[Path]:

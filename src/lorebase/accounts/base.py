@@ -1,7 +1,9 @@
-"""The ``AccountStore`` seam: users with roles, teams with members, API keys, the audit log.
+"""The ``AccountStore`` seam: users with roles, teams with members, API keys, sign-in sessions,
+the audit log.
 
 API keys are random (``lb_`` + 32 bytes, URL-safe), shown once, and stored only as their
 SHA-256: with that much entropy a fast hash is enough, and lookups stay one indexed query.
+Session tokens (``lbs_`` + 32 bytes) are stored the same way.
 """
 
 from __future__ import annotations
@@ -43,6 +45,17 @@ class ApiKey:
     expires_at: float | None
     revoked_at: float | None
     last_used_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A sign-in session's record; its token is handed out once (as a cookie), never stored."""
+
+    id: int
+    user_id: int
+    key_id: int  # the key it was exchanged for: revoking the key ends the session
+    created_at: float
+    expires_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +112,19 @@ class AccountStore(ABC):
 
     @abstractmethod
     def list_keys(self, user_id: int | None = None) -> list[ApiKey]: ...
+
+    @abstractmethod
+    def create_session(self, key: str, expires_at: float) -> tuple[str, Session] | None:
+        """Exchange a valid key for a session token (shown once) lasting until ``expires_at``
+        at most (no longer than the key); None when the key is not valid."""
+
+    @abstractmethod
+    def resolve_session(self, token: str) -> User | None:
+        """The user of a live session (unexpired, not ended, its key still valid), else None."""
+
+    @abstractmethod
+    def end_session(self, token: str) -> None:
+        """End a session (signing out); ending an unknown or ended one does nothing."""
 
     @abstractmethod
     def audit(self, actor: str, action: str, target: str) -> None:

@@ -54,8 +54,22 @@ _ACCOUNT_TABLES: tuple[Step, ...] = (
     )""",
 )
 
+# Sign-in sessions of the web page: an API key exchanged for a cookie. Only the token's SHA-256
+# is stored; a session lives no longer than its key (resolving one checks the key too).
+_SESSIONS: tuple[Step, ...] = (
+    """CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        key_id INTEGER NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+        hash TEXT NOT NULL UNIQUE,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    )""",
+    "CREATE INDEX sessions_by_key ON sessions (key_id)",
+)
+
 ACCOUNT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
+    Migration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
 )
 
 

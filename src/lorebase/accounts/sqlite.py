@@ -14,12 +14,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, Team, User
+from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, Session, Team, User
 from lorebase.accounts.schema import migrate_accounts
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.store.sqlite.database import SqliteDatabase
 
 KEY_PREFIX = "lb_"
+SESSION_PREFIX = "lbs_"
 KEY_BYTES = 32
 SHOWN_PREFIX_CHARS = 10
 NAME_MAX = 64
@@ -214,6 +215,48 @@ class SqliteAccounts(AccountStore):
             sql, params = sql + " WHERE user_id = ?", (user_id,)
         with self._read() as conn:
             return [ApiKey(*row) for row in conn.execute(sql + " ORDER BY id", params)]
+
+    # -- sessions ----------------------------------------------------------------------------
+    def create_session(self, key: str, expires_at: float) -> tuple[str, Session] | None:
+        if not key.startswith(KEY_PREFIX):
+            return None
+        now = time.time()
+        token = SESSION_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT id, user_id, expires_at FROM api_keys "
+                "WHERE hash = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+                (key_hash(key), now),
+            ).fetchone()
+            if row is None:
+                return None
+            key_id, user_id, key_expires = int(row[0]), int(row[1]), row[2]
+            if key_expires is not None:
+                expires_at = min(expires_at, float(key_expires))
+            conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))  # sweep
+            session_id = conn.execute(
+                "INSERT INTO sessions (key_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                (key_id, key_hash(token), now, expires_at),
+            ).lastrowid
+        return token, Session(int(session_id), user_id, key_id, now, expires_at)  # type: ignore[arg-type]
+
+    def resolve_session(self, token: str) -> User | None:
+        if not token.startswith(SESSION_PREFIX):
+            return None
+        now = time.time()
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT u.id, u.name, u.role, u.created_at FROM sessions AS s "
+                "JOIN api_keys AS k ON k.id = s.key_id JOIN users AS u ON u.id = k.user_id "
+                "WHERE s.hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL "
+                "AND (k.expires_at IS NULL OR k.expires_at > ?)",
+                (key_hash(token), now, now),
+            ).fetchone()
+        return None if row is None else _user(row)
+
+    def end_session(self, token: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM sessions WHERE hash = ?", (key_hash(token),))
 
     # -- audit -------------------------------------------------------------------------------
     def audit(self, actor: str, action: str, target: str) -> None:

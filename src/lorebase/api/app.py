@@ -20,9 +20,20 @@ from lorebase.api import problems
 from lorebase.api.guard import CloseAfterRefusal, KeyFirst
 from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
 from lorebase.api.metrics import Metrics
-from lorebase.api.routes import ask, documents, knowledge_bases, search, system, tools
+from lorebase.api.routes import (
+    account,
+    ask,
+    documents,
+    knowledge_bases,
+    search,
+    session,
+    system,
+    tools,
+)
 from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
 from lorebase.service import Lorebase
+from lorebase.web import install as install_page
+from lorebase.web import security_headers
 
 access_log = logging.getLogger("lorebase.access")
 error_log = logging.getLogger("lorebase.errors")
@@ -71,8 +82,10 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     documents.add_upload_route(app, lb.settings.serve.max_upload_bytes)
-    for module in (knowledge_bases, documents, search, system, tools, ask):
+    for module in (knowledge_bases, documents, search, system, tools, ask, session, account):
         app.include_router(module.router)
+    app.include_router(tools.profiles_router)
+    install_page(app)
 
     @app.middleware("http")
     async def log_access(
@@ -99,6 +112,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         access_log.info("%s %s %s %.1fms id=%s", request.method, template,
                         response.status_code, elapsed, request_id)  # fmt: skip
         response.headers["X-Request-Id"] = request_id
+        response.headers.update(security_headers(request.url.path))
         return response
 
     return app

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from lorebase.api.guard import api_key
+from lorebase.api.guard import api_key, session_token
 from lorebase.api.metrics import Metrics
 from lorebase.service import Caller, Lorebase
 
@@ -27,16 +27,23 @@ def get_api_key(request: Request) -> str | None:
     return api_key(request.headers)
 
 
+def get_session(request: Request) -> str | None:
+    """The sign-in session the request's cookie names, when it carries no key."""
+    return None if api_key(request.headers) else session_token(request.headers)
+
+
 def get_caller(
     lb: Annotated[Lorebase, Depends(get_lb)],
     key: Annotated[str | None, Depends(get_api_key)],
+    session: Annotated[str | None, Depends(get_session)],
 ) -> Caller:
-    return lb.authenticate(key)
+    return lb.authenticate(key, session)
 
 
 LbDep = Annotated[Lorebase, Depends(get_lb)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 ApiKeyDep = Annotated[str | None, Depends(get_api_key)]
+SessionDep = Annotated[str | None, Depends(get_session)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 # Row ids fit SQLite's signed 64-bit integers; document and chunk ids are hex.

@@ -6,20 +6,38 @@ spool a gigabyte before hearing ``401``. :class:`KeyFirst` answers ``401`` from 
 first. The size of every body is bounded by FastAPI's own ``max_body_size`` (``Content-Length``
 checked first, the stream counted as it arrives, ``413`` either way): small for JSON, the upload
 limit for the upload route (see :func:`lorebase.api.app.create_app`).
+
+Credentials are an API key (``Authorization: Bearer`` or ``X-API-Key``) or, for the web page,
+the session cookie :data:`SESSION_COOKIE` (HttpOnly, SameSite=Strict). A browser sends a cookie
+by itself, so a change made with one (any method but GET, HEAD, OPTIONS) must also carry the
+session's CSRF token in :data:`CSRF_HEADER`, which only the page was told. And a change made
+without a key — with the cookie, or with keys off on loopback — is refused when the browser
+says it comes from another site (``Sec-Fetch-Site``, ``Origin``): a form on a hostile page
+cannot post to lorebase.
 """
 
 from __future__ import annotations
 
+import hmac
+from urllib.parse import urlsplit
+
 import anyio.to_thread
 from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lorebase.api.problems import problem_for
-from lorebase.errors import Unauthorized
+from lorebase.errors import Forbidden, LorebaseError, Unauthorized
 from lorebase.service import Lorebase
+from lorebase.service.access import csrf_token
 
 # Paths that answer without a key: health, readiness, metrics, the API's own description.
 KEYED_PREFIXES = ("/v1/", "/mcp")
+# Answers without credentials: where a key is exchanged for a session.
+SESSION_PATH = "/v1/session"
+SESSION_COOKIE = "lorebase_session"
+CSRF_HEADER = "x-lorebase-csrf"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def api_key(headers: Headers) -> str | None:
@@ -28,6 +46,18 @@ def api_key(headers: Headers) -> str | None:
     if authorization and authorization.lower().startswith("bearer "):
         return authorization[7:].strip()
     return headers.get("x-api-key")
+
+
+def session_token(headers: Headers) -> str | None:
+    """The sign-in session a request carries in its cookie, if any."""
+    cookie = headers.get("cookie")
+    return (cookie_parser(cookie).get(SESSION_COOKIE) or None) if cookie else None
+
+
+def credentials(headers: Headers) -> tuple[str | None, str | None]:
+    """(key, session): a key when the request carries one, else its session cookie."""
+    key = api_key(headers)
+    return (key, None) if key else (None, session_token(headers))
 
 
 def needs_key(path: str) -> bool:
@@ -60,21 +90,54 @@ class CloseAfterRefusal:
         await self.app(scope, receive, closing)
 
 
+def cross_site(headers: Headers) -> bool:
+    """Whether the browser says the request comes from a page of another origin."""
+    if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return True
+    origin = headers.get("origin")
+    return origin is not None and urlsplit(origin).netloc != headers.get("host", "")
+
+
+def check_browser_change(method: str, headers: Headers, session: str | None) -> None:
+    """``Forbidden`` for a change without a key that another site could have caused."""
+    if method in SAFE_METHODS:
+        return
+    if cross_site(headers):
+        raise Forbidden("a change from a page of another site is refused; use lorebase's page")
+    if session is not None:
+        sent = headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(sent.encode(), csrf_token(session).encode()):
+            raise Forbidden(
+                "a change made with the sign-in cookie must carry the session's CSRF token in "
+                "the X-Lorebase-CSRF header (GET /v1/session tells it)"
+            )
+
+
 class KeyFirst:
-    """Refuse a keyed path without a valid key before the body is read (ASGI middleware)."""
+    """Refuse a keyed path without valid credentials before the body is read, and a change
+    made by a browser without the page's protection (ASGI middleware)."""
 
     def __init__(self, app: ASGIApp, lb: Lorebase) -> None:
         self.app = app
         self.lb = lb
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.lb.settings.serve.auth and needs_key(scope["path"]):
-            key = api_key(Headers(scope=scope))
+        if scope["type"] == "http" and needs_key(scope["path"]):
+            headers = Headers(scope=scope)
+            key, session = credentials(headers)
+            auth = self.lb.settings.serve.auth
             try:
-                await anyio.to_thread.run_sync(self.lb.authenticate, key)
-            except Unauthorized as error:
-                response = problem_for(error)
-                response.headers["Connection"] = "close"
-                await response(scope, receive, send)
+                if auth and scope["path"] != SESSION_PATH:
+                    await anyio.to_thread.run_sync(self.lb.authenticate, key, session)
+                if key is None:
+                    check_browser_change(scope["method"], headers, session if auth else None)
+            except (Unauthorized, Forbidden) as error:
+                await self._refuse(error, scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(error: LorebaseError, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problem_for(error)
+        response.headers["Connection"] = "close"
+        await response(scope, receive, send)

@@ -45,8 +45,9 @@ def serve(
     queue_size: Annotated[int, typer.Option(help="Most uploads waiting at once.")] = 256,
     max_upload_mb: Annotated[int, typer.Option(help="Largest upload, in MB.")] = 64,
 ) -> None:
-    """Serve the REST API (OpenAPI at /docs) on HOST:PORT; it also indexes uploads and follows
-    the knowledge bases' folders. The first start creates an admin key and prints it once."""
+    """Serve the web page (at /) and the REST API (OpenAPI at /docs) on HOST:PORT; it also
+    indexes uploads and follows the knowledge bases' folders. The first start creates an admin
+    key and prints it once."""
     from lorebase.api.app import run
     from lorebase.settings import MB, ServeSettings
 
@@ -66,7 +67,9 @@ def serve(
             key, _ = accounts.create_key(admin.id, "first start")
             console.print(Text("An admin API key was created; it is shown this once:"))
             console.print(Text(key, style="bold"))
-        console.print(Text(f"lorebase serving on http://{host}:{port} (docs at /docs)"))
+        address = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        console.print(Text(f"lorebase serving on {address}; open {address}/ in a browser for the "
+                           "page (API docs at /docs)"), soft_wrap=True)  # fmt: skip
         run(lb, host, port)
 
 

@@ -1,29 +1,103 @@
-"""Who is asking and what they may see: callers from API keys, and every lookup of a base or
-document on a caller's behalf (anything they may not see answers like a missing one)."""
+"""Who is asking and what they may see: callers from API keys or sign-in sessions, and every
+lookup of a base or document on a caller's behalf (anything they may not see answers like a
+missing one).
+
+A session is an API key exchanged for a token the web page keeps in an HttpOnly cookie; it
+lasts :data:`SESSION_SECONDS` at most, never outlives its key, and ends when the key is
+revoked. Its CSRF token (:func:`csrf_token`) is derived from it one way: the page is told it
+once and sends it with every change, which a page of another site can neither read nor forge.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import time
+
 from lorebase.accounts.access import Caller, can_change, can_create, can_see
-from lorebase.errors import Forbidden, NotFound, Unauthorized
+from lorebase.accounts.base import ApiKey
+from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from lorebase.service.parts import Parts
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope
 
 NO_KB = "no such knowledge base"
 NO_DOCUMENT = "no such document"
+SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day at most
+CSRF_LABEL = b"lorebase-csrf:"
+
+
+def csrf_token(session: str) -> str:
+    """The CSRF token of a session: public to its page, useless without the cookie."""
+    return hashlib.sha256(CSRF_LABEL + session.encode("utf-8")).hexdigest()
 
 
 class Access(Parts):
-    def authenticate(self, key: str | None) -> Caller:
-        """The caller behind an API key (with keys off: the local administrator);
-        ``Unauthorized`` for a missing, unknown, expired or revoked key."""
+    def authenticate(self, key: str | None, session: str | None = None) -> Caller:
+        """The caller behind an API key, else a sign-in session (with keys off: the local
+        administrator); ``Unauthorized`` for a missing, unknown, expired or revoked key or an
+        ended session."""
         if not self.settings.serve.auth:
             from lorebase.service.core import LOCAL_USER
 
             return Caller(LOCAL_USER)
-        user = self.accounts.resolve_key(key) if key else None
+        if key:
+            user = self.accounts.resolve_key(key)
+        else:
+            user = self.accounts.resolve_session(session) if session else None
         if user is None:
             raise Unauthorized("a valid API key is required: send `Authorization: Bearer KEY`")
         return Caller(user, self.accounts.memberships(user.id))
+
+    def sign_in(self, key: str) -> tuple[Caller, str, float]:
+        """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
+        if not self.settings.serve.auth:
+            raise InvalidInput("this server runs without API keys: there is nothing to sign in to")
+        made = self.accounts.create_session(key, time.time() + SESSION_SECONDS)
+        if made is None:
+            raise Unauthorized("that API key is not valid (unknown, expired or revoked)")
+        token, session = made
+        caller = self.authenticate(None, token)
+        self.audit(caller, "sign_in", f"key:{session.key_id}")
+        return caller, token, session.expires_at
+
+    def sign_out(self, session: str) -> None:
+        """End a session (unknown or ended ones are ignored)."""
+        self.accounts.end_session(session)
+
+    def own_keys(self, caller: Caller) -> list[ApiKey]:
+        """The caller's own API keys (records, never the keys)."""
+        if not self.settings.serve.auth:
+            return []
+        return self.accounts.list_keys(caller.user.id)
+
+    def create_own_key(
+        self, caller: Caller, name: str, expires_at: float | None = None
+    ) -> tuple[str, ApiKey]:
+        """A new key for the caller: (the key, shown this once; its record)."""
+        if not self.settings.serve.auth:
+            raise InvalidInput("this server runs without API keys")
+        made = self.accounts.create_key(caller.user.id, name, expires_at)
+        self.audit(caller, "create_key", f"key:{made[1].id}")
+        return made
+
+    def revoke_own_key(self, caller: Caller, key_id: int) -> None:
+        """Revoke one of the caller's keys (someone else's answers like a missing one); its
+        sessions end with it."""
+        if not any(k.id == key_id and k.revoked_at is None for k in self.own_keys(caller)):
+            raise NotFound("no such active key of yours")
+        self.accounts.revoke_key(key_id)
+        self.audit(caller, "revoke_key", f"key:{key_id}")
+
+    def profiles(self, caller: Caller | None) -> list[tuple[str, str, list[str]]]:
+        """The agent profiles as (name, description, the bases in it the caller may see)."""
+        from lorebase.agent.profiles import Profiles
+
+        visible = {kb.name for kb in self.knowledge_bases(caller, totals=False)}
+        return [(p.name, p.description, [n for n in p.knowledge_bases if n in visible])
+                for p in Profiles(self.settings.data_dir).all()]  # fmt: skip
+
+    def team_names(self) -> dict[int, str]:
+        """Every team's name by id (callers see the names of their own teams)."""
+        return {team.id: team.name for team in self.accounts.list_teams()}
 
     def knowledge_bases(
         self, caller: Caller | None = None, *, totals: bool = True
@@ -93,11 +167,12 @@ class Access(Parts):
             raise NotFound(NO_DOCUMENT) from None
         return kb, document
 
-    def may_see(self, key: str | None, kb_id: int) -> bool:
-        """Whether the holder of ``key``, looked up afresh, may see base ``kb_id`` now
-        (``Unauthorized`` when the key no longer works): asked before each event is sent."""
+    def may_see(self, key: str | None, kb_id: int, session: str | None = None) -> bool:
+        """Whether the holder of ``key`` (or ``session``), looked up afresh, may see base
+        ``kb_id`` now (``Unauthorized`` when the key or session no longer works): asked before
+        each event is sent."""
         try:
-            self.kb_by_id(kb_id, self.authenticate(key))
+            self.kb_by_id(kb_id, self.authenticate(key, session))
         except NotFound:
             return False
         return True

@@ -4,7 +4,7 @@ tools and chat over them, deleting and reindexing."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -136,9 +136,15 @@ class Documents(Bases):
         return self.searcher.search(request)
 
     # -- agents ----------------------------------------------------------------------------------
-    def toolbox(self, caller: Caller | None = None, profile: str | None = None) -> ToolBox:
+    def toolbox(
+        self,
+        caller: Caller | None = None,
+        profile: str | None = None,
+        only: Collection[int] | None = None,
+    ) -> ToolBox:
         """The agent tools over the bases the caller may see (and, with a profile, only the
-        profile's bases); without a caller and profile, every base, including later ones."""
+        profile's bases; with ``only``, only those base ids: the bases switched on for one
+        conversation); without a caller and profile, every base, including later ones."""
         from lorebase.agent.profiles import Profiles
         from lorebase.agent.tools import ToolBox
 
@@ -153,6 +159,9 @@ class Documents(Bases):
                 with contextlib.suppress(NotFound):
                     wanted.add(self.kb(name, caller, totals=False).id)
             scope = wanted if scope is None else scope & wanted
+        if only is not None:  # the bases switched on for this conversation (ids)
+            chosen: set[str | int] = set(only)
+            scope = chosen if scope is None else scope & chosen
         return ToolBox(self, scope, upload_names=self.upload_name, caller=caller)  # type: ignore[arg-type]
 
     def chat_client(

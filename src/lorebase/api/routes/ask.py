@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -30,6 +30,12 @@ class AskIn(Strict):
     profile: str | None = Field(None, max_length=64)
     inject: bool = False
     top_k: int = Field(5, ge=1, le=20)
+    knowledge_bases: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None = Field(
+        None,
+        max_length=100,
+        description="Only these bases (ids) for this question: the bases switched on; default "
+        "every base the caller may see (or the profile's).",
+    )
 
 
 def _event(kind: str, data: dict[str, Any]) -> str:
@@ -40,7 +46,7 @@ def _answer_events(lb: Lorebase, caller: Caller, body: AskIn) -> Iterator[str]:
     from lorebase.agent.ask import Answer, Asker, Delta, Notice, ToolUse
 
     try:
-        toolbox = lb.toolbox(caller, body.profile)
+        toolbox = lb.toolbox(caller, body.profile, body.knowledge_bases)
         with lb.chat_client() as client:
             asker = Asker(toolbox, client)
             for event in asker.ask(body.question, inject=body.inject, top_k=body.top_k):

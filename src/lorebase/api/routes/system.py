@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from lorebase.api.deps import ApiKeyDep, CallerDep, LbDep, MetricsDep
+from lorebase.api.deps import ApiKeyDep, CallerDep, LbDep, MetricsDep, SessionDep
 from lorebase.errors import Forbidden
 
 router = APIRouter(tags=["system"])
@@ -39,15 +39,17 @@ def metrics(registry: MetricsDep, caller: CallerDep) -> Response:
 
 
 @router.get("/v1/events")
-async def events(lb: LbDep, caller: CallerDep, key: ApiKeyDep) -> StreamingResponse:
+async def events(
+    lb: LbDep, caller: CallerDep, key: ApiKeyDep, session: SessionDep
+) -> StreamingResponse:
     """Server-sent events: document and knowledge-base state changes (ids, states, counts —
     never names or text) for the bases the caller may see. Each event is judged with the
-    caller looked up afresh: a revoked key ends the stream, a lost team membership or a
-    deleted base stops its events."""
+    caller looked up afresh: a revoked key (or an ended session) ends the stream, a lost team
+    membership or a deleted base stops its events."""
     visible = {kb.id for kb in lb.knowledge_bases(caller, totals=False)}
 
     def may_see(kb_id: int) -> bool:
-        return lb.may_see(key, kb_id)
+        return lb.may_see(key, kb_id, session)
 
     return StreamingResponse(lb.events.stream(visible, may_see),
                              media_type="text/event-stream")  # fmt: skip

@@ -6,10 +6,28 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
+from pydantic import BaseModel
 
 from lorebase.api.deps import CallerDep, LbDep
 
 router = APIRouter(prefix="/v1/tools", tags=["agent tools"])
+profiles_router = APIRouter(tags=["agent tools"])
+
+
+class ProfileOut(BaseModel):
+    name: str
+    description: str
+    knowledge_bases: list[str]
+
+
+@profiles_router.get("/v1/profiles", response_model=list[ProfileOut])
+def list_profiles(lb: LbDep, caller: CallerDep) -> list[ProfileOut]:
+    """The agent profiles (`lorebase profile`), each with the bases in it you may see: what
+    `profile` in /v1/ask, /v1/tools and MCP narrows the tools to."""
+    return [ProfileOut(name=name, description=description, knowledge_bases=bases)
+            for name, description, bases in lb.profiles(caller)]  # fmt: skip
+
+
 ProfileQuery = Annotated[
     str | None, Query(max_length=64, description="Only this profile's knowledge bases.")
 ]

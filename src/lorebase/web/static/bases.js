@@ -1,0 +1,91 @@
+// Knowledge bases: the list with totals and state, create, delete with a confirmation.
+import { api, onChange } from "./api.js";
+import { bytes, fill, flash, h, when } from "./dom.js";
+
+export async function basesView(view, route, session) {
+  const table = h("tbody");
+  const teamNames = new Map(session.teams.map((t) => [t.id, t.name]));
+
+  async function load() {
+    const bases = await api("GET", "/v1/knowledge-bases");
+    fill(table, bases.length ? bases.map(row) : h("tr", {}, h("td", { colspan: 7 }, "No knowledge base yet: create one below.")));
+  }
+
+  function row(kb) {
+    const confirmBox = h("div", { class: "confirm", hidden: true });
+    const del = h("button", { type: "button", class: "danger", "aria-label": `Delete ${kb.name}` }, "Delete…");
+    del.addEventListener("click", () => {
+      fill(confirmBox,
+        h("p", {}, `Delete “${kb.name}” and everything in it: ${kb.documents} documents, ${kb.chunks} chunks, ${bytes(kb.bytes)} of stored originals. This cannot be undone.`),
+        h("button", { type: "button", class: "danger", onclick: async () => {
+          try {
+            await api("DELETE", `/v1/knowledge-bases/${kb.id}`);
+            flash(`Deleted “${kb.name}”.`);
+            await load();
+          } catch (error) { flash(error.message, "error"); }
+        } }, "Delete for good"),
+        h("button", { type: "button", onclick: () => { confirmBox.hidden = true; } }, "Keep it"));
+      confirmBox.hidden = false;
+      confirmBox.querySelector("button").focus();
+    });
+    const scope = kb.scope === "team" ? `team ${teamNames.get(kb.team_id) ?? kb.team_id}` : kb.scope;
+    const state = h("span", { class: `state ${kb.state}` }, kb.state);
+    return h("tr", { dataset: { kb: kb.id } },
+      h("td", {}, h("a", { href: `#/kb/${kb.id}` }, kb.name), h("div", { class: "muted" }, kb.description)),
+      h("td", {}, scope, kb.owner ? h("div", { class: "muted" }, kb.owner) : null),
+      h("td", { class: "num" }, `${kb.indexed} / ${kb.pending} / ${kb.failed}`),
+      h("td", { class: "num" }, String(kb.chunks)),
+      h("td", { class: "num" }, bytes(kb.bytes)),
+      h("td", {}, state, kb.state_reason ? h("div", { class: "muted" }, kb.state_reason) : null,
+        h("div", { class: "muted" }, `last pass: ${when(kb.last_pass_finished_at)}`)),
+      h("td", {}, del, confirmBox));
+  }
+
+  const name = h("input", { id: "kb-name", name: "name", required: true, maxlength: 64 });
+  const description = h("input", { id: "kb-description", name: "description", maxlength: 2000 });
+  const scope = h("select", { id: "kb-scope", name: "scope" },
+    h("option", { value: "personal" }, "personal (only you)"),
+    session.teams.length ? h("option", { value: "team" }, "team") : null,
+    session.role === "admin" ? h("option", { value: "global" }, "global (everyone)") : null);
+  const team = h("select", { id: "kb-team", name: "team" }, session.teams.map((t) => h("option", { value: t.name }, t.name)));
+  const chunkSize = h("input", { id: "kb-chunk", type: "number", min: 200, max: 4000, value: 1200 });
+  const overlap = h("input", { id: "kb-overlap", type: "number", min: 0, max: 2000, value: 200 });
+  const form = h("form", { class: "card", id: "create-kb" },
+    h("h2", {}, "New knowledge base"),
+    h("div", { class: "grid" },
+      h("label", { for: "kb-name" }, "Name"), name,
+      h("label", { for: "kb-description" }, "Description"), description,
+      h("label", { for: "kb-scope" }, "Scope"), scope,
+      h("label", { for: "kb-team" }, "Team (for a team base)"), team,
+      h("label", { for: "kb-chunk" }, "Chunk size (characters)"), chunkSize,
+      h("label", { for: "kb-overlap" }, "Overlap (characters)"), overlap),
+    h("button", { type: "submit" }, "Create"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { name: name.value.trim(), description: description.value, scope: scope.value,
+      chunking: { chunk_size: Number(chunkSize.value), overlap: Number(overlap.value) } };
+    if (scope.value === "team") body.team = team.value;
+    try {
+      const kb = await api("POST", "/v1/knowledge-bases", body);
+      flash(`Created “${kb.name}”.`);
+      form.reset();
+      await load();
+    } catch (error) { flash(error.message, "error"); }
+  });
+
+  fill(view,
+    h("h1", {}, "Knowledge bases"),
+    h("div", { class: "scroll" }, h("table", { id: "bases" },
+      h("thead", {}, h("tr", {}, ["Name", "Scope", "Indexed / pending / failed", "Chunks", "Size", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
+      table)),
+    form);
+  let timer = null;
+  const stop = onChange((kind) => {
+    if (kind !== "knowledge_base") return;
+    clearTimeout(timer);
+    timer = setTimeout(() => load().catch(() => {}), 300);
+  });
+  await stop.ready;
+  await load();
+  return stop;
+}

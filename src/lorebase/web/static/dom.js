@@ -1,0 +1,72 @@
+// Building the page without HTML strings: every text goes in as a text node, so a document's
+// name, title, heading or snippet can never become markup.
+
+/** An element: h("a", {href: "#/x", class: "c"}, "text", child, ...). Strings become text. */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else if (name === "dataset") Object.assign(el.dataset, value);
+    else el.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** Replace an element's content. */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+/** The words of a query worth marking (letters and digits, two or more). */
+export function queryWords(query) {
+  return [...new Set((query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) || []))];
+}
+
+/** ``text`` as text nodes with each query word wrapped in <mark> (split, never parsed). */
+export function marked(text, words) {
+  const out = document.createDocumentFragment();
+  if (!words.length) {
+    out.append(text);
+    return out;
+  }
+  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = new RegExp(`(${escaped.join("|")})`, "giu");
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    if (match.index > last) out.append(text.slice(last, match.index));
+    out.append(h("mark", {}, match[0]));
+    last = match.index + match[0].length;
+  }
+  if (last < text.length) out.append(text.slice(last));
+  return out;
+}
+
+export function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  let i = -1;
+  do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+  return `${n.toFixed(n < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+export function when(epochSeconds) {
+  if (!epochSeconds) return "never";
+  return new Date(epochSeconds * 1000).toLocaleString();
+}
+
+/** Show a short message in the live region (errors stay until the next one). */
+export function flash(message, kind = "info") {
+  const box = document.getElementById("flash");
+  fill(box, h("p", { class: `flash ${kind}` }, message));
+}

@@ -1,0 +1,63 @@
+// Search: query, base filter, mode; each hit with its citation, the snippet with the query
+// words marked, its base, and on demand its scores and the timings. Warnings are shown.
+import { api } from "./api.js";
+import { fill, flash, h, marked, queryWords } from "./dom.js";
+
+export async function searchView(view, route) {
+  const params = route.params;
+  const bases = await api("GET", "/v1/knowledge-bases");
+  const query = h("input", { id: "q", name: "q", type: "search", required: true, maxlength: 2000, value: params.get("q") || "" });
+  const base = h("select", { id: "search-kb" }, h("option", { value: "" }, "all my bases"),
+    bases.map((kb) => h("option", { value: kb.id, selected: String(kb.id) === params.get("kb") }, kb.name)));
+  const mode = h("select", { id: "search-mode" }, ["hybrid", "keyword", "dense"].map((m) => h("option", { value: m, selected: m === params.get("mode") }, m)));
+  const rerank = h("input", { id: "search-rerank", type: "checkbox" });
+  const results = h("section", { id: "results", "aria-live": "polite" });
+  const form = h("form", { id: "search", class: "card", role: "search" },
+    h("label", { for: "q" }, "Search"), query,
+    h("div", { class: "toolbar" },
+      h("label", { for: "search-kb" }, "In"), base,
+      h("label", { for: "search-mode" }, "Mode"), mode,
+      h("label", { for: "search-rerank" }, rerank, " rerank (when configured)"),
+      h("button", { type: "submit" }, "Search")));
+
+  async function run() {
+    const body = { query: query.value, mode: mode.value, rerank: rerank.checked, top_k: 10 };
+    if (base.value) body.knowledge_bases = [Number(base.value)];
+    fill(results, h("p", { class: "muted" }, "Searching…"));
+    try {
+      show(await api("POST", "/v1/search", body), queryWords(query.value));
+    } catch (error) {
+      fill(results);
+      flash(error.message, "error");
+    }
+  }
+
+  function show(answer, words) {
+    const timings = Object.entries(answer.timings_ms).map(([step, ms]) => `${step} ${ms.toFixed(1)} ms`).join(", ");
+    fill(results,
+      answer.warnings.map((w) => h("p", { class: "warning", role: "alert" }, w)),
+      h("p", { class: "muted" }, `${answer.hits.length} passages (${answer.mode})`),
+      h("ol", { class: "hits" }, answer.hits.map((hit) => {
+        const scores = h("dl", { class: "scores", hidden: true },
+          Object.entries(hit.scores).flatMap(([step, s]) => [h("dt", {}, step), h("dd", {}, `${s.score.toFixed(4)} (rank ${s.rank})`)]),
+          h("dt", {}, "timings"), h("dd", {}, timings));
+        const link = `#/doc/${hit.document_id}?chunk=${hit.chunk_id}&at=${hit.start}&end=${hit.end}&q=${encodeURIComponent(query.value)}`;
+        return h("li", { class: "hit", dataset: { chunk: hit.chunk_id } },
+          h("a", { class: "citation", href: link }, hit.citation),
+          h("p", { class: "snippet" }, marked(hit.snippet || hit.text, words)),
+          h("p", { class: "muted" }, `in ${hit.knowledge_base}`, " · ",
+            h("button", { type: "button", class: "link", onclick: () => { scores.hidden = !scores.hidden; } }, "scores")),
+          scores);
+      })));
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = `#/search?q=${encodeURIComponent(query.value)}&kb=${base.value}&mode=${mode.value}`;
+    history.replaceState(null, "", next);
+    run();
+  });
+  fill(view, h("h1", {}, "Search"), form, results);
+  if (query.value) await run();
+  query.focus();
+}

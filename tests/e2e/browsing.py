@@ -1,0 +1,22 @@
+"""Helpers of the browser tests (their fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lorebase.app import Lorebase
+
+
+@dataclass
+class Server:
+    lb: Lorebase
+    url: str
+    keys: dict[str, str] = field(default_factory=dict)
+
+
+def sign_in(page: Any, server: Server, user: str) -> None:
+    page.goto(server.url + "/")
+    page.fill("#key", server.keys[user])
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_selector("table#bases tbody tr")

@@ -1,0 +1,113 @@
+"""Ask on the web page: the answer streams from POST /v1/ask (a stand-in OpenAI-compatible chat
+server on 127.0.0.1 that calls the search tool), its numbered sources open the cited passage,
+and only the bases switched on reach the model."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+from browsing import Server, sign_in
+
+from lorebase.agent.profiles import Profiles
+
+pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+POLL_SECONDS = 0.02
+HERON = "# Herons\n\n## Feeding\n\nThe grey heron hunts fish in shallow water at dawn.\n"
+ANSWER = "Grey herons hunt fish at dawn [1]."
+
+
+def _sse(deltas: list[dict[str, Any]], finish: str) -> bytes:
+    events = [{"choices": [{"index": 0, "delta": d}]} for d in deltas]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
+
+
+class StandIn:
+    """First turn: a search_knowledge_base call; then the answer, streamed in pieces."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+    def reply(self) -> bytes:
+        if len(self.requests) == 1:
+            call = {"index": 0, "id": "call0", "type": "function",
+                    "function": {"name": "search_knowledge_base",
+                                 "arguments": json.dumps({"query": "heron fish"})}}  # fmt: skip
+            return _sse([{"content": "Looking. "}, {"tool_calls": [call]}], "tool_calls")
+        pieces = [{"content": ANSWER[i : i + 6]} for i in range(0, len(ANSWER), 6)]
+        return _sse(pieces, "stop")
+
+
+@pytest.fixture
+def stand_in() -> Iterator[StandIn]:
+    state = StandIn()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            state.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            payload = state.reply()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def chat_url(stand_in: StandIn) -> str:
+    return stand_in.url
+
+
+def test_the_answer_streams_and_its_sources_open(
+    page: Any, server: Server, stand_in: StandIn
+) -> None:
+    headers = {"Authorization": f"Bearer {server.keys['alice']}"}
+    ids = {}
+    for name in ("birds", "cooking"):
+        made = httpx.post(f"{server.url}/v1/knowledge-bases", headers=headers, timeout=5,
+                          json={"name": name, "scope": "personal"})  # fmt: skip
+        ids[name] = made.json()["id"]
+    files = {"files": ("heron.md", HERON.encode(), "text/markdown")}
+    httpx.post(f"{server.url}/v1/knowledge-bases/{ids['birds']}/documents", headers=headers,
+               files=files, timeout=5)  # fmt: skip
+    sign_in(page, server, "alice")
+    page.goto(f"{server.url}/#/kb/{ids['birds']}")
+    page.locator('#documents tr[data-state="indexed"]').wait_for()
+
+    Profiles(server.lb.settings.data_dir).create("birding", ["birds"], description="birds only")
+    page.goto(f"{server.url}/#/ask")
+    page.fill("#question", "What do herons eat?")
+    page.select_option("#ask-profile", "birding")  # switches on its bases, and only those
+    assert page.locator("label.toggle", has_text="cooking").locator("input").is_checked() is False
+    assert page.locator("label.toggle", has_text="birds").locator("input").is_checked()
+    page.click("#ask button[type=submit]")
+    page.locator("#sources li").first.wait_for()
+    assert page.locator("#answer").inner_text() == ANSWER
+    assert "is local" in page.locator("#notice").inner_text()
+    assert "search_knowledge_base" in page.locator("ul.tools").inner_text()
+    # Only the base switched on reached the model.
+    system = stand_in.requests[0]["messages"][0]["content"]
+    assert "birds" in system and "cooking" not in system
+
+    page.locator("#sources li a").first.click()
+    page.wait_for_selector("#passage")
+    assert "grey heron" in page.locator("#passage").inner_text()
