@@ -55,12 +55,14 @@ def main() -> None:
     queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(500)]
     with tempfile.TemporaryDirectory() as tmp:
         root, incoming, alone = (Path(tmp) / name for name in ("docs", "incoming", "alone"))
-        for folder, chunks in ((root, args.chunks), (incoming, args.incoming * 10),
-                               (alone, args.incoming * 10)):  # fmt: skip
+        for folder, chunks in (
+            (root, args.chunks),
+            (incoming, args.incoming * 10),
+            (alone, args.incoming * 10),
+        ):
             folder.mkdir()
             corpus(folder, chunks, rng)
-        lb = open_lorebase(settings=Settings(data_dir=Path(tmp) / "data"),
-                           embedder=FakeEmbedder())  # fmt: skip
+        lb = open_lorebase(settings=Settings(data_dir=Path(tmp) / "data"), embedder=FakeEmbedder())
         lb.add([root], kb="bench")
         started = time.perf_counter()
         lb.add([alone], kb="bench")

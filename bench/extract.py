@@ -228,8 +228,18 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    columns = ["files", "MB", "chunks", "MB/s", "files/s", "chunks/s", "in-process MB/s",
-               "raw MB/s", "lorebase/raw time", "lorebase/in-process time"]  # fmt: skip
+    columns = [
+        "files",
+        "MB",
+        "chunks",
+        "MB/s",
+        "files/s",
+        "chunks/s",
+        "in-process MB/s",
+        "raw MB/s",
+        "lorebase/raw time",
+        "lorebase/in-process time",
+    ]
     print("| kind | " + " | ".join(columns) + " |")
     print("|" + " --- |" * (len(columns) + 1))
     for kind, row in sorted(rates.items(), key=lambda kv: kv[0] == "all"):

@@ -287,14 +287,19 @@ def main() -> None:
         results = []
         for corpus in corpora:  # each result as soon as it is measured: runs are long
             results.append(measure(corpus, embedder, clock, args.repeat, args.profile))
-            print(json.dumps({k: v for k, v in results[-1].items() if k != "rounds"}),
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                json.dumps({k: v for k, v in results[-1].items() if k != "rounds"}),
+                file=sys.stderr,
+                flush=True,
+            )
 
     if args.json:
         print(json.dumps(results, indent=2))
     else:
-        print("| corpus | files | chunks | lorebase chunks/s | raw chunks/s | lorebase/raw |"
-              " model share of pass | bytes/chunk on disk |")  # fmt: skip
+        print(
+            "| corpus | files | chunks | lorebase chunks/s | raw chunks/s | lorebase/raw |"
+            " model share of pass | bytes/chunk on disk |"
+        )
         print("|" + " --- |" * 8)
         for r in results:
             print(
@@ -305,10 +310,12 @@ def main() -> None:
             )
         for r in results:
             verdict = "meets" if r["ratio"] >= GOAL_RATIO else "misses"
-            print(f"- {r['corpus']}: ratio {r['ratio']:.3f} {verdict} the {GOAL_RATIO} goal; "
-                  f"model time inside the pass / raw model time = "
-                  f"{r['lorebase_model_vs_raw_model']:.3f}; unique-text ratio "
-                  f"{r['ratio_unique']:.3f}")  # fmt: skip
+            print(
+                f"- {r['corpus']}: ratio {r['ratio']:.3f} {verdict} the {GOAL_RATIO} goal; "
+                f"model time inside the pass / raw model time = "
+                f"{r['lorebase_model_vs_raw_model']:.3f}; unique-text ratio "
+                f"{r['ratio_unique']:.3f}"
+            )
     if args.profile:
         for r in results:
             print_profile(args.profile.with_suffix(f".{r['corpus']}.prof"))

@@ -174,8 +174,7 @@ def child_lorebase(name: str, work: Path) -> dict:
 
         modes[mode] = measure(questions, search)
     lb.close()
-    return {"embed_s": embed_s, "index_s": total - embed_s, "chunks": report.chunks,
-            "modes": modes}  # fmt: skip
+    return {"embed_s": embed_s, "index_s": total - embed_s, "chunks": report.chunks, "modes": modes}
 
 
 def child_txtai(name: str, work: Path) -> dict:
@@ -202,8 +201,11 @@ def child_txtai(name: str, work: Path) -> dict:
     vectors_class.encode = encode
     embed_s = spent[0]
     modes = {}
-    for mode, weight in (("keyword", TXTAI_KEYWORD), ("dense", TXTAI_DENSE),
-                         ("hybrid", TXTAI_HYBRID)):  # fmt: skip
+    for mode, weight in (
+        ("keyword", TXTAI_KEYWORD),
+        ("dense", TXTAI_DENSE),
+        ("hybrid", TXTAI_HYBRID),
+    ):
 
         def search(query: str, weight: float = weight) -> list[str]:
             return [str(r["id"]) for r in embeddings.search(query, DEPTH, weights=weight)]
@@ -222,11 +224,15 @@ def child_lancedb(name: str, work: Path) -> dict:
     embedder = onnx_embedder(work)
     db = lancedb.connect(tempfile.mkdtemp(prefix="lancedb-", dir=scratch(work)))
     started = time.perf_counter()
-    data = pa.table({
-        "id": [i for i, _ in docs],
-        "text": [text for _, text in docs],
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
-    })  # fmt: skip
+    data = pa.table(
+        {
+            "id": [i for i, _ in docs],
+            "text": [text for _, text in docs],
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(vectors.ravel()), vectors.shape[1]
+            ),
+        }
+    )
     table = db.create_table("docs", data=data)
     table.create_fts_index("text")  # native FTS: English stemming and stop words by default
     index_s = time.perf_counter() - started
@@ -239,10 +245,13 @@ def child_lancedb(name: str, work: Path) -> dict:
         "keyword": lambda q: ids(table.search(q, query_type="fts")),
         "dense": lambda q: ids(table.search(embedder.embed_query(q)).distance_type("cosine")),
         "hybrid": lambda q: ids(
-            table.search(query_type="hybrid").vector(embedder.embed_query(q)).text(q)
-            .distance_type("cosine").rerank(reranker)
+            table.search(query_type="hybrid")
+            .vector(embedder.embed_query(q))
+            .text(q)
+            .distance_type("cosine")
+            .rerank(reranker)
         ),
-    }  # fmt: skip
+    }
     modes = {mode: measure(questions, searches[mode]) for mode in MODES["lancedb"]}
     return {"embed_s": None, "index_s": index_s, "modes": modes}
 
@@ -287,8 +296,9 @@ def child_bm25s(name: str, work: Path) -> dict:
     docs, questions = load_set(name)
     stemmer = Stemmer.Stemmer("english")
     started = time.perf_counter()
-    tokens = bm25s.tokenize([text for _, text in docs], stopwords="en", stemmer=stemmer,
-                            show_progress=False)  # fmt: skip
+    tokens = bm25s.tokenize(
+        [text for _, text in docs], stopwords="en", stemmer=stemmer, show_progress=False
+    )
     retriever = bm25s.BM25()
     retriever.index(tokens, show_progress=False)
     index_s = time.perf_counter() - started
@@ -319,8 +329,13 @@ CHILDREN: dict[str, Callable[[str, Path], dict]] = {
 
 def run_child(system: str, name: str, work: Path) -> dict:
     command = [sys.executable, __file__, "--child", system, "--sets", name, "--work", str(work)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{system} on {name} failed:\n{done.stderr[-4000:]}")
@@ -353,13 +368,17 @@ def print_tables(name: str, results: dict[str, dict], shared_embed_s: float | No
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for system, result in results.items():
         for mode, m in result["modes"].items():
-            print(f"| {system} | {mode} | {m['ndcg@10']:.3f} | {m['recall@100']:.3f} | "
-                  f"{m['mrr@10']:.3f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} |")  # fmt: skip
+            print(
+                f"| {system} | {mode} | {m['ndcg@10']:.3f} | {m['recall@100']:.3f} | "
+                f"{m['mrr@10']:.3f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} |"
+            )
     print("\n| system | embed s | index s | peak RSS MB |")
     print("| --- | --- | --- | --- |")
     for system, result in results.items():
-        print(f"| {system} | {embed_label(system, result, shared_embed_s)} | "
-              f"{result['index_s']:.2f} | {result['peak_rss_mb']:.0f} |")  # fmt: skip
+        print(
+            f"| {system} | {embed_label(system, result, shared_embed_s)} | "
+            f"{result['index_s']:.2f} | {result['peak_rss_mb']:.0f} |"
+        )
     ours = results.get("lorebase")
     if ours is None:
         return
@@ -371,11 +390,13 @@ def print_tables(name: str, results: dict[str, dict], shared_embed_s: float | No
             continue
         for mode, m in result["modes"].items():
             mine = ours["modes"][mode]
-            print(f"| {system} | {mode} | {ratio(mine['ndcg@10'], m['ndcg@10'])} | "
-                  f"{ratio(mine['p50_ms'], m['p50_ms'])} | {ratio(mine['p95_ms'], m['p95_ms'])} "
-                  f"| {ratio(our_embed, embed_seconds(system, result, shared_embed_s))} "
-                  f"| {ratio(ours['index_s'], result['index_s'])} | "
-                  f"{ratio(ours['peak_rss_mb'], result['peak_rss_mb'])} |")  # fmt: skip
+            print(
+                f"| {system} | {mode} | {ratio(mine['ndcg@10'], m['ndcg@10'])} | "
+                f"{ratio(mine['p50_ms'], m['p50_ms'])} | {ratio(mine['p95_ms'], m['p95_ms'])} "
+                f"| {ratio(our_embed, embed_seconds(system, result, shared_embed_s))} "
+                f"| {ratio(ours['index_s'], result['index_s'])} | "
+                f"{ratio(ours['peak_rss_mb'], result['peak_rss_mb'])} |"
+            )
 
 
 def main() -> None:

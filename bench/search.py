@@ -225,8 +225,9 @@ def measure(db: Path, texts: list[str], modes: Sequence[Mode] = MODES) -> dict[s
     # Arm-level results (not deduplicated) for overlap and recall, outside the timed loop.
     for text in texts:
         vector = embedder.embed_query(text)
-        dense_ids[text] = [c for c, _ in store.dense_search([kb.id], embedder.identity, vector,
-                                                            TOP_K)]  # fmt: skip
+        dense_ids[text] = [
+            c for c, _ in store.dense_search([kb.id], embedder.identity, vector, TOP_K)
+        ]
         if Mode.KEYWORD in modes:
             keyword_ids[text] = [c for c, _ in store.keyword_search([kb.id], text, TOP_K)]
     keyword_plan = (
@@ -321,8 +322,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rebuild", action="store_true", help="build even when a store exists")
-    parser.add_argument("--bulk-from", type=int, default=1_000_000,
-                        help="build stores this large with the bulk loader")  # fmt: skip
+    parser.add_argument(
+        "--bulk-from",
+        type=int,
+        default=1_000_000,
+        help="build stores this large with the bulk loader",
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--modes", default=",".join(str(m) for m in MODES))
     parser.add_argument("--json", action="store_true")
@@ -362,8 +367,10 @@ def main() -> None:
 
 
 def print_tables(results: list[dict[str, Any]]) -> None:
-    print("| chunks | mode | p50 ms | p95 ms | max ms | arm p50/p95 ms | hydrate p50 ms |"
-          " CPU p50/p95 ms |")  # fmt: skip
+    print(
+        "| chunks | mode | p50 ms | p95 ms | max ms | arm p50/p95 ms | hydrate p50 ms |"
+        " CPU p50/p95 ms |"
+    )
     print("|" + " --- |" * 8)
     for r in results:
         for mode in [m for m in MODES if str(m) in r["latency_ms"]]:
@@ -371,10 +378,15 @@ def print_tables(results: list[dict[str, Any]]) -> None:
             steps = r["steps_ms"][str(mode)]
             arm = steps.get("dense" if mode is Mode.DENSE else "keyword", {})
             cells = [
-                f"{r['size']:,}", str(mode), f"{row['p50']:.1f}", f"{row['p95']:.1f}",
-                f"{row['max']:.1f}", f"{arm.get('p50', 0):.1f}/{arm.get('p95', 0):.1f}",
-                f"{steps['hydrate']['p50']:.1f}", f"{used['p50']:.1f}/{used['p95']:.1f}",
-            ]  # fmt: skip
+                f"{r['size']:,}",
+                str(mode),
+                f"{row['p50']:.1f}",
+                f"{row['p95']:.1f}",
+                f"{row['max']:.1f}",
+                f"{arm.get('p50', 0):.1f}/{arm.get('p95', 0):.1f}",
+                f"{steps['hydrate']['p50']:.1f}",
+                f"{used['p50']:.1f}/{used['p95']:.1f}",
+            ]
             print("| " + " | ".join(cells) + " |")
     print()
     print(
@@ -385,8 +397,11 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     for r in results:
         exact = r["exact_dense_ms"]
         none = {"p50": float("nan"), "p95": float("nan")}
-        plan = r["keyword_plan"] or {"plain_or_ms": none, "store_ms": none,
-                                     "top10_overlap_mean": float("nan")}  # fmt: skip
+        plan = r["keyword_plan"] or {
+            "plain_or_ms": none,
+            "store_ms": none,
+            "top10_overlap_mean": float("nan"),
+        }
         print(
             f"| {r['size']:,} | {r['disk_bytes_per_chunk']:.0f} | "
             f"{r['memory_bytes_per_chunk']:.0f} | {r['memory']['dense_load_seconds']:.2f} | "

@@ -31,9 +31,31 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
 from lorebase.vault.keys import DataKey
 
-WORDS = ("retrieval", "index", "passage", "vector", "lexical", "folder", "sync", "chunk",
-         "model", "query", "answer", "citation", "heading", "page", "line", "policy",
-         "vacation", "expense", "outage", "parking", "password", "network", "budget")  # fmt: skip
+WORDS = (
+    "retrieval",
+    "index",
+    "passage",
+    "vector",
+    "lexical",
+    "folder",
+    "sync",
+    "chunk",
+    "model",
+    "query",
+    "answer",
+    "citation",
+    "heading",
+    "page",
+    "line",
+    "policy",
+    "vacation",
+    "expense",
+    "outage",
+    "parking",
+    "password",
+    "network",
+    "budget",
+)
 
 
 def corpus(root: Path, chunks: int, rng: random.Random) -> None:
@@ -89,16 +111,21 @@ def main() -> None:
         root.mkdir()
         corpus(root, args.chunks, rng)
         serve = ServeSettings(auth=False, watch=False, workers=2)
-        lb = open_lorebase(settings=Settings(data_dir=Path(tmp) / "data", serve=serve),
-                           embedder=FakeEmbedder(), data_key=DataKey.generate())  # fmt: skip
+        lb = open_lorebase(
+            settings=Settings(data_dir=Path(tmp) / "data", serve=serve),
+            embedder=FakeEmbedder(),
+            data_key=DataKey.generate(),
+        )
         lb.add([root], kb="bench")
-        library = run_clients(lambda q: lb.search(q, kb="bench"), queries, args.clients,
-                              args.requests)  # fmt: skip
+        library = run_clients(
+            lambda q: lb.search(q, kb="bench"), queries, args.clients, args.requests
+        )
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        config = uvicorn.Config(create_app(lb), host="127.0.0.1", port=port,
-                                log_level="warning", access_log=False)  # fmt: skip
+        config = uvicorn.Config(
+            create_app(lb), host="127.0.0.1", port=port, log_level="warning", access_log=False
+        )
         http_server = uvicorn.Server(config)
         thread = threading.Thread(target=http_server.run, daemon=True)
         thread.start()

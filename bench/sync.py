@@ -25,8 +25,23 @@ from lorebase.app import open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import Settings
 
-WORDS = ("retrieval", "index", "passage", "vector", "lexical", "folder", "sync", "chunk",
-         "model", "query", "answer", "citation", "heading", "page", "line")  # fmt: skip
+WORDS = (
+    "retrieval",
+    "index",
+    "passage",
+    "vector",
+    "lexical",
+    "folder",
+    "sync",
+    "chunk",
+    "model",
+    "query",
+    "answer",
+    "citation",
+    "heading",
+    "page",
+    "line",
+)
 
 
 def write_tree(root: Path, files: int, rng: random.Random) -> list[Path]:

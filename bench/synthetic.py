@@ -275,19 +275,27 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     for doc in documents(pool, size, seed + size):
         chunks = doc.chunks
         document_id = writes.upsert_document(
-            conn, kb.id, doc.document, state=DocumentState.INDEXED, reason=None,
-            chunk_count=len(chunks), identity_key=fake.identity.key,
-            settings_key=kb.chunk_settings.key, text=compress_text(doc.document.text),
-        )  # fmt: skip
+            conn,
+            kb.id,
+            doc.document,
+            state=DocumentState.INDEXED,
+            reason=None,
+            chunk_count=len(chunks),
+            identity_key=fake.identity.key,
+            settings_key=kb.chunk_settings.key,
+            text=compress_text(doc.document.text),
+        )
         stored = writes.write_chunks(conn, kb.id, document_id, chunks, lexical=False)
         rowid_of = dict(
             conn.execute("SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,))
         )
         conn.executemany(
             "INSERT INTO vectors (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
-            [(rowid_of[sid], identity_id, row.tobytes()) for sid, row in
-             zip(stored, doc.vectors, strict=True)],
-        )  # fmt: skip
+            [
+                (rowid_of[sid], identity_id, row.tobytes())
+                for sid, row in zip(stored, doc.vectors, strict=True)
+            ],
+        )
         made += 1
         before, written = written, written + len(chunks)
         pending += len(chunks)

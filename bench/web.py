@@ -28,11 +28,31 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
 from lorebase.vault.keys import DataKey
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
-WORDS = ("heron", "kestrel", "owl", "fish", "vole", "beetle", "field", "water", "dawn", "night",
-         "hunt", "hover", "dive")  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WORDS = (
+    "heron",
+    "kestrel",
+    "owl",
+    "fish",
+    "vole",
+    "beetle",
+    "field",
+    "water",
+    "dawn",
+    "night",
+    "hunt",
+    "hover",
+    "dive",
+)
 
 
 # Click a button (value None) or type into a field, then wait until the documents view shows
@@ -70,8 +90,7 @@ def main() -> None:
             data_dir=Path(folder),
             serve=ServeSettings(auth=False, workers=1, queue_size=args.docs + 100),
         )
-        lb = open_lorebase(settings=settings, embedder=FakeEmbedder(),
-                           data_key=DataKey.generate())  # fmt: skip
+        lb = open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=DataKey.generate())
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -84,42 +103,51 @@ def main() -> None:
             kb = httpx.post(f"{url}/v1/knowledge-bases", json={"name": "bench"}).json()["id"]
             for start in range(0, args.docs, 50):
                 files = [note(n) for n in range(start, min(args.docs, start + 50))]
-                answer = httpx.post(f"{url}/v1/knowledge-bases/{kb}/documents", files=files,
-                                    timeout=60)  # fmt: skip
+                answer = httpx.post(
+                    f"{url}/v1/knowledge-bases/{kb}/documents", files=files, timeout=60
+                )
                 answer.raise_for_status()
             while lb.kb_by_id(kb, totals=True).indexed < args.docs:
                 time.sleep(0.2)
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                                     args=CHROMIUM_ARGS)  # fmt: skip
+                browser = playwright.chromium.launch(
+                    executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+                )
                 page = browser.new_page()
                 sizes: dict[str, int] = {}
 
                 def count(request: Any) -> None:
                     measured = request.sizes()
-                    sizes[request.url] = (measured["responseBodySize"]
-                                          + measured["responseHeadersSize"])  # fmt: skip
+                    sizes[request.url] = (
+                        measured["responseBodySize"] + measured["responseHeadersSize"]
+                    )
 
                 page.on("requestfinished", count)
                 page.goto(url + "/")
                 page.wait_for_selector("table#bases tbody tr")
                 page.wait_for_load_state("networkidle")
                 assets = sum(v for k, v in sizes.items() if "/v1/" not in k)
-                print(f"first view: {len(sizes)} requests, {sum(sizes.values())} bytes "
-                      f"({assets} bytes of page assets, the rest API answers)")  # fmt: skip
+                print(
+                    f"first view: {len(sizes)} requests, {sum(sizes.values())} bytes "
+                    f"({assets} bytes of page assets, the rest API answers)"
+                )
                 page.goto(f"{url}/#/kb/{kb}")
                 started = time.perf_counter()
                 page.locator("#documents tr[data-doc]").nth(99).wait_for()
-                print(f"documents view of {args.docs}: first page shown in "
-                      f"{(time.perf_counter() - started) * 1000:.0f} ms")  # fmt: skip
+                print(
+                    f"documents view of {args.docs}: first page shown in "
+                    f"{(time.perf_counter() - started) * 1000:.0f} ms"
+                )
                 # Timed inside the page (a MutationObserver on the table), not by polling.
                 sort_ms = page.evaluate(TIMED, ["th[data-key=size] button", None, "aria-sort"])
                 print(f"  sorted by size, first page redrawn in {sort_ms:.0f} ms")
                 needle = "note-99"
                 matches = sum(needle in f"note-{n}.md" for n in range(args.docs))
                 filter_ms = page.evaluate(TIMED, ["#doc-filter", needle, f"({matches} documents)"])
-                print(f"  filtered to {matches} in {filter_ms:.0f} ms (of which 200 ms is the "
-                      "page waiting for typing to pause)")  # fmt: skip
+                print(
+                    f"  filtered to {matches} in {filter_ms:.0f} ms (of which 200 ms is the "
+                    "page waiting for typing to pause)"
+                )
                 page.goto(f"{url}/#/search")
                 page_ms, api_ms = [], []
                 for n in range(args.searches):
@@ -133,8 +161,10 @@ def main() -> None:
                     page.locator(".hit").first.wait_for()
                     page_ms.append((time.perf_counter() - t0) * 1000)
                     page.evaluate("document.getElementById('results').replaceChildren()")
-                print(f"search: hits shown after {statistics.median(page_ms):.0f} ms (median), "
-                      f"the API alone answers in {statistics.median(api_ms):.0f} ms")  # fmt: skip
+                print(
+                    f"search: hits shown after {statistics.median(page_ms):.0f} ms (median), "
+                    f"the API alone answers in {statistics.median(api_ms):.0f} ms"
+                )
                 browser.close()
         finally:
             server.should_exit = True

@@ -64,9 +64,15 @@ def build_reranker(settings: RerankSettings) -> Reranker | None:
     assert settings.url and settings.model  # checked by RerankSettings
     # A search waits on it: one retry after at most a second, then the fused order (with a
     # warning) rather than a long backoff or a server's Retry-After.
-    return HttpReranker(settings.url, settings.model, api_key=settings.api_key,
-                        read_timeout=settings.timeout, max_retries=1,
-                        max_retry_after=1.0, max_backoff=1.0)  # fmt: skip
+    return HttpReranker(
+        settings.url,
+        settings.model,
+        api_key=settings.api_key,
+        read_timeout=settings.timeout,
+        max_retries=1,
+        max_retry_after=1.0,
+        max_backoff=1.0,
+    )
 
 
 PRIVATE_DIR = 0o700
@@ -82,8 +88,11 @@ def private_data_dir(data_dir: Path, database: Path) -> None:
         data_dir.chmod(PRIVATE_DIR)  # mkdir's mode passes through the umask
     with contextlib.suppress(FileExistsError):  # another process made it first: fine
         os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-    for path in (database, database.with_name(database.name + "-wal"),
-                 database.with_name(database.name + "-shm")):  # fmt: skip
+    for path in (
+        database,
+        database.with_name(database.name + "-wal"),
+        database.with_name(database.name + "-shm"),
+    ):
         with contextlib.suppress(FileNotFoundError, PermissionError):
             if path.stat().st_mode & 0o077:
                 path.chmod(PRIVATE_FILE)
@@ -135,8 +144,7 @@ def open_lorebase(
         else embedder
     )
     reorder = build_reranker(settings.rerank) if isinstance(reranker, str) else reranker
-    return Lorebase(settings, store, chosen, holder, reorder, accounts=accounts,
-                    data_key=data_key)  # fmt: skip
+    return Lorebase(settings, store, chosen, holder, reorder, accounts=accounts, data_key=data_key)
 
 
 def open_beside(lb: Lorebase, data_dir: Path, holder: str = "lorebase eval") -> Lorebase:
@@ -145,5 +153,6 @@ def open_beside(lb: Lorebase, data_dir: Path, holder: str = "lorebase eval") -> 
     own that no other surface sees."""
     settings = dataclasses.replace(lb.settings, data_dir=data_dir)
     store, accounts = build_store(settings)
-    return Lorebase(settings, store, lb.embedder, holder, lb.reranker, accounts=accounts,
-                    shared_clients=True)  # fmt: skip
+    return Lorebase(
+        settings, store, lb.embedder, holder, lb.reranker, accounts=accounts, shared_clients=True
+    )

@@ -114,8 +114,9 @@ def inspect_folder(
         return
     problems = summary.problems if summary is not None else None
     for path in iter_files(root, problems):
-        report = inspect_file(path, path.relative_to(root.resolve()), extract_settings,
-                              chunk_settings, pool)  # fmt: skip
+        report = inspect_file(
+            path, path.relative_to(root.resolve()), extract_settings, chunk_settings, pool
+        )
         if summary is not None:
             summary.add(report)
         yield report

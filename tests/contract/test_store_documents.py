@@ -197,8 +197,12 @@ def test_states_move_and_unfinished_work_is_reset(store: Store) -> None:
     put(store, kb, "d.md", ["indexed"])
     assert store.reset_unfinished() == 3
     states = {d.path: d.state for d in store.list_documents(kb.id)}
-    assert states == {"a.md": DocumentState.PENDING, "b.md": DocumentState.PENDING,
-                      "c.md": DocumentState.PENDING, "d.md": DocumentState.INDEXED}  # fmt: skip
+    assert states == {
+        "a.md": DocumentState.PENDING,
+        "b.md": DocumentState.PENDING,
+        "c.md": DocumentState.PENDING,
+        "d.md": DocumentState.INDEXED,
+    }
     assert store.reset_unfinished() == 0
 
 

@@ -17,8 +17,9 @@ from lorebase.store.base import DocumentState, NewDocument, Store
 def test_uploads_are_listed_apart_from_folder_files(store: Store) -> None:
     first, second = store.create_kb("first"), store.create_kb("second")
     put(store, first, "uploads/not-an-upload.md", ["from a folder named uploads"])
-    sealed = NewDocument(path="uploads/abc.md", kind="md", size=3, content_hash="c" * 64,
-                         display_name="sealed-name")  # fmt: skip
+    sealed = NewDocument(
+        path="uploads/abc.md", kind="md", size=3, content_hash="c" * 64, display_name="sealed-name"
+    )
     one = store.create_upload(first.id, sealed)
     two = store.create_upload(second.id, sealed)
     assert one.uploaded and two.uploaded and one.state is DocumentState.PENDING
@@ -35,8 +36,9 @@ def test_uploads_are_listed_apart_from_folder_files(store: Store) -> None:
 
 def test_a_sealed_name_is_replaced_and_bytes_are_found_by_hash(store: Store) -> None:
     kb, other = store.create_kb("docs"), store.create_kb("other")
-    upload = NewDocument(path="uploads/x.pdf", kind="pdf", size=3, content_hash="d" * 64,
-                         display_name="sealed-1")  # fmt: skip
+    upload = NewDocument(
+        path="uploads/x.pdf", kind="pdf", size=3, content_hash="d" * 64, display_name="sealed-1"
+    )
     record = store.create_upload(kb.id, upload)
     store.set_display_name(kb.id, record.id, "sealed-2")
     store.set_display_name(other.id, record.id, "not-in-this-base")

@@ -97,8 +97,7 @@ def test_dense_results_after_any_writes_equal_a_fresh_load(
             writer = other if action == "other-process" else store
             if action in ("put", "other-process"):
                 vectors = np.stack([unit(seed + i) for i in range(count)])
-                put(writer, kb, path, [f"text {seed} {i}" for i in range(count)],
-                    vectors=vectors)  # fmt: skip
+                put(writer, kb, path, [f"text {seed} {i}" for i in range(count)], vectors=vectors)
             elif action == "fail":
                 store.record_failure(kb.id, new_doc(path), "corrupt")
             elif (found := store.get_document(kb.id, path)) is not None:

@@ -137,8 +137,11 @@ def test_a_closed_store_says_so_for_reads_and_writes(backend: Backend, tmp_path:
     store.keyword_search([kb.id], "anything", 5)  # a pooled read connection exists now
     store.close()
     store.close()  # twice is fine
-    for call in (lambda: store.get_kb("docs"), lambda: store.create_kb("other"),
-                 lambda: store.keyword_search([kb.id], "anything", 5)):  # fmt: skip
+    for call in (
+        lambda: store.get_kb("docs"),
+        lambda: store.create_kb("other"),
+        lambda: store.keyword_search([kb.id], "anything", 5),
+    ):
         with pytest.raises(InvalidInput, match="closed; open it again"):
             call()
 

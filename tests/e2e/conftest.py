@@ -29,9 +29,16 @@ from lorebase.settings import ChatConfig, ServeSettings, Settings
 from lorebase.vault.keys import DataKey
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 START_SECONDS = 10.0
 STOP_SECONDS = 5.0
 WAIT_MS = 10_000  # the longest a page waits for something it expects

@@ -153,13 +153,17 @@ HOSTILE_PLAIN = ("notes <b>.txt", "<script>alert(4)</script> heron <img src=x on
 
 
 def test_hostile_names_and_text_render_as_text(page: Any, server: Server) -> None:
-    answer = api(server, "alice", "POST", "/v1/knowledge-bases",
-                 json={"name": "<svg onload=alert(3)>", "scope": "personal"})  # fmt: skip
+    answer = api(
+        server,
+        "alice",
+        "POST",
+        "/v1/knowledge-bases",
+        json={"name": "<svg onload=alert(3)>", "scope": "personal"},
+    )
     kb_id = answer.json()["id"]
     for name, text in ((HOSTILE_NAME, HOSTILE_TEXT), HOSTILE_PLAIN):
         files = {"files": (name, text.encode(), "text/plain")}
-        upload = api(server, "alice", "POST", f"/v1/knowledge-bases/{kb_id}/documents",
-                     files=files)  # fmt: skip
+        upload = api(server, "alice", "POST", f"/v1/knowledge-bases/{kb_id}/documents", files=files)
         assert upload.status_code == 202, upload.text
     sign_in(page, server, "alice")
     page.locator("table#bases a", has_text="<svg onload=alert(3)>").wait_for()

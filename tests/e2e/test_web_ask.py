@@ -38,9 +38,15 @@ class StandIn:
 
     def reply(self) -> bytes:
         if len(self.requests) == 1:
-            call = {"index": 0, "id": "call0", "type": "function",
-                    "function": {"name": "search_knowledge_base",
-                                 "arguments": json.dumps({"query": "heron fish"})}}  # fmt: skip
+            call = {
+                "index": 0,
+                "id": "call0",
+                "type": "function",
+                "function": {
+                    "name": "search_knowledge_base",
+                    "arguments": json.dumps({"query": "heron fish"}),
+                },
+            }
             return _sse([{"content": "Looking. "}, {"tool_calls": [call]}], "tool_calls")
         pieces = [{"content": ANSWER[i : i + 6]} for i in range(0, len(ANSWER), 6)]
         return _sse(pieces, "stop")
@@ -83,12 +89,20 @@ def test_the_answer_streams_and_its_sources_open(
     headers = {"Authorization": f"Bearer {server.keys['alice']}"}
     ids = {}
     for name in ("birds", "cooking"):
-        made = httpx.post(f"{server.url}/v1/knowledge-bases", headers=headers, timeout=5,
-                          json={"name": name, "scope": "personal"})  # fmt: skip
+        made = httpx.post(
+            f"{server.url}/v1/knowledge-bases",
+            headers=headers,
+            timeout=5,
+            json={"name": name, "scope": "personal"},
+        )
         ids[name] = made.json()["id"]
     files = {"files": ("heron.md", HERON.encode(), "text/markdown")}
-    httpx.post(f"{server.url}/v1/knowledge-bases/{ids['birds']}/documents", headers=headers,
-               files=files, timeout=5)  # fmt: skip
+    httpx.post(
+        f"{server.url}/v1/knowledge-bases/{ids['birds']}/documents",
+        headers=headers,
+        files=files,
+        timeout=5,
+    )
     sign_in(page, server, "alice")
     page.goto(f"{server.url}/#/kb/{ids['birds']}")
     page.locator('#documents tr[data-state="indexed"]').wait_for()

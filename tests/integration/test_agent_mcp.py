@@ -22,8 +22,12 @@ mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-TOOLS = {"list_knowledge_bases", "search_knowledge_base", "read_document",
-         "read_surrounding_chunks"}  # fmt: skip
+TOOLS = {
+    "list_knowledge_bases",
+    "search_knowledge_base",
+    "read_document",
+    "read_surrounding_chunks",
+}
 CALL_TIMEOUT = 20.0
 
 
@@ -117,8 +121,9 @@ def test_stdio_session_lists_and_calls_every_tool(data_dir: Path) -> None:
 
 def test_stdio_profile_scopes_the_tools(data_dir: Path) -> None:
     async def session() -> None:
-        async with Client(server(data_dir, "--profile", "support"),
-                          read_timeout_seconds=CALL_TIMEOUT) as client:  # fmt: skip
+        async with Client(
+            server(data_dir, "--profile", "support"), read_timeout_seconds=CALL_TIMEOUT
+        ) as client:
             bases = await client.call_tool("list_knowledge_bases", {})
             assert [kb["name"] for kb in bases.structured_content["knowledge_bases"]] == ["team"]
             hidden = await client.call_tool(

@@ -59,8 +59,7 @@ def lb(tmp_path: Path) -> Iterator[Lorebase]:
     finance = tmp_path / "finance"
     finance.mkdir()
     (finance / "salaries.md").write_text(SECRET)
-    instance = open_lorebase(settings=Settings(data_dir=tmp_path / "data"),
-                             embedder=FakeEmbedder())  # fmt: skip
+    instance = open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder())
     instance.add([team], kb="team")
     instance.add([finance], kb="finance")
     yield instance
@@ -189,8 +188,9 @@ def test_reads_only_within_the_named_knowledge_base(lb: Lorebase) -> None:
     with pytest.raises(NotFound):
         toolbox.call("read_document", {"document_id": hit["document_id"], "knowledge_base": "team"})
     with pytest.raises(NotFound):
-        toolbox.call("read_surrounding_chunks", {"chunk_id": hit["chunk_id"],
-                                                 "knowledge_base": "team"})  # fmt: skip
+        toolbox.call(
+            "read_surrounding_chunks", {"chunk_id": hit["chunk_id"], "knowledge_base": "team"}
+        )
 
 
 def test_a_scope_hides_other_bases_entirely(lb: Lorebase) -> None:
@@ -224,8 +224,9 @@ def test_bad_calls_say_what_is_wrong(lb: Lorebase) -> None:
     with pytest.raises(ToolArgumentError, match="top_k must be an integer from 1 to 20"):
         toolbox.call("search_knowledge_base", {"query": "x", "top_k": 100})
     with pytest.raises(ToolArgumentError, match="window must be an integer from 0 to 3"):
-        toolbox.call("read_surrounding_chunks", {"chunk_id": "a", "knowledge_base": "team",
-                                                 "window": 9})  # fmt: skip
+        toolbox.call(
+            "read_surrounding_chunks", {"chunk_id": "a", "knowledge_base": "team", "window": 9}
+        )
     with pytest.raises(NotFound, match="no such document") as missing:
         toolbox.call("read_document", {"document_id": "ffff", "knowledge_base": "team"})
     assert tool_error_code(missing.value) == "not_found"

@@ -39,8 +39,11 @@ class Env:
 
 def build(tmp_path: Path, *, start: bool = True, queue_size: int = 16) -> Env:
     serve = ServeSettings(workers=1, watch=False, queue_size=queue_size)
-    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data", serve=serve),
-                       embedder=FakeEmbedder(), data_key=DataKey.generate())  # fmt: skip
+    lb = open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data", serve=serve),
+        embedder=FakeEmbedder(),
+        data_key=DataKey.generate(),
+    )
     accounts = lb.accounts
     keys = {}
     users = {"admin": Role.ADMIN, "alice": Role.MEMBER, "bob": Role.MEMBER, "carol": Role.MEMBER}
@@ -74,8 +77,9 @@ def create_kb(env: Env, user: str, name: str, scope: str, team: str | None = Non
 
 def upload(env: Env, user: str, kb_id: int, name: str, data: bytes) -> dict:  # type: ignore[type-arg]
     files = {"files": (name, io.BytesIO(data), "application/octet-stream")}
-    return env.client.post(f"/v1/knowledge-bases/{kb_id}/documents", files=files,
-                           headers=env.as_(user))  # type: ignore[return-value]  # fmt: skip
+    return env.client.post(
+        f"/v1/knowledge-bases/{kb_id}/documents", files=files, headers=env.as_(user)
+    )  # type: ignore[return-value]
 
 
 def test_requests_without_a_valid_key_get_401_problems(env: Env) -> None:
@@ -102,14 +106,16 @@ def test_scopes_decide_who_sees_and_changes_what(env: Env) -> None:
     }
     changes = {"admin": {"global"}, "alice": {"team", "alice"}, "bob": {"bob"}, "carol": set()}
     for user in sees:
-        listed = {kb["id"] for kb in env.client.get("/v1/knowledge-bases",
-                                                    headers=env.as_(user)).json()}  # fmt: skip
+        listed = {
+            kb["id"] for kb in env.client.get("/v1/knowledge-bases", headers=env.as_(user)).json()
+        }
         assert listed == {kbs[k] for k in sees[user]}, user
         for key, kb_id in kbs.items():
             get = env.client.get(f"/v1/knowledge-bases/{kb_id}", headers=env.as_(user))
             assert get.status_code == (200 if key in sees[user] else 404), (user, key)
-            patch = env.client.patch(f"/v1/knowledge-bases/{kb_id}", json={"description": "x"},
-                                     headers=env.as_(user))  # fmt: skip
+            patch = env.client.patch(
+                f"/v1/knowledge-bases/{kb_id}", json={"description": "x"}, headers=env.as_(user)
+            )
             expected = 200 if key in changes[user] else (403 if key in sees[user] else 404)
             assert patch.status_code == expected, (user, key, patch.text)
 
@@ -145,11 +151,15 @@ def test_base_names_are_unique_per_owner_team_and_scope_and_leak_nothing(env: En
     assert f"(id {kbs['alice']})" in detail and "personal knowledge base of yours" in detail
     assert not any(str(kbs[other]) in detail for other in ("bob", "team", "global"))
     assert "bob" not in detail
-    clash = env.client.post("/v1/knowledge-bases", json=body | {"scope": "team", "team": "eng"},
-                            headers=env.as_("alice"))  # fmt: skip
+    clash = env.client.post(
+        "/v1/knowledge-bases",
+        json=body | {"scope": "team", "team": "eng"},
+        headers=env.as_("alice"),
+    )
     assert clash.status_code == 409 and f"(id {kbs['team']})" in clash.json()["detail"]
-    secrets = {owner: f"# {owner}\n\nThe {owner} codeword is ZEBRA{owner.upper()}.\n"
-               for owner in kbs}  # fmt: skip
+    secrets = {
+        owner: f"# {owner}\n\nThe {owner} codeword is ZEBRA{owner.upper()}.\n" for owner in kbs
+    }
     for owner, kb_id in kbs.items():
         uploader = {"bob": "bob", "global": "admin"}.get(owner, "alice")
         response = upload(env, uploader, kb_id, f"{owner}.md", secrets[owner].encode())
@@ -164,18 +174,22 @@ def test_base_names_are_unique_per_owner_team_and_scope_and_leak_nothing(env: En
         listed = env.client.get("/v1/knowledge-bases", headers=env.as_(user)).json()
         assert {kb["id"] for kb in listed} == {kbs[k] for k in visible}, user
         assert {kb["name"] for kb in listed} == {"notes"}
-        found = env.client.post("/v1/search", json={"query": "codeword", "top_k": 10},
-                                headers=env.as_(user)).json()  # fmt: skip
+        found = env.client.post(
+            "/v1/search", json={"query": "codeword", "top_k": 10}, headers=env.as_(user)
+        ).json()
         assert {hit["path"] for hit in found["hits"]} == {f"{k}.md" for k in visible}, user
         # The agent tools read "notes" as the nearest of the caller's: their own, then the
         # team's, then the global one.
         nearest = next(k for k in (user, "team", "global") if k in visible)
-        tool = env.client.post("/v1/tools/search_knowledge_base",
-                               json={"query": "codeword", "knowledge_base": "notes"},
-                               headers=env.as_(user)).json()  # fmt: skip
+        tool = env.client.post(
+            "/v1/tools/search_knowledge_base",
+            json={"query": "codeword", "knowledge_base": "notes"},
+            headers=env.as_(user),
+        ).json()
         cited = {hit["document_id"] for hit in tool["structured"]["hits"]}
-        documents = env.client.get(f"/v1/knowledge-bases/{kbs[nearest]}/documents",
-                                   headers=env.as_(user)).json()  # fmt: skip
+        documents = env.client.get(
+            f"/v1/knowledge-bases/{kbs[nearest]}/documents", headers=env.as_(user)
+        ).json()
         assert cited == {d["id"] for d in documents}, user
     # Bob's base stays his: alice asking for it by id finds nothing.
     for user, other in (("alice", "bob"), ("bob", "alice"), ("carol", "team")):
@@ -192,14 +206,16 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
     assert env.lb.queue.join(30)
     got = env.client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
     assert got["state"] == "indexed" and got["chunks"] == 1
-    search = env.client.post("/v1/search", json={"query": "BLUEHERON codename"},
-                             headers=env.as_("alice")).json()  # fmt: skip
+    search = env.client.post(
+        "/v1/search", json={"query": "BLUEHERON codename"}, headers=env.as_("alice")
+    ).json()
     hit = search["hits"][0]
     assert hit["path"] == SECRET_NAME and hit["citation"].startswith(SECRET_NAME)
     assert hit["scores"]["fused"]["rank"] == 1
     env.lb.searcher.reranker = FakeReranker()
-    reranked = env.client.post("/v1/search", json={"query": "BLUEHERON codename", "rerank": True},
-                               headers=env.as_("alice")).json()  # fmt: skip
+    reranked = env.client.post(
+        "/v1/search", json={"query": "BLUEHERON codename", "rerank": True}, headers=env.as_("alice")
+    ).json()
     assert reranked["hits"][0]["scores"]["rerank"]["rank"] == 1 and not reranked["warnings"]
     assert "rerank" in reranked["timings_ms"]
     # Bob sees none of it: every route answers as if it did not exist.
@@ -211,11 +227,18 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
     assert (
         env.client.post("/v1/search", json={"query": "BLUEHERON"}, headers=bob).json()["hits"] == []
     )
-    for path in (f"/v1/documents/{document['id']}", f"/v1/documents/{document['id']}/text",
-                 f"/v1/documents/{document['id']}/chunks?around={hit['chunk_id']}"):  # fmt: skip
+    for path in (
+        f"/v1/documents/{document['id']}",
+        f"/v1/documents/{document['id']}/text",
+        f"/v1/documents/{document['id']}/chunks?around={hit['chunk_id']}",
+    ):
         assert env.client.get(path, headers=bob).status_code == 404
-    assert env.client.post("/v1/search", json={"query": "x", "knowledge_bases": [kb_id]},
-                           headers=bob).status_code == 404  # fmt: skip
+    assert (
+        env.client.post(
+            "/v1/search", json={"query": "x", "knowledge_bases": [kb_id]}, headers=bob
+        ).status_code
+        == 404
+    )
     text = env.client.get(f"/v1/documents/{document['id']}/text", headers=env.as_("alice"))
     assert "BLUEHERON" in text.json()["text"]
 
@@ -296,13 +319,18 @@ def test_a_full_queue_answers_503_and_loses_nothing(tmp_path: Path) -> None:
 
 
 def test_bad_requests_name_the_field(env: Env) -> None:
-    response = env.client.post("/v1/search", json={"query": "", "top_k": 500},
-                               headers=env.as_("alice"))  # fmt: skip
+    response = env.client.post(
+        "/v1/search", json={"query": "", "top_k": 500}, headers=env.as_("alice")
+    )
     assert response.status_code == 422
     fields = {e["field"] for e in response.json()["errors"]}
     assert {"query", "top_k"} <= fields
-    assert env.client.post("/v1/search", json={"query": "x", "extra": 1},
-                           headers=env.as_("alice")).status_code == 422  # fmt: skip
+    assert (
+        env.client.post(
+            "/v1/search", json={"query": "x", "extra": 1}, headers=env.as_("alice")
+        ).status_code
+        == 422
+    )
     assert env.client.get("/v1/documents/0123abcd", headers=env.as_("alice")).status_code == 404
     assert env.client.get("/v1/documents/nope", headers=env.as_("alice")).status_code == 422
 
@@ -357,8 +385,9 @@ def test_rotating_the_data_key_keeps_every_upload_readable(tmp_path: Path) -> No
     assert new_key == rotation.new_key == env.lb.data_key and new_key != old_key
     env.lb.close()
     serve = ServeSettings(workers=1, watch=False)
-    with open_lorebase(settings=Settings(data_dir=data, serve=serve),
-                       embedder=FakeEmbedder()) as lb:  # fmt: skip
+    with open_lorebase(
+        settings=Settings(data_dir=data, serve=serve), embedder=FakeEmbedder()
+    ) as lb:
         client = TestClient(create_app(lb))
         with client:
             got = client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
@@ -392,11 +421,16 @@ def test_agent_tools_over_http_are_scoped_and_fenced(env: Env) -> None:
     assert env.lb.queue.join(30)
     listed = env.client.get("/v1/tools", headers=env.as_("alice")).json()
     names = {tool["function"]["name"] for tool in listed["tools"]}
-    assert names == {"list_knowledge_bases", "search_knowledge_base", "read_document",
-                     "read_surrounding_chunks"}  # fmt: skip
+    assert names == {
+        "list_knowledge_bases",
+        "search_knowledge_base",
+        "read_document",
+        "read_surrounding_chunks",
+    }
     assert "alice-private" in listed["system_prompt_hint"]
-    called = env.client.post("/v1/tools/search_knowledge_base", json={"query": "BLUEHERON"},
-                             headers=env.as_("alice")).json()  # fmt: skip
+    called = env.client.post(
+        "/v1/tools/search_knowledge_base", json={"query": "BLUEHERON"}, headers=env.as_("alice")
+    ).json()
     assert called["structured"]["content_trust"] == "untrusted-document"
     assert "<untrusted-document" in called["text"] and "BLUEHERON" in called["text"]
     # An upload is cited by its own name, never by the path of its encrypted copy.
@@ -405,12 +439,15 @@ def test_agent_tools_over_http_are_scoped_and_fenced(env: Env) -> None:
     body = {"document_id": document_id, "knowledge_base": "alice-private"}
     read = env.client.post("/v1/tools/read_document", json=body, headers=env.as_("alice"))
     assert SECRET_NAME in read.json()["text"] and "uploads/" not in read.json()["text"]
-    bob = env.client.post("/v1/tools/search_knowledge_base",
-                          json={"query": "BLUEHERON", "knowledge_base": "alice-private"},
-                          headers=env.as_("bob"))  # fmt: skip
+    bob = env.client.post(
+        "/v1/tools/search_knowledge_base",
+        json={"query": "BLUEHERON", "knowledge_base": "alice-private"},
+        headers=env.as_("bob"),
+    )
     assert bob.status_code == 404
-    bad = env.client.post("/v1/tools/search_knowledge_base", json={"top_k": 99},
-                          headers=env.as_("alice"))  # fmt: skip
+    bad = env.client.post(
+        "/v1/tools/search_knowledge_base", json={"top_k": 99}, headers=env.as_("alice")
+    )
     assert bad.status_code == 422 and "query" in bad.json()["detail"]
     assert env.client.post("/v1/tools/nope", json={}, headers=env.as_("alice")).status_code in (
         404,
@@ -449,8 +486,12 @@ def test_every_role_scope_and_route(env: Env) -> None:
         )
         docs[scope] = uploaded.json()["documents"][0]["id"]
     assert env.lb.queue.join(30)
-    sees = {"admin": {"global"}, "alice": {"global", "team", "alice"},
-            "bob": {"global", "team"}, "carol": {"global"}}  # fmt: skip
+    sees = {
+        "admin": {"global"},
+        "alice": {"global", "team", "alice"},
+        "bob": {"global", "team"},
+        "carol": {"global"},
+    }
     changes = {"admin": {"global"}, "alice": {"team", "alice"}, "bob": set(), "carol": set()}
     for user in sees:
         for scope, kb_id in kbs.items():
@@ -464,8 +505,13 @@ def test_every_role_scope_and_route(env: Env) -> None:
                     expected = {403}
                 else:
                     expected = {200, 202}
-                assert response.status_code in expected, (user, scope, method, path,
-                                                          response.status_code)  # fmt: skip
+                assert response.status_code in expected, (
+                    user,
+                    scope,
+                    method,
+                    path,
+                    response.status_code,
+                )
     actions = {entry.action for entry in env.lb.accounts.audit_log()}
     assert {"create_knowledge_base", "update_knowledge_base"} <= actions
     assert all("matrix" not in entry.target for entry in env.lb.accounts.audit_log())
@@ -555,8 +601,9 @@ def test_an_unexpected_error_answers_500_with_the_request_id_the_log_has(
 
     monkeypatch.setattr(env.lb, "search", broken)
     with caplog.at_level(logging.ERROR, logger="lorebase"):
-        response = env.client.post("/v1/search", json={"query": "BLUEHERON"},
-                                   headers=env.as_("alice"))  # fmt: skip
+        response = env.client.post(
+            "/v1/search", json={"query": "BLUEHERON"}, headers=env.as_("alice")
+        )
     assert response.status_code == 500
     body = response.json()
     assert body["request_id"] == response.headers["X-Request-Id"]
@@ -600,8 +647,9 @@ def test_team_names_and_counts_do_not_leak_across_scopes(env: Env) -> None:
 @pytest.mark.parametrize("path", ["/tmp/a\x00b", "~nosuchuser-lorebase/x", "relative/../nowhere"])
 def test_a_source_path_that_is_not_a_folder_is_422(env: Env, path: str) -> None:
     kb_id = create_kb(env, "admin", "shared", "global")
-    response = env.client.post(f"/v1/knowledge-bases/{kb_id}/sources", json={"path": path},
-                               headers=env.as_("admin"))  # fmt: skip
+    response = env.client.post(
+        f"/v1/knowledge-bases/{kb_id}/sources", json={"path": path}, headers=env.as_("admin")
+    )
     assert response.status_code == 422, response.text
     assert "\x00" not in response.text
 
@@ -638,7 +686,9 @@ def test_a_callers_tie_between_visible_bases_names_only_those(env: Env) -> None:
     with pytest.raises(NotFound):
         lb.kb(str(bobs), alice)
     # The agent tools refuse the same way, as a bad argument.
-    tool = env.client.post("/v1/tools/search_knowledge_base",
-                           json={"query": "x", "knowledge_base": "notes"},
-                           headers=env.as_("alice"))  # fmt: skip
+    tool = env.client.post(
+        "/v1/tools/search_knowledge_base",
+        json={"query": "x", "knowledge_base": "notes"},
+        headers=env.as_("alice"),
+    )
     assert tool.status_code == 422 and str(bobs) not in tool.text

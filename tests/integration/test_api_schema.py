@@ -24,8 +24,11 @@ KEY: dict[str, str] = {}
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     data = tmp_path_factory.mktemp("schema")
     serve = ServeSettings(workers=1, watch=False)
-    lb = open_lorebase(settings=Settings(data_dir=data, serve=serve), embedder=FakeEmbedder(),
-                       data_key=DataKey.generate())  # fmt: skip
+    lb = open_lorebase(
+        settings=Settings(data_dir=data, serve=serve),
+        embedder=FakeEmbedder(),
+        data_key=DataKey.generate(),
+    )
     accounts = lb.accounts
     admin = accounts.create_user("admin", Role.ADMIN)
     KEY["admin"], _ = accounts.create_key(admin.id)
@@ -53,8 +56,12 @@ def test_no_server_errors_and_responses_match(api_schema: object) -> None:
             continue
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None,
-                  suppress_health_check=list(HealthCheck), database=None)  # fmt: skip
+        @settings(
+            max_examples=EXAMPLES_PER_OPERATION,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
         def run(case: schemathesis.Case) -> None:
             case.call_and_validate(
                 headers={"Authorization": f"Bearer {KEY['admin']}"},

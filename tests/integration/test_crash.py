@@ -30,8 +30,20 @@ def corpus(root: Path, files: int = FILES) -> Path:
     return root
 
 
-WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-         "lambda", "mu")  # fmt: skip
+WORDS = (
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+)
 
 
 def write_document(root: Path, n: int, rng: random.Random) -> None:
@@ -45,8 +57,7 @@ def write_document(root: Path, n: int, rng: random.Random) -> None:
 
 
 def lorebase(data: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "lorebase", "--data-dir", str(data), "--embedder", "fake",
-            *args]  # fmt: skip
+    return [sys.executable, "-m", "lorebase", "--data-dir", str(data), "--embedder", "fake", *args]
 
 
 def run(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,10 +88,12 @@ def check_consistent(db: Path) -> None:
 def index_of(db: Path) -> set[tuple[str, int, str]]:
     conn = sqlite3.connect(db)
     try:
-        return set(conn.execute(
-            "SELECT d.path, c.ordinal, c.content_hash FROM chunks c "
-            "JOIN documents d ON d.id = c.document_id"
-        ).fetchall())  # fmt: skip
+        return set(
+            conn.execute(
+                "SELECT d.path, c.ordinal, c.content_hash FROM chunks c "
+                "JOIN documents d ON d.id = c.document_id"
+            ).fetchall()
+        )
     finally:
         conn.close()
 
@@ -114,8 +127,9 @@ def test_kill_9_at_random_moments_never_leaves_a_partial_document(
         before = _pass_started_at(data / "lorebase.db")
         process = subprocess.Popen(
             lorebase(data, "sync", "--kb", "docs"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         # Kill at a random moment after the pass began; the window adapts to the machine's
         # speed so that most kills land mid-pass on a fast machine as on a slow one.
         _wait_for_pass(data / "lorebase.db", process, before)
@@ -141,8 +155,10 @@ def test_sigterm_finishes_the_current_document_and_leaves_the_rest_pending(
     data = tmp_path / "data"
     process = subprocess.Popen(
         lorebase(data, "add", str(folder), "--kb", "docs"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     db = data / "lorebase.db"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _some_indexed(db):
@@ -163,8 +179,10 @@ def test_a_second_process_is_refused_while_one_indexes(folder: Path, tmp_path: P
     assert run(data, "kb", "create", "docs", "--source", str(folder)).returncode == 0
     watcher = subprocess.Popen(
         lorebase(data, "watch", "--rescan-seconds", "600"),
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert watcher.stdout is not None
         watcher.stdout.readline()  # "watching …": it holds the lock now
@@ -229,8 +247,9 @@ UPLOADS = 30
 def _serve(data: Path, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         lorebase(data, "serve", "--no-auth", "--port", str(port), "--workers", "1"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
@@ -259,8 +278,11 @@ def _phantoms(data: Path) -> list[str]:
         ).fetchall()
     finally:
         conn.close()
-    return [i for i, state, reason in rows if (state == "failed") != (i not in blobs) or
-            (state == "failed" and not reason)]  # fmt: skip
+    return [
+        i
+        for i, state, reason in rows
+        if (state == "failed") != (i not in blobs) or (state == "failed" and not reason)
+    ]
 
 
 @pytest.mark.enable_socket
@@ -276,8 +298,10 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) ->
     from test_serve_process import free_port
 
     data = tmp_path / "data"
-    files = [(f"note{n:02}.md", f"# Note {n}\n\n{' '.join(WORDS[: n % 12 + 1])} {n}\n".encode())
-             for n in range(UPLOADS)]  # fmt: skip
+    files = [
+        (f"note{n:02}.md", f"# Note {n}\n\n{' '.join(WORDS[: n % 12 + 1])} {n}\n".encode())
+        for n in range(UPLOADS)
+    ]
     rng = random.Random(5)
     kb_id: int | None = None
     for _ in range(UPLOAD_KILLS):

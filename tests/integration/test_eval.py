@@ -244,13 +244,37 @@ def test_the_command(tmp_path: Path, folder: Path) -> None:
     ) as lb:
         assert lb.knowledge_bases() == []  # the folder was evaluated in a directory of its own
         lb.add([folder], kb="helpdesk")
-    again = runner.invoke(app, ["eval", "--kb", "helpdesk", "--evals", str(evals), "--json",
-                                "--mode", "dense", "--details"])  # fmt: skip
+    again = runner.invoke(
+        app,
+        [
+            "eval",
+            "--kb",
+            "helpdesk",
+            "--evals",
+            str(evals),
+            "--json",
+            "--mode",
+            "dense",
+            "--details",
+        ],
+    )
     assert again.exit_code == 0, again.output
     details = json.loads(again.stdout)["modes"][0]["outcomes"]
     assert details[6]["ranked"][0] == "helpdesk/errors.md"
-    reranked = runner.invoke(app, ["eval", "--kb", "helpdesk", "--evals", str(evals), "--json",
-                                   "--mode", "keyword", "--rerank"])  # fmt: skip
+    reranked = runner.invoke(
+        app,
+        [
+            "eval",
+            "--kb",
+            "helpdesk",
+            "--evals",
+            str(evals),
+            "--json",
+            "--mode",
+            "keyword",
+            "--rerank",
+        ],
+    )
     assert reranked.exit_code == 0, reranked.output
     result = json.loads(reranked.stdout)
     assert result["config"]["rerank"] is True and not result["modes"][0]["warnings"]

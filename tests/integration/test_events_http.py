@@ -81,8 +81,9 @@ class Live:
         return {"Authorization": f"Bearer {self.keys[user]}"}
 
     def call(self, method: str, path: str, user: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(method, self.base + path, headers=self.headers(user),
-                             timeout=READ_TIMEOUT, **kwargs)  # fmt: skip
+        return httpx.request(
+            method, self.base + path, headers=self.headers(user), timeout=READ_TIMEOUT, **kwargs
+        )
 
     def create_kb(self, user: str, name: str, scope: str = "personal") -> int:
         body = {"name": name, "scope": scope}
@@ -115,8 +116,11 @@ def serve(
     """The real app (its life span starts and stops the workers) under uvicorn in a thread,
     on a socket bound here, so the port is ours before the server starts."""
     serve = ServeSettings(auth=auth, workers=1, watch=watch)
-    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data", serve=serve),
-                       embedder=FakeEmbedder(), data_key=DataKey.generate())  # fmt: skip
+    lb = open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data", serve=serve),
+        embedder=FakeEmbedder(),
+        data_key=DataKey.generate(),
+    )
     accounts = lb.accounts
     keys = {}
     for name, role in {"admin": Role.ADMIN, "alice": Role.MEMBER, "bob": Role.MEMBER}.items():
@@ -266,8 +270,9 @@ def test_a_folder_pass_streams_counts_to_everyone_who_sees_the_base(tmp_path: Pa
     with serve(tmp_path, watch=True) as live:
         kb_id = live.create_kb("admin", SECRET_KB, scope="global")
         with subscribe(live, "alice") as alice, subscribe(live, "bob") as bob:
-            added = live.call("POST", f"/v1/knowledge-bases/{kb_id}/sources", "admin",
-                              json={"path": str(folder)})  # fmt: skip
+            added = live.call(
+                "POST", f"/v1/knowledge-bases/{kb_id}/sources", "admin", json={"path": str(folder)}
+            )
             assert added.status_code == 201, added.text
             for sse in (alice, bob):
                 last = sse.until(lambda e: e["type"] == "knowledge_base" and e["documents"] == 1)
@@ -393,8 +398,21 @@ def test_serve_stops_on_sigterm_while_a_stream_is_open(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "lorebase", "--data-dir", str(tmp_path), "--embedder",
-               "fake", "serve", "--port", str(port), "--workers", "1", "--no-auth"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lorebase",
+        "--data-dir",
+        str(tmp_path),
+        "--embedder",
+        "fake",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--no-auth",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:

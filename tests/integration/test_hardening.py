@@ -70,8 +70,12 @@ def test_an_upload_without_a_key_is_refused_before_its_body(live: Live) -> None:
     """The key decides from the headers: 401 before the body is read. (A body announced larger
     than what a request without a key may send, 256 KB, is refused as too large instead.)"""
     kb_id = live.create_kb("alice", "mine")
-    head = _head(f"/v1/knowledge-bases/{kb_id}/documents", 200 * 1024, None,
-                 "multipart/form-data; boundary=x")  # fmt: skip
+    head = _head(
+        f"/v1/knowledge-bases/{kb_id}/documents",
+        200 * 1024,
+        None,
+        "multipart/form-data; boundary=x",
+    )
     status, sent = _raw_request(live, head, b"--x\r\n" + b"a" * 1024)
     assert status == 401 and sent <= 1024 + 5
 
@@ -80,8 +84,12 @@ def test_an_upload_without_a_key_is_refused_before_its_body(live: Live) -> None:
 def test_a_gigabyte_upload_is_refused_from_its_length(live: Live, user: str | None) -> None:
     """Over the limit, with a key or without: 413 from the Content-Length, nothing read."""
     kb_id = live.create_kb("alice", "mine")
-    head = _head(f"/v1/knowledge-bases/{kb_id}/documents", GIGABYTE,
-                 live.keys[user] if user else None, "multipart/form-data; boundary=x")  # fmt: skip
+    head = _head(
+        f"/v1/knowledge-bases/{kb_id}/documents",
+        GIGABYTE,
+        live.keys[user] if user else None,
+        "multipart/form-data; boundary=x",
+    )
     status, _ = _raw_request(live, head, b"--x\r\n" + b"a" * SENT_BEFORE_READING)
     assert status == 413
 
@@ -109,8 +117,9 @@ def test_a_chunked_json_body_is_counted_as_it_streams(live: Live) -> None:
 @pytest.fixture
 def lb(tmp_path: Path) -> Iterator[Lorebase]:
     serve_settings = ServeSettings(workers=1, watch=False, auth=False)
-    with open_lorebase(settings=Settings(data_dir=tmp_path / "data", serve=serve_settings),
-                       embedder=FakeEmbedder()) as instance:  # fmt: skip
+    with open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data", serve=serve_settings), embedder=FakeEmbedder()
+    ) as instance:
         yield instance
 
 
@@ -186,8 +195,7 @@ def test_a_missing_data_key_is_never_replaced_over_encrypted_uploads(tmp_path: P
         with pytest.raises(ServerFault, match="missing"):
             lb.start_serving()
         assert not (data / KEY_FILE).exists()  # no new key was made
-    with open_lorebase(settings=settings, embedder=FakeEmbedder(),
-                       data_key=None) as lb:  # fmt: skip
+    with open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=None) as lb:
         wrong = DataKey.generate()
         wrong.save(data / KEY_FILE)
         with pytest.raises(ServerFault, match=key_id):

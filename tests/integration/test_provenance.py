@@ -48,8 +48,19 @@ def extracted() -> Extracted:
     ]
     elements, offset = [], 0
     for kind, text, level, line, page, language, symbol in parts:
-        elements.append(Element(kind, text, offset, offset + len(text), level=level, line=line,
-                                page=page, language=language, symbol=symbol))  # fmt: skip
+        elements.append(
+            Element(
+                kind,
+                text,
+                offset,
+                offset + len(text),
+                level=level,
+                line=line,
+                page=page,
+                language=language,
+                symbol=symbol,
+            )
+        )
         offset += len(text) + len(ELEMENT_SEPARATOR)
     text = ELEMENT_SEPARATOR.join(element.text for element in elements)
     return Extracted(DocumentKind.PDF, "Reset guide", tuple(elements), text, "digest")
@@ -57,8 +68,7 @@ def extracted() -> Extracted:
 
 @pytest.fixture
 def lb(tmp_path: Path) -> Iterator[Lorebase]:
-    instance = open_lorebase(settings=Settings(data_dir=tmp_path / "data"),
-                             embedder=FakeEmbedder())  # fmt: skip
+    instance = open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder())
     yield instance
     instance.close()
 
@@ -69,14 +79,26 @@ def index(lb: Lorebase) -> tuple[Chunk, Provenance]:
     settings = ChunkSettings()
     [chunk] = HeaderChunker().chunk(document, settings)
     kb = lb.create_kb("manuals")
-    new = NewDocument(path="guides/reset.pdf", kind="pdf", size=len(document.text),
-                      content_hash=document.content_hash, title=document.title,
-                      text=document.text)  # fmt: skip
+    new = NewDocument(
+        path="guides/reset.pdf",
+        kind="pdf",
+        size=len(document.text),
+        content_hash=document.content_hash,
+        title=document.title,
+        text=document.text,
+    )
     record = lb.store.replace_document(kb.id, new, [chunk], None, None, settings.key)
     position = {f.name: getattr(chunk.position, f.name) for f in dataclasses.fields(Position)}
-    expected = Provenance(**position, knowledge_base="manuals", knowledge_base_id=kb.id,
-                          document_id=record.id, path="guides/reset.pdf", title="Reset guide",
-                          kind="pdf", uploaded=False)  # fmt: skip
+    expected = Provenance(
+        **position,
+        knowledge_base="manuals",
+        knowledge_base_id=kb.id,
+        document_id=record.id,
+        path="guides/reset.pdf",
+        title="Reset guide",
+        kind="pdf",
+        uploaded=False,
+    )
     return chunk, expected
 
 
@@ -129,9 +151,16 @@ def test_one_formatter_cites_for_the_cli_the_api_and_the_agent(lb: Lorebase) -> 
 
 
 def test_what_the_agent_and_the_cli_print_stays_safe_for_terminals() -> None:
-    hostile = Provenance(knowledge_base="k", knowledge_base_id=1, document_id="d",
-                         path="a\x1b[31m.md", title=None, kind="md",
-                         trail=("Line\nbreak", "\u202eevil"), line=2)  # fmt: skip
+    hostile = Provenance(
+        knowledge_base="k",
+        knowledge_base_id=1,
+        document_id="d",
+        path="a\x1b[31m.md",
+        title=None,
+        kind="md",
+        trail=("Line\nbreak", "\u202eevil"),
+        line=2,
+    )
     label = Citation(number=1, chunk_id="c", provenance=hostile).label
     assert label == terminal_citation(hostile)  # what `lorebase search` prints
     assert label == "a [31m.md › Line break › evil (line 2)"  # no escape, newline or bidi

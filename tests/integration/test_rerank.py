@@ -41,8 +41,9 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def opened(tmp_path: Path, corpus: Path, reranker: FakeReranker | None) -> Lorebase:
-    lb = open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder(),
-                       reranker=reranker)  # fmt: skip
+    lb = open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder(), reranker=reranker
+    )
     lb.add([corpus], kb="hr")
     return lb
 
@@ -156,11 +157,13 @@ def test_settings_and_the_command_line(tmp_path: Path, corpus: Path) -> None:
     base = ["--data-dir", str(tmp_path / "cli"), "--embedder", "fake", "--reranker", "fake"]
     assert runner.invoke(app, [*base, "add", str(corpus), "--kb", "hr"]).exit_code == 0
     # The option wins over an incomplete environment (checked only after it is applied).
-    fixed = runner.invoke(app, [*base[:4], "--reranker", "none", "status"],
-                          env={"LOREBASE_RERANKER": "http"})  # fmt: skip
+    fixed = runner.invoke(
+        app, [*base[:4], "--reranker", "none", "status"], env={"LOREBASE_RERANKER": "http"}
+    )
     assert fixed.exit_code == 0, fixed.output
-    result = runner.invoke(app, [*base, "search", "doctor note sick leave", "--rerank",
-                                 "--json", "--top-k", "2"])  # fmt: skip
+    result = runner.invoke(
+        app, [*base, "search", "doctor note sick leave", "--rerank", "--json", "--top-k", "2"]
+    )
     assert result.exit_code == 0, result.output
     assert '"rerank"' in result.stdout and "Sick leave" in result.stdout
 

@@ -147,8 +147,11 @@ def test_code_hits_carry_language_and_symbol(lb: Lorebase) -> None:
     hit = lb.search("password reset e-mail", kb="team").hits[0]
     where = hit.provenance
     assert (where.path, where.content_kind, where.language, where.symbol) == (
-        "corpus/auth.py", "code", "python", "reset_password",
-    )  # fmt: skip
+        "corpus/auth.py",
+        "code",
+        "python",
+        "reset_password",
+    )
 
 
 def test_modes_and_filters(lb: Lorebase) -> None:
@@ -193,8 +196,13 @@ def test_embedder_down_during_add_stops_and_resumes(tmp_path: Path, corpus: Path
 
 
 def test_bad_requests_are_invalid_input(lb: Lorebase) -> None:
-    for kwargs in ({"top_k": 0}, {"top_k": 101}, {"neighbors": 3}, {"mode": "fuzzy"},
-                   {"fusion": "magic"}):  # fmt: skip
+    for kwargs in (
+        {"top_k": 0},
+        {"top_k": 101},
+        {"neighbors": 3},
+        {"mode": "fuzzy"},
+        {"fusion": "magic"},
+    ):
         with pytest.raises(InvalidInput):
             lb.search("vacation", kb="team", **kwargs)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):

@@ -39,8 +39,20 @@ async def mcp_session(url: str, key: str) -> tuple[set[str], str]:
 
 def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "lorebase", "--data-dir", str(tmp_path), "--embedder",
-               "fake", "serve", "--port", str(port), "--workers", "1"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lorebase",
+        "--data-dir",
+        str(tmp_path),
+        "--embedder",
+        "fake",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -58,18 +70,27 @@ def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
                 time.sleep(0.1)
         headers = {"Authorization": f"Bearer {key}"}
         assert httpx.get(f"{base}/v1/knowledge-bases", timeout=5).status_code == 401
-        created = httpx.post(f"{base}/v1/knowledge-bases", json={"name": "k", "scope": "global"},
-                             headers=headers, timeout=5)  # fmt: skip
+        created = httpx.post(
+            f"{base}/v1/knowledge-bases",
+            json={"name": "k", "scope": "global"},
+            headers=headers,
+            timeout=5,
+        )
         assert created.status_code == 201
         assert httpx.get(f"{base}/openapi.json", timeout=5).json()["info"]["title"] == "lorebase"
         tools, listed = asyncio.run(mcp_session(f"{base}/mcp", key))
-        assert tools == {"list_knowledge_bases", "search_knowledge_base", "read_document",
-                         "read_surrounding_chunks"}  # fmt: skip
+        assert tools == {
+            "list_knowledge_bases",
+            "search_knowledge_base",
+            "read_document",
+            "read_surrounding_chunks",
+        }
         assert "k" in listed
         assert httpx.post(f"{base}/mcp", json={}, timeout=5).status_code == 401
         # Stateless: no notification stream to open; a GET is refused at once, not left hanging.
-        stream = httpx.get(f"{base}/mcp", headers=headers | {"Accept": "text/event-stream"},
-                           timeout=5)  # fmt: skip
+        stream = httpx.get(
+            f"{base}/mcp", headers=headers | {"Accept": "text/event-stream"}, timeout=5
+        )
         assert stream.status_code == 405 and "POST" in stream.headers["allow"]
     finally:
         process.terminate()
@@ -83,8 +104,18 @@ def test_serve_on_a_port_in_use_says_so_before_announcing(tmp_path: Path) -> Non
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        command = [sys.executable, "-m", "lorebase", "--data-dir", str(tmp_path), "--embedder",
-                   "fake", "serve", "--port", str(port)]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "lorebase",
+            "--data-dir",
+            str(tmp_path),
+            "--embedder",
+            "fake",
+            "serve",
+            "--port",
+            str(port),
+        ]
         result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 4, result.stderr
     assert "serving on" not in result.stdout
@@ -99,8 +130,18 @@ def test_serve_refuses_to_start_without_the_data_key_of_its_uploads(tmp_path: Pa
     with open_lorebase(settings=Settings(data_dir=tmp_path), embedder=FakeEmbedder()) as lb:
         lb.upload(lb.create_kb("mine"), "a.md", [b"# A\n\nText.\n"])
     (tmp_path / "data.key").unlink()
-    command = [sys.executable, "-m", "lorebase", "--data-dir", str(tmp_path), "--embedder",
-               "fake", "serve", "--port", str(free_port())]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lorebase",
+        "--data-dir",
+        str(tmp_path),
+        "--embedder",
+        "fake",
+        "serve",
+        "--port",
+        str(free_port()),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 7, result.stderr  # a server fault: an operator must act
     assert "missing" in result.stderr and "restore" in result.stderr

@@ -50,11 +50,22 @@ WORDS = {
     name: f"Meeting with the {word}"
     for name, word in zip(
         DOCUMENTS,
-        ("auditors", "assessors", "regulators", "inspectors", "surveyors", "examiners",
-         "appraisers", "controllers", "treasurers", "comptrollers", "actuaries"),
+        (
+            "auditors",
+            "assessors",
+            "regulators",
+            "inspectors",
+            "surveyors",
+            "examiners",
+            "appraisers",
+            "controllers",
+            "treasurers",
+            "comptrollers",
+            "actuaries",
+        ),
         strict=True,
     )
-}  # fmt: skip
+}
 ORDINARY = "# Budget\n\nThe budget for the next year grows by four percent.\n"
 
 

@@ -149,8 +149,12 @@ def test_the_page_is_served_with_a_strict_policy(lb: Lorebase) -> None:
     page = web.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     policy = page.headers["content-security-policy"]
-    for directive in ("default-src 'self'", "script-src 'self'", "frame-ancestors 'none'",
-                      "object-src 'none'"):  # fmt: skip
+    for directive in (
+        "default-src 'self'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+        "object-src 'none'",
+    ):
         assert directive in policy
     assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
     assert page.headers["x-content-type-options"] == "nosniff"
@@ -170,8 +174,14 @@ def test_the_page_uses_no_html_sinks() -> None:
     static = Path(__file__).resolve().parents[2] / "src" / "lorebase" / "web" / "static"
     for script in static.glob("*.js"):
         source = script.read_text()
-        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "eval(", "document.write",
-                     "new Function"):  # fmt: skip
+        for sink in (
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "eval(",
+            "document.write",
+            "new Function",
+        ):
             assert sink not in source, (script.name, sink)
     html = (static / "index.html").read_text()
     assert re.search(r"\son[a-z]+\s*=", html) is None and "style=" not in html
@@ -209,10 +219,14 @@ def test_documents_are_paged_filtered_and_sorted(lb: Lorebase, key: str) -> None
     web = client(lb)
     mine = {"Authorization": f"Bearer {key}"}
     kb_id = web.post("/v1/knowledge-bases", headers=mine, json={"name": "k"}).json()["id"]
-    files = [("files", (f"note-{n:02}.md", f"# N{n}\n\n{'x' * n}\n".encode(), "text/markdown"))
-             for n in range(12)]  # fmt: skip
-    assert web.post(f"/v1/knowledge-bases/{kb_id}/documents", headers=mine,
-                    files=files).status_code == 202  # fmt: skip
+    files = [
+        ("files", (f"note-{n:02}.md", f"# N{n}\n\n{'x' * n}\n".encode(), "text/markdown"))
+        for n in range(12)
+    ]
+    assert (
+        web.post(f"/v1/knowledge-bases/{kb_id}/documents", headers=mine, files=files).status_code
+        == 202
+    )
     path = f"/v1/knowledge-bases/{kb_id}/documents"
     page = web.get(path, headers=mine, params={"sort": "name", "limit": 5, "offset": 5})
     assert page.headers["x-total-count"] == "12"

@@ -56,19 +56,35 @@ def test_streams_text_and_assembles_tool_calls() -> None:
         body = sse(
             delta(role="assistant", content="Hel"),
             delta(content="lo"),
-            delta(tool_calls=[{"index": 0, "id": "c1", "type": "function",
-                               "function": {"name": "search_knowledge_base", "arguments": ""}}]),
+            delta(
+                tool_calls=[
+                    {
+                        "index": 0,
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "search_knowledge_base", "arguments": ""},
+                    }
+                ]
+            ),
             delta(tool_calls=[{"index": 0, "function": {"arguments": '{"query": '}}]),
-            delta(tool_calls=[{"index": 1, "id": "c2",
-                               "function": {"name": "list_knowledge_bases", "arguments": "{}"}}]),
+            delta(
+                tool_calls=[
+                    {
+                        "index": 1,
+                        "id": "c2",
+                        "function": {"name": "list_knowledge_bases", "arguments": "{}"},
+                    }
+                ]
+            ),
             delta(tool_calls=[{"index": 0, "function": {"arguments": '"vacation"}'}}]),
             {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-        )  # fmt: skip
+        )
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
 
     with client(handler) as chat:
-        pieces, reply = drain(chat.stream([{"role": "user", "content": "hi"}], tools=[{"x": 1}],
-                                          tool_choice="auto"))  # fmt: skip
+        pieces, reply = drain(
+            chat.stream([{"role": "user", "content": "hi"}], tools=[{"x": 1}], tool_choice="auto")
+        )
     assert pieces == ["Hel", "lo"] and reply.text == "Hello"
     assert [(c.id, c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
         ("c1", "search_knowledge_base", {"query": "vacation"}),
@@ -90,8 +106,9 @@ def test_reads_a_whole_json_answer_too() -> None:
                 {"id": "t", "type": "function", "function": {"name": "n", "arguments": {"a": 1}}}
             ],
         }
-        return httpx.Response(200, json={"choices": [{"message": message,
-                                                      "finish_reason": "stop"}]})  # fmt: skip
+        return httpx.Response(
+            200, json={"choices": [{"message": message, "finish_reason": "stop"}]}
+        )
 
     with client(handler) as chat:
         pieces, reply = drain(chat.stream([]))
@@ -99,10 +116,15 @@ def test_reads_a_whole_json_answer_too() -> None:
     assert reply.tool_calls[0].name == "n" and json.loads(reply.tool_calls[0].arguments) == {"a": 1}
 
 
-@pytest.mark.parametrize(("status", "error", "hint"), [
-    (401, InvalidInput, "API key"), (404, InvalidInput, "/v1"), (429, Unavailable, "later"),
-    (503, Unavailable, "later"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("status", "error", "hint"),
+    [
+        (401, InvalidInput, "API key"),
+        (404, InvalidInput, "/v1"),
+        (429, Unavailable, "later"),
+        (503, Unavailable, "later"),
+    ],
+)
 def test_status_errors_name_the_endpoint_not_the_body(
     status: int, error: type[Exception], hint: str
 ) -> None:
@@ -123,8 +145,9 @@ def test_connection_failures_and_garbage_are_unavailable() -> None:
         drain(chat.stream([]))
 
     def garbage(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                              content=b"data: {not json\n\n")  # fmt: skip
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=b"data: {not json\n\n"
+        )
 
     with client(garbage) as chat, pytest.raises(Unavailable, match="OpenAI-compatible"):
         drain(chat.stream([]))
@@ -135,11 +158,17 @@ def chat_config(env: dict[str, str]) -> ChatConfig:
 
 
 def test_settings_from_env() -> None:
-    env = {"LOREBASE_CHAT_URL": "http://127.0.0.1:8080/v1", "LOREBASE_CHAT_MODEL": "qwen",
-           "LOREBASE_CHAT_API_KEY": "k"}  # fmt: skip
+    env = {
+        "LOREBASE_CHAT_URL": "http://127.0.0.1:8080/v1",
+        "LOREBASE_CHAT_MODEL": "qwen",
+        "LOREBASE_CHAT_API_KEY": "k",
+    }
     settings = ChatSettings.from_config(chat_config(env))
     assert (settings.url, settings.model, settings.api_key) == (
-        "http://127.0.0.1:8080/v1", "qwen", "k")  # fmt: skip
+        "http://127.0.0.1:8080/v1",
+        "qwen",
+        "k",
+    )
     assert ChatSettings.from_config(chat_config(env), model="llama").model == "llama"
     only_model = chat_config({"LOREBASE_CHAT_MODEL": "m"})
     assert ChatSettings.from_config(only_model).url.startswith("http://127.0.0.1")
@@ -150,13 +179,16 @@ def test_settings_from_env() -> None:
         ChatSettings(url="ftp://x", model="m")
 
 
-@pytest.mark.parametrize(("body", "carries"), [
-    ({"messages": [{"role": "user", "content": "what is <untrusted-document>?"}]}, False),
-    ({"messages": [{"role": "system", "content": "hi"}]}, False),
-    ({"messages": [], "tools": [{"type": "function"}]}, True),
-    ({"messages": [{"role": "tool", "tool_call_id": "1", "content": "x"}]}, True),
-    ({"messages": [{"role": "user", "content": f"q\n{FENCED}"}]}, True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "carries"),
+    [
+        ({"messages": [{"role": "user", "content": "what is <untrusted-document>?"}]}, False),
+        ({"messages": [{"role": "system", "content": "hi"}]}, False),
+        ({"messages": [], "tools": [{"type": "function"}]}, True),
+        ({"messages": [{"role": "tool", "tool_call_id": "1", "content": "x"}]}, True),
+        ({"messages": [{"role": "user", "content": f"q\n{FENCED}"}]}, True),
+    ],
+)
 def test_what_counts_as_knowledge_base_content(body: dict[str, Any], carries: bool) -> None:
     assert carries_knowledge(json.dumps(body).encode()) is carries
 

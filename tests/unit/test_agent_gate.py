@@ -12,18 +12,37 @@ from lorebase.settings import ChatConfig, Settings
 
 @pytest.mark.parametrize(
     "host",
-    ["127.0.0.1", "127.5.6.7", "::1", "[::1]", "localhost", "LOCALHOST", "localhost.",
-     "::ffff:127.0.0.1"],
-)  # fmt: skip
+    [
+        "127.0.0.1",
+        "127.5.6.7",
+        "::1",
+        "[::1]",
+        "localhost",
+        "LOCALHOST",
+        "localhost.",
+        "::ffff:127.0.0.1",
+    ],
+)
 def test_loopback(host: str) -> None:
     assert is_loopback(host)
 
 
 @pytest.mark.parametrize(
     "host",
-    ["10.0.0.1", "192.168.1.20", "api.openai.com", "localhost.evil.com", "evil.localhost",
-     "127.1", "2130706433", "0.0.0.0", "::", "::ffff:8.8.8.8", "128.0.0.1"],
-)  # fmt: skip
+    [
+        "10.0.0.1",
+        "192.168.1.20",
+        "api.openai.com",
+        "localhost.evil.com",
+        "evil.localhost",
+        "127.1",
+        "2130706433",
+        "0.0.0.0",
+        "::",
+        "::ffff:8.8.8.8",
+        "128.0.0.1",
+    ],
+)
 def test_not_loopback(host: str) -> None:
     assert not is_loopback(host)
 
@@ -44,8 +63,10 @@ def test_allowlist_names_addresses_and_networks() -> None:
     assert not gate.allow_cloud
 
 
-@pytest.mark.parametrize(("value", "allowed"), [("true", True), ("1", True), ("YES", True),
-                                                ("false", False), ("", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [("true", True), ("1", True), ("YES", True), ("false", False), ("", False)],
+)
 def test_allow_cloud_from_env_and_flag(value: str, allowed: bool) -> None:
     chat = chat_config({"LOREBASE_ALLOW_CLOUD_MODEL_ACCESS": value})
     assert LocalityGate.from_config(chat).allow_cloud is allowed

@@ -10,8 +10,12 @@ from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, validate
 
 jsonschema = pytest.importorskip("jsonschema")
 
-NAMES = ["list_knowledge_bases", "search_knowledge_base", "read_document",
-         "read_surrounding_chunks"]  # fmt: skip
+NAMES = [
+    "list_knowledge_bases",
+    "search_knowledge_base",
+    "read_document",
+    "read_surrounding_chunks",
+]
 
 CASES: list[tuple[str, Any]] = [
     ("search_knowledge_base", {"query": "vacation"}),

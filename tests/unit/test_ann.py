@@ -52,8 +52,10 @@ def exact_top(matrix: np.ndarray, query: np.ndarray, k: int) -> list[int]:
 
 
 def test_keys_fold_the_chunk_id_and_its_text_hash_into_63_bits() -> None:
-    found = chunk_keys(["ffffffffffffffff" + "0" * 16, "0000000000000001" + "f" * 16],
-                       ["0" * 64, "0000000000000002" + "0" * 48])  # fmt: skip
+    found = chunk_keys(
+        ["ffffffffffffffff" + "0" * 16, "0000000000000001" + "f" * 16],
+        ["0" * 64, "0000000000000002" + "0" * 48],
+    )
     assert found.dtype == np.uint64
     assert found.tolist() == [(1 << 63) - 1, 3]
     assert chunk_keys([], []).size == 0
@@ -188,8 +190,7 @@ def test_the_store_switches_to_the_graph_past_the_threshold(tmp_path: Path) -> N
             document, chunks = plain_document(number, texts)
             vectors = embedder.embed_documents([c.embed_text for c in chunks])
             store.replace_document(kb.id, document, chunks, vectors, embedder.identity, "s")
-        dense = DenseIndexes(ann_threshold=100, ann_folder=tmp_path / "ann",
-                             ann_background=False)  # fmt: skip
+        dense = DenseIndexes(ann_threshold=100, ann_folder=tmp_path / "ann", ann_background=False)
         conn = connect(store.path)
         identity_id = conn.execute("SELECT id FROM identities").fetchone()[0]
 

@@ -375,10 +375,24 @@ def test_raw_key_of_wrong_length() -> None:
 
 @pytest.mark.parametrize(
     "blob_id",
-    ["../x", "a/b", "", "A" * 16, "ab" * 8 + "/", "../" + "a" * 16, "a" * 65, "a" * 15,
-     "a" * 16 + "\n", "g" * 16, "." + "a" * 16, "/" + "a" * 16, None, 123],
+    [
+        "../x",
+        "a/b",
+        "",
+        "A" * 16,
+        "ab" * 8 + "/",
+        "../" + "a" * 16,
+        "a" * 65,
+        "a" * 15,
+        "a" * 16 + "\n",
+        "g" * 16,
+        "." + "a" * 16,
+        "/" + "a" * 16,
+        None,
+        123,
+    ],
     ids=repr,
-)  # fmt: skip
+)
 def test_hostile_ids_are_rejected(store: BlobStore, blob_id: object) -> None:
     with pytest.raises(InvalidInput, match="16 to 64 lowercase hexadecimal"):
         check_blob_id(blob_id)  # type: ignore[arg-type]

@@ -104,9 +104,10 @@ def test_heading_without_body_gives_no_chunk_but_stays_in_trail() -> None:
 
 def test_a_document_of_headings_only_is_one_chunk_of_its_headings() -> None:
     doc = document(
-        heading("Minutes", 1, line=1, page=2), heading("Meeting with the auditors", 2, line=3),
+        heading("Minutes", 1, line=1, page=2),
+        heading("Meeting with the auditors", 2, line=3),
         title="Minutes",
-    )  # fmt: skip
+    )
     [chunk] = chunk_document(doc, DEFAULT)
     assert chunk.text == "Minutes\n\nMeeting with the auditors"
     assert chunk.position.trail == ()
@@ -378,9 +379,13 @@ def test_mixed_chunk_is_prose() -> None:
 
 def test_a_table_is_a_chunk_of_its_own_labelled_table() -> None:
     doc = document(
-        heading("Fees", 1), para("Table 1. Fees."), table("| a | 1 |\n| b | 2 |"),
-        table("| c | 3 |"), para("Paid yearly."), title=None,
-    )  # fmt: skip
+        heading("Fees", 1),
+        para("Table 1. Fees."),
+        table("| a | 1 |\n| b | 2 |"),
+        table("| c | 3 |"),
+        para("Paid yearly."),
+        title=None,
+    )
     chunks = chunk_document(doc, DEFAULT)
     assert [(c.text, c.position.content_kind, c.position.trail) for c in chunks] == [
         ("Table 1. Fees.", ContentKind.PROSE, ("Fees",)),

@@ -58,8 +58,11 @@ def test_sync_summary_reports_removed_files(cli, folder: Path) -> None:  # type:
 # -- item 8: labelled scores, visible neighbours -----------------------------------------------
 def test_search_labels_each_score_with_its_step(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
     cli("add", str(folder), "--kb", "notes")
-    labels = {"hybrid": r"rrf 0\.0\d{3}\]", "keyword": r"bm25 [\d.e-]+\]",
-              "dense": r"cosine -?\d\.\d\d\]"}  # fmt: skip
+    labels = {
+        "hybrid": r"rrf 0\.0\d{3}\]",
+        "keyword": r"bm25 [\d.e-]+\]",
+        "dense": r"cosine -?\d\.\d\d\]",
+    }
     for mode, label in labels.items():
         result = cli("search", "vacation days", "--mode", mode)
         assert result.exit_code == 0, result.output
@@ -80,9 +83,17 @@ def test_search_neighbors_show_the_chunks_around(cli, folder: Path) -> None:  # 
 # -- item 9: name what was not found; read-only commands create nothing ------------------------
 @pytest.mark.parametrize(
     "command",
-    [["status"], ["search", "x"], ["docs", "list"], ["kb", "list"], ["users", "list"],
-     ["kb", "sources", "list", "default"], ["keys", "list"], ["teams", "list"]],
-)  # fmt: skip
+    [
+        ["status"],
+        ["search", "x"],
+        ["docs", "list"],
+        ["kb", "list"],
+        ["users", "list"],
+        ["kb", "sources", "list", "default"],
+        ["keys", "list"],
+        ["teams", "list"],
+    ],
+)
 def test_read_only_commands_on_a_missing_data_dir_say_so_and_create_nothing(
     cli,  # type: ignore[no-untyped-def]
     data: Path,

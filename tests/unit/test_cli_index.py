@@ -103,8 +103,11 @@ def test_a_name_several_bases_share_is_refused_and_the_id_works(  # type: ignore
         assert alice.owner == "alice" and alice.id == 3
     listed = cli("kb", "list").output
     assert "personal, administrators" in listed and "personal, alice" in listed
-    for command in (("add", str(folder), "--kb", "notes"), ("search", "vacation", "--kb", "notes"),
-                    ("kb", "sources", "list", "notes")):  # fmt: skip
+    for command in (
+        ("add", str(folder), "--kb", "notes"),
+        ("search", "vacation", "--kb", "notes"),
+        ("kb", "sources", "list", "notes"),
+    ):
         refused = cli(*command)
         assert refused.exit_code == 2, refused.output
         for listed_id in ("1 (personal, administrators)", "2 (global)", "3 (personal, alice)"):

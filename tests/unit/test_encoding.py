@@ -73,8 +73,12 @@ def test_declared_charset_in_html_meta_wins_over_detection() -> None:
 
 
 def test_iso_8859_1_label_means_windows_1252_like_browsers() -> None:
-    assert declared_charset(b'<meta http-equiv="Content-Type" content="text/html; '
-                            b'charset=ISO-8859-1">') == "cp1252"  # fmt: skip
+    assert (
+        declared_charset(
+            b'<meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1">'
+        )
+        == "cp1252"
+    )
     decoded = decode(b'<meta charset="iso-8859-1"><p>\x93quoted\x94</p>', markup=True)
     assert "“quoted”" in decoded.text
 

@@ -71,11 +71,14 @@ def test_every_table_maps_the_root_and_only_tree_classes(surface: str) -> None:
     assert set(table) <= set(error_classes())
 
 
-@pytest.mark.parametrize("error", [
-    DamagedBlob("0123456789abcdef", "truncated"),
-    RotationIncomplete(1, {"0123456789abcdef": WrongKey("1234abcd", ["abcd1234"])}),
-    WrongKey("1234abcd", ["abcd1234"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "error",
+    [
+        DamagedBlob("0123456789abcdef", "truncated"),
+        RotationIncomplete(1, {"0123456789abcdef": WrongKey("1234abcd", ["abcd1234"])}),
+        WrongKey("1234abcd", ["abcd1234"]),
+    ],
+)
 def test_damage_and_key_trouble_are_server_faults(error: LorebaseError) -> None:
     assert isinstance(error, ServerFault)
     assert problem_for(error).status_code == 500

@@ -35,8 +35,11 @@ def write_beir(root: Path, qrels: str, corpus: list[dict] | None = None) -> Beir
         {"_id": "a/b", "title": "Odd id", "text": "An id with a slash."},
     ]
     (root / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    queries = [{"_id": "1", "text": "flutter"}, {"_id": "2", "text": "heat"},
-               {"_id": "3", "text": "unjudged"}]  # fmt: skip
+    queries = [
+        {"_id": "1", "text": "flutter"},
+        {"_id": "2", "text": "heat"},
+        {"_id": "3", "text": "unjudged"},
+    ]
     (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
     (root / "qrels" / "test.tsv").write_text(qrels)
     return BeirSet(root)

@@ -155,8 +155,9 @@ def test_a_table_between_paragraphs_is_a_table_chunk() -> None:
     document.add_heading("Fees", level=1)
     document.add_paragraph("The fees below apply from January.")
     table = document.add_table(rows=3, cols=2)
-    for row, values in zip(table.rows, [("Item", "Fee"), ("Audit", "40"), ("Review", "25")],
-                           strict=True):  # fmt: skip
+    for row, values in zip(
+        table.rows, [("Item", "Fee"), ("Audit", "40"), ("Review", "25")], strict=True
+    ):
         for cell, value in zip(row.cells, values, strict=True):
             cell.text = value
     document.add_paragraph("Fees are paid yearly.")

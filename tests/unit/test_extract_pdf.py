@@ -350,10 +350,11 @@ def test_number_grid_is_not_split_into_columns() -> None:
 
 
 TRANSCRIPT = [
-    "Q. Where were you on the night of the audit?" if n % 5 == 0 else
-    f"the witness stated that invoice {n * 7} was paid on time and in full before the hearing"
+    "Q. Where were you on the night of the audit?"
+    if n % 5 == 0
+    else f"the witness stated that invoice {n * 7} was paid on time and in full before the hearing"
     for n in range(1, 26)
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("numbers_first", [False, True])

@@ -211,8 +211,9 @@ def test_a_worker_that_died_while_idle_is_replaced_silently() -> None:
 def test_workers_are_reused_shared_between_threads_and_stopped_on_close() -> None:
     pool = ExtractionPool(ExtractSettings(workers=2))
     with ThreadPoolExecutor(4) as threads:
-        titles = list(threads.map(lambda i: pool.extract(GOOD_MD, PurePath(f"{i}.md")).title,
-                                  range(12)))  # fmt: skip
+        titles = list(
+            threads.map(lambda i: pool.extract(GOOD_MD, PurePath(f"{i}.md")).title, range(12))
+        )
     assert titles == ["Notes"] * 12
     pids = pool.worker_pids()
     assert 1 <= len(pids) <= 2

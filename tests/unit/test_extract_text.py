@@ -214,8 +214,9 @@ def test_extension_case_does_not_matter() -> None:
 
 
 def test_offsets_and_line_numbers_hold_for_crlf_input() -> None:
-    extracted = extract_bytes(b"Head\r\n====\r\n\r\nBody one\r\n\r\nBody two\r\n",
-                              PurePath("a.txt"), SETTINGS)  # fmt: skip
+    extracted = extract_bytes(
+        b"Head\r\n====\r\n\r\nBody one\r\n\r\nBody two\r\n", PurePath("a.txt"), SETTINGS
+    )
     assert [(e.line, e.text) for e in extracted.elements] == [
         (1, "Head"),
         (4, "Body one"),

@@ -272,8 +272,14 @@ def test_accounts_from_a_newer_lorebase_are_refused(tmp_path: Path) -> None:
 
 
 # -- migration 8: base names unique per scope, the table rebuilt ----------------------------------
-def _kb_row(conn: sqlite3.Connection, kb_id: int, name: str, scope: str, owner: str | None,
-            team_id: int | None = None) -> None:  # fmt: skip
+def _kb_row(
+    conn: sqlite3.Connection,
+    kb_id: int,
+    name: str,
+    scope: str,
+    owner: str | None,
+    team_id: int | None = None,
+) -> None:
     conn.execute(
         "INSERT INTO knowledge_bases (id, name, description, scope, owner, chunk_size, "
         "max_tokens, overlap, identity_key, created_at, updated_at, generation, state, "

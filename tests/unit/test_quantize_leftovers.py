@@ -11,8 +11,12 @@ from lorebase.embed.quantize import WORK_PREFIX, sweep_leftovers
 
 
 def test_work_folders_of_dead_builds_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead = tmp_path / f"{WORK_PREFIX}{gone.stdout.strip()}-abc"
     (dead / "sub").mkdir(parents=True)
     (dead / "sub" / "folded-fp32.onnx").write_bytes(b"x" * 100)

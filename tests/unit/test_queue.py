@@ -33,8 +33,7 @@ class Uploads:
 
 def test_a_backlog_refills_as_soon_as_a_slot_frees_not_at_the_next_sweep() -> None:
     uploads = Uploads(12)
-    queue = IngestQueue(uploads.process, uploads.listing, size=1, workers=1,
-                        sweep_seconds=NEVER)  # fmt: skip
+    queue = IngestQueue(uploads.process, uploads.listing, size=1, workers=1, sweep_seconds=NEVER)
     admitted = [queue.admit(*job) for job in list(uploads.pending)]
     assert admitted.count(True) == 1  # one slot: the others are turned away (503 upstream)
     queue.start()

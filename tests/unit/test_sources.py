@@ -53,8 +53,15 @@ def test_links_inside_the_root_are_read_but_not_into_hidden_places(tmp_path: Pat
 
 
 def test_hostile_file_names_are_listed_as_they_are(tmp_path: Path) -> None:
-    hostile = ["-rf.md", "new\nline.txt", "spaces  and\ttabs.md", "ünïcödé 東京.txt",
-               "x" * 200 + ".txt", "semi;colon$(rm).txt", "back\\slash.md"]  # fmt: skip
+    hostile = [
+        "-rf.md",
+        "new\nline.txt",
+        "spaces  and\ttabs.md",
+        "ünïcödé 東京.txt",
+        "x" * 200 + ".txt",
+        "semi;colon$(rm).txt",
+        "back\\slash.md",
+    ]
     for name in hostile:
         (tmp_path / name).write_text("content")
     assert sorted(names(tmp_path)) == sorted(hostile)

@@ -181,8 +181,17 @@ class SqliteAccounts(AccountStore):
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (user_id, key[:SHOWN_PREFIX_CHARS], key_hash(key), name, now, expires_at),
             ).lastrowid
-        record = ApiKey(int(key_id), user_id, key[:SHOWN_PREFIX_CHARS], name, now, expires_at,  # type: ignore[arg-type]
-                        None, None)  # fmt: skip
+        assert key_id is not None  # an INSERT always sets it
+        record = ApiKey(
+            key_id,
+            user_id,
+            key[:SHOWN_PREFIX_CHARS],
+            name,
+            now,
+            expires_at,
+            None,
+            None,
+        )
         return key, record
 
     def resolve_key(self, key: str) -> User | None:

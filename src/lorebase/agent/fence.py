@@ -62,10 +62,18 @@ _MARKER_CHARS = frozenset("<·/untrsed")
 # Other_Default_Ignorable_Code_Point and Variation_Selector ranges (PropList.txt), which
 # :mod:`unicodedata` does not expose, and the braille blank, which renders as nothing.
 _IGNORABLE_RANGES = (
-    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2065, 0x2065),
-    (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2065, 0x2065),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
     (0xE0000, 0xE0FFF),
-)  # fmt: skip
+)
 _BIDI_MARKS = str.maketrans("", "", "\u200e\u200f")  # the confusables data wraps RTL text in them
 _ANGLE = re.compile(r"LESS-THAN|^PRECEDES|\bLEFT\b.*\b(?:ANGLE|ARROWHEAD)\b")
 _SLANT = re.compile(r"SOLIDUS|SLASH")

@@ -197,8 +197,9 @@ class ToolBox:
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
             source = self._register(hit.chunk_id, hit.provenance)
-            block = fence.block(hit.text, attributes={"id": source.number},
-                                header=_header(source.provenance))  # fmt: skip
+            block = fence.block(
+                hit.text, attributes={"id": source.number}, header=_header(source.provenance)
+            )
             best = hit.best_score
             kind = hit.provenance.content_kind
             found = {"rank": rank, "content_kind": kind, "score": best.score}
@@ -261,8 +262,9 @@ class ToolBox:
         items, blocks, sources = [], [], []
         for chunk in chunks:
             source = self._register(chunk.id, chunk.provenance)
-            block = fence.block(chunk.text, attributes={"id": source.number},
-                                header=_header(source.provenance))  # fmt: skip
+            block = fence.block(
+                chunk.text, attributes={"id": source.number}, header=_header(source.provenance)
+            )
             target = chunk.id == args["chunk_id"]
             place = {"ordinal": chunk.ordinal, "is_target": target, "content": block}
             items.append(_ids(source) | _where(source) | place)

@@ -102,15 +102,22 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
                 f"  {f.filename}:{f.lineno} in {f.name}"
                 for f in traceback.extract_tb(error.__traceback__)
             )
-            error_log.error("unexpected %s in request id=%s\n%s", type(error).__name__,
-                            request_id, frames)  # fmt: skip
+            error_log.error(
+                "unexpected %s in request id=%s\n%s", type(error).__name__, request_id, frames
+            )
             response = problems.unexpected_problem(request_id)
         route = request.scope.get("route")
         template = getattr(route, "path", "unmatched")
         elapsed = (time.perf_counter() - started) * 1000
         metrics.requests.labels(template, str(response.status_code)).inc()
-        access_log.info("%s %s %s %.1fms id=%s", request.method, template,
-                        response.status_code, elapsed, request_id)  # fmt: skip
+        access_log.info(
+            "%s %s %s %.1fms id=%s",
+            request.method,
+            template,
+            response.status_code,
+            elapsed,
+            request_id,
+        )
         response.headers["X-Request-Id"] = request_id
         response.headers.update(security_headers(request.url.path))
         return response
@@ -149,6 +156,7 @@ def run(lb: Lorebase, host: str, port: int) -> None:
             lb.events.close()
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(serving_app(lb), host=host, port=port, log_level="warning",
-                            access_log=False)  # fmt: skip
+    config = uvicorn.Config(
+        serving_app(lb), host=host, port=port, log_level="warning", access_log=False
+    )
     EndingStreams(config).run()

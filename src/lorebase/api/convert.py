@@ -18,23 +18,42 @@ from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
 def kb_out(kb: KnowledgeBase) -> KnowledgeBaseOut:
     settings = kb.chunk_settings
     return KnowledgeBaseOut(
-        id=kb.id, name=kb.name, description=kb.description, scope=kb.scope.value,
-        team_id=kb.team_id, owner=kb.owner, state=kb.state.value, state_reason=kb.state_reason,
-        documents=kb.documents, indexed=kb.indexed, pending=kb.pending, failed=kb.failed,
-        chunks=kb.chunks, bytes=kb.bytes,
-        chunking=ChunkingIn(chunk_size=settings.chunk_size, max_tokens=settings.max_tokens,
-                            overlap=settings.overlap),
-        embedding_identity=kb.identity_key, last_pass_finished_at=kb.pass_finished_at,
-    )  # fmt: skip
+        id=kb.id,
+        name=kb.name,
+        description=kb.description,
+        scope=kb.scope.value,
+        team_id=kb.team_id,
+        owner=kb.owner,
+        state=kb.state.value,
+        state_reason=kb.state_reason,
+        documents=kb.documents,
+        indexed=kb.indexed,
+        pending=kb.pending,
+        failed=kb.failed,
+        chunks=kb.chunks,
+        bytes=kb.bytes,
+        chunking=ChunkingIn(
+            chunk_size=settings.chunk_size, max_tokens=settings.max_tokens, overlap=settings.overlap
+        ),
+        embedding_identity=kb.identity_key,
+        last_pass_finished_at=kb.pass_finished_at,
+    )
 
 
 def document_out(lb: Lorebase, document: DocumentRecord) -> DocumentOut:
     return DocumentOut(
-        id=document.id, knowledge_base_id=document.kb_id, name=lb.display_name(document),
-        kind=document.kind, size=document.size, state=document.state.value,
-        reason=document.reason, chunks=document.chunk_count, title=document.title,
-        page_count=document.page_count, updated_at=document.updated_at,
-    )  # fmt: skip
+        id=document.id,
+        knowledge_base_id=document.kb_id,
+        name=lb.display_name(document),
+        kind=document.kind,
+        size=document.size,
+        state=document.state.value,
+        reason=document.reason,
+        chunks=document.chunk_count,
+        title=document.title,
+        page_count=document.page_count,
+        updated_at=document.updated_at,
+    )
 
 
 def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
@@ -45,11 +64,17 @@ def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
         provenance = replace(provenance, path=names[provenance.document_id])
     return HitOut.model_validate(
         {f.name: getattr(provenance, f.name) for f in fields(provenance)}
-        | {"chunk_id": hit.chunk_id, "text": hit.text, "snippet": hit.snippet,
-           "citation": provenance.citation(), "scores": hit.scores, "before": hit.before,
-           "after": hit.after},
+        | {
+            "chunk_id": hit.chunk_id,
+            "text": hit.text,
+            "snippet": hit.snippet,
+            "citation": provenance.citation(),
+            "scores": hit.scores,
+            "before": hit.before,
+            "after": hit.after,
+        },
         from_attributes=True,
-    )  # fmt: skip
+    )
 
 
 def search_out(lb: Lorebase, response: SearchResponse) -> SearchOut:

@@ -49,15 +49,22 @@ class Metrics:
     ) -> None:
         self.registry = CollectorRegistry()
         self.search_seconds = Histogram(
-            "lorebase_search_seconds", "Search latency", ["mode"],
-            buckets=SEARCH_BUCKETS, registry=self.registry,
-        )  # fmt: skip
-        self.embed_batch_seconds = Histogram(
-            "lorebase_embed_batch_seconds", "Embedder batch latency",
-            buckets=EMBED_BUCKETS, registry=self.registry,
-        )  # fmt: skip
-        self.requests = Counter(
-            "lorebase_http_requests", "HTTP requests", ["route", "status"],
+            "lorebase_search_seconds",
+            "Search latency",
+            ["mode"],
+            buckets=SEARCH_BUCKETS,
             registry=self.registry,
-        )  # fmt: skip
+        )
+        self.embed_batch_seconds = Histogram(
+            "lorebase_embed_batch_seconds",
+            "Embedder batch latency",
+            buckets=EMBED_BUCKETS,
+            registry=self.registry,
+        )
+        self.requests = Counter(
+            "lorebase_http_requests",
+            "HTTP requests",
+            ["route", "status"],
+            registry=self.registry,
+        )
         self.registry.register(_StateCollector(documents_by_state, queue_depth, admissions))

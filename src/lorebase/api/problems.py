@@ -61,8 +61,7 @@ def problem(status: int, slug: str, title: str, detail: str, **extra: object) ->
         headers["Retry-After"] = str(extra.pop("retry_after"))
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse(body | extra, status_code=status, media_type=PROBLEM_JSON,
-                        headers=headers)  # fmt: skip
+    return JSONResponse(body | extra, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def problem_for(error: LorebaseError) -> JSONResponse:
@@ -84,10 +83,12 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
         fields = [
-            {"field": ".".join(str(p) for p in item.get("loc", ())[1:]) or "body",
-             "message": item.get("msg", "invalid")}
+            {
+                "field": ".".join(str(p) for p in item.get("loc", ())[1:]) or "body",
+                "message": item.get("msg", "invalid"),
+            }
             for item in error.errors()
-        ]  # fmt: skip
+        ]
         names = ", ".join(f["field"] for f in fields)
         slug, title = REQUEST_PROBLEMS[422]
         return problem(422, slug, title, f"check these fields: {names}", errors=fields)

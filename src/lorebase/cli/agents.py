@@ -97,10 +97,15 @@ def ask(
     knowledge-base content unless the operator allows it."""
     from lorebase.agent.ask import Asker
 
-    with open_from(ctx, holder="lorebase ask") as lb, lb.chat_client(
-        url=url, model=model, local_hosts=local_host or (),
-        allow_cloud=True if allow_cloud else None,
-    ) as client:  # fmt: skip
+    with (
+        open_from(ctx, holder="lorebase ask") as lb,
+        lb.chat_client(
+            url=url,
+            model=model,
+            local_hosts=local_host or (),
+            allow_cloud=True if allow_cloud else None,
+        ) as client,
+    ):
         asker = Asker(lb.toolbox(profile=profile), client)
         answer, notices = _show(asker.ask(question, inject=inject, top_k=top_k), as_json)
     if as_json:

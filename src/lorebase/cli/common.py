@@ -79,8 +79,9 @@ def command_group(help: str, **options: Any) -> typer.Typer:
 
     Typer keeps the line breaks of a command's first docstring paragraph in the command
     list, so each command's docstring starts with a one-line summary (checked by a test)."""
-    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode="markdown",
-                       cls=FlagsGroup, **options)  # fmt: skip
+    return typer.Typer(
+        help=help, no_args_is_help=True, rich_markup_mode="markdown", cls=FlagsGroup, **options
+    )
 
 
 KbOption = Annotated[

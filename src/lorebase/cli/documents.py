@@ -64,8 +64,14 @@ def list_(
     if hints:
         table.add_column("what to do", overflow="fold")
     for (base, doc), name in zip(listed, names, strict=True):
-        row = [doc.id[:12], *([] if kb else [Text(base)]), Text(name), doc.state.value,
-               str(doc.chunk_count), doc.reason or ""]  # fmt: skip
+        row = [
+            doc.id[:12],
+            *([] if kb else [Text(base)]),
+            Text(name),
+            doc.state.value,
+            str(doc.chunk_count),
+            doc.reason or "",
+        ]
         if hints:
             row.append(reason_hint(doc.reason) if doc.reason else "")
         table.add_row(*row)
@@ -89,13 +95,22 @@ def _record(lb: Lorebase, kb: KnowledgeBase, doc: DocumentRecord) -> dict[str, A
     else:
         comes_from = "added by path (not followed; add it again to follow it)"
     return {
-        "id": doc.id, "knowledge_base": kb.name, "name": lb.display_name(doc), "path": doc.path,
-        "kind": doc.kind, "size": doc.size, "state": doc.state.value, "reason": doc.reason,
-        "chunks": doc.chunk_count, "title": doc.title, "page_count": doc.page_count,
-        "updated_at": doc.updated_at, "comes_from": comes_from,
+        "id": doc.id,
+        "knowledge_base": kb.name,
+        "name": lb.display_name(doc),
+        "path": doc.path,
+        "kind": doc.kind,
+        "size": doc.size,
+        "state": doc.state.value,
+        "reason": doc.reason,
+        "chunks": doc.chunk_count,
+        "title": doc.title,
+        "page_count": doc.page_count,
+        "updated_at": doc.updated_at,
+        "comes_from": comes_from,
         "source": source.label if source is not None else None,
         "file": origin.as_posix() if origin is not None else None,
-    }  # fmt: skip
+    }
 
 
 @app.command("show")
@@ -141,14 +156,20 @@ def read(
         text = lb.text(kb, doc.id)
     window = text[start : start + max_chars]
     if as_json:
-        render.print_json(Console(), {"document_id": doc.id, "start": start, "text": window,
-                                      "total_chars": len(text)})  # fmt: skip
+        render.print_json(
+            Console(),
+            {"document_id": doc.id, "start": start, "text": window, "total_chars": len(text)},
+        )
         return
     typer.echo(window, nl=not window.endswith("\n"))
     if start + max_chars < len(text):
-        Console(stderr=True).print(Text(
-            f"… {len(text) - start - max_chars} more characters; "
-            f"--start {start + max_chars} reads on", style="dim"))  # fmt: skip
+        Console(stderr=True).print(
+            Text(
+                f"… {len(text) - start - max_chars} more characters; "
+                f"--start {start + max_chars} reads on",
+                style="dim",
+            )
+        )
 
 
 @app.command("delete")
@@ -173,5 +194,10 @@ def delete(
         return
     Console().print(Text(f"deleted {name} from {kb.name}"))
     if source is not None and source.kind is SourceKind.FOLDER:
-        Console().print(Text("its folder still holds the file: the next sync indexes it again "
-                             "unless it is deleted there", style="yellow"))  # fmt: skip
+        Console().print(
+            Text(
+                "its folder still holds the file: the next sync indexes it again "
+                "unless it is deleted there",
+                style="yellow",
+            )
+        )

@@ -103,9 +103,15 @@ def evaluate(
             progress.update(asking[name], completed=done)
 
         result = tasks.evaluate(
-            lb, source, kb=kb, evals=evals, split=split, config=config,
-            on_progress=on_progress, on_question=on_question,
-        )  # fmt: skip
+            lb,
+            source,
+            kb=kb,
+            evals=evals,
+            split=split,
+            config=config,
+            on_progress=on_progress,
+            on_question=on_question,
+        )
     if as_json:
         render.print_json(Console(), result.to_json(details=details))
         return
@@ -154,11 +160,13 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
     console.print(Text(head, style="bold"))
     if index:
         console.print(
-            Text(f"indexed: {index['added'] + index['updated']} new or changed, "
-                 f"{index['unchanged']} unchanged, {index['failed']} not read, "
-                 f"{index['embedded']} chunks embedded in {index['seconds']:.1f} s",
-                 style="dim")
-        )  # fmt: skip
+            Text(
+                f"indexed: {index['added'] + index['updated']} new or changed, "
+                f"{index['unchanged']} unchanged, {index['failed']} not read, "
+                f"{index['embedded']} chunks embedded in {index['seconds']:.1f} s",
+                style="dim",
+            )
+        )
     modes = result["modes"]
     table = Table(title_justify="left")
     table.add_column("measure")
@@ -174,10 +182,13 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
     console.print(table)
     threshold = result["config"]["no_answer_threshold"]
     console.print(
-        Text(f"no-answer: share of unanswerable questions whose best dense score is under "
-             f"{threshold}; citation coverage: share of hits citing path and page, line or "
-             "heading", style="dim")
-    )  # fmt: skip
+        Text(
+            f"no-answer: share of unanswerable questions whose best dense score is under "
+            f"{threshold}; citation coverage: share of hits citing path and page, line or "
+            "heading",
+            style="dim",
+        )
+    )
     for note in result.get("notes", []):
         console.print(Text(f"note: {note}", style="yellow"))
     for mode in modes:

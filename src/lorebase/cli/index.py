@@ -50,8 +50,9 @@ def add(
             progress.start_task(task)
         elapsed = progress.tasks[task].elapsed or 0.0
         rate = step.chunks / elapsed if elapsed > 0 else 0.0
-        progress.update(task, completed=step.files_done, total=step.files_total,
-                        chunks=step.chunks, rate=rate)  # fmt: skip
+        progress.update(
+            task, completed=step.files_done, total=step.files_total, chunks=step.chunks, rate=rate
+        )
 
     try:
         with open_from(ctx, holder="lorebase add") as lb, graceful_stop() as stop:
@@ -95,8 +96,9 @@ def search(
     """Search knowledge bases: BM25 and vector search fused by reciprocal rank, each hit
     with its citation (path › headings, page or line) and a snippet."""
     with open_from(ctx, create=False) as lb:
-        response = lb.search(query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors,
-                             rerank=rerank)  # fmt: skip
+        response = lb.search(
+            query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors, rerank=rerank
+        )
         payload = render.search_json(lb, response) if as_json else None
     console = render.console()
     if payload is not None:
@@ -116,10 +118,13 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     if as_json:
         payload = [
             render.kb_json(kb)
-            | {"progress_done": kb.progress_done, "progress_total": kb.progress_total,
-               "sources": [render.source_json(s) for s in sources[kb.name]]}
+            | {
+                "progress_done": kb.progress_done,
+                "progress_total": kb.progress_total,
+                "sources": [render.source_json(s) for s in sources[kb.name]],
+            }
             for kb in kbs
-        ]  # fmt: skip
+        ]
         render.print_json(render.console(), {"data_dir": str(data_dir), "knowledge_bases": payload})
         return
     console = render.console()

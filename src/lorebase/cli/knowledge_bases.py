@@ -44,8 +44,14 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
         table.add_column(column)
     for kb in kbs:
         # A name is unique only within a scope: the id and the owner or team tell them apart.
-        table.add_row(str(kb.id), Text(kb.name), Text(kb.description), Text(describe_scope(kb)),
-                      str(kb.documents), str(kb.chunks))  # fmt: skip
+        table.add_row(
+            str(kb.id),
+            Text(kb.name),
+            Text(kb.description),
+            Text(describe_scope(kb)),
+            str(kb.documents),
+            str(kb.chunks),
+        )
     out.print(table)
 
 
@@ -70,9 +76,12 @@ def create(
     with open_from(ctx) as lb:
         settings = _chunking(lb.settings.chunk, chunk_size, max_tokens, overlap)
         kb = lb.create_kb(
-            name, description=description, scope=scope, chunk_settings=settings,
+            name,
+            description=description,
+            scope=scope,
+            chunk_settings=settings,
             sources=source or (),
-        )  # fmt: skip
+        )
     Console().print(Text(f"created knowledge base {kb.name} (id {kb.id})"))
 
 
@@ -119,8 +128,13 @@ def sources_list(
     if as_json:
         render.print_json(render.console(), [render.source_json(s) for s in sources])
         return
-    render.print_lines(sources, False, _source_line, header="label\tpath\tkind",
-                       empty=f"{name} follows no folder or file.")  # fmt: skip
+    render.print_lines(
+        sources,
+        False,
+        _source_line,
+        header="label\tpath\tkind",
+        empty=f"{name} follows no folder or file.",
+    )
 
 
 def _source_line(source: Source) -> str:
@@ -137,8 +151,9 @@ def sources_add(
     """Follow another folder (not inside, nor containing, one already followed)."""
     with open_from(ctx) as lb:
         source = lb.add_source(name, folder)
-    Console().print(Text(f"{name} now follows {source.path} as {source.label}; run "
-                         f"`lorebase sync --kb {name}`"))  # fmt: skip
+    Console().print(
+        Text(f"{name} now follows {source.path} as {source.label}; run `lorebase sync --kb {name}`")
+    )
 
 
 @sources_app.command("remove")

@@ -80,9 +80,13 @@ def report_json(report: FileReport, *, full: bool) -> dict[str, Any]:
     out["ok"] = True
     extracted = report.extracted
     if extracted is not None:
-        out |= {"title": extracted.title, "encoding": extracted.encoding,
-                "page_count": extracted.page_count, "elements": len(extracted.elements),
-                "warnings": list(extracted.warnings)}  # fmt: skip
+        out |= {
+            "title": extracted.title,
+            "encoding": extracted.encoding,
+            "page_count": extracted.page_count,
+            "elements": len(extracted.elements),
+            "warnings": list(extracted.warnings),
+        }
         if full:
             out["elements"] = to_jsonable(extracted.elements)
     if report.chunks is not None:
@@ -179,8 +183,15 @@ def summary_tables(summary: Summary, failures: list[FileReport]) -> list[Table]:
     for column in ("kind", "files", "read", "failed", "MB", "elements", "chunks"):
         totals.add_column(column, justify="left" if column == "kind" else "right")
     for kind, t in sorted(summary.kinds.items()):
-        totals.add_row(kind, str(t.files), str(t.read), str(t.failed), f"{t.bytes / 1e6:.2f}",
-                       str(t.elements), str(t.chunks))  # fmt: skip
+        totals.add_row(
+            kind,
+            str(t.files),
+            str(t.read),
+            str(t.failed),
+            f"{t.bytes / 1e6:.2f}",
+            str(t.elements),
+            str(t.chunks),
+        )
     tables = [totals]
     if failures:
         failed = Table(title="Files not read", title_justify="left")
@@ -235,8 +246,9 @@ def document_json(lb: Lorebase, document: DocumentRecord) -> dict[str, Any]:
 def source_json(source: Source) -> dict[str, Any]:
     from lorebase.api.schemas import SourceOut
 
-    return SourceOut(id=source.id, path=source.path, label=source.label,
-                     kind=source.kind.value).model_dump(mode="json")  # fmt: skip
+    return SourceOut(
+        id=source.id, path=source.path, label=source.label, kind=source.kind.value
+    ).model_dump(mode="json")
 
 
 def search_json(lb: Lorebase, response: SearchResponse) -> dict[str, Any]:
@@ -288,8 +300,11 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
         out.print(line)
         body = [Text(" ".join(hit.snippet.split()))]
         if neighbors:
-            body = [*_neighbor_lines("before", hit.before, neighbors), *body,
-                    *_neighbor_lines("after", hit.after, neighbors)]  # fmt: skip
+            body = [
+                *_neighbor_lines("before", hit.before, neighbors),
+                *body,
+                *_neighbor_lines("after", hit.after, neighbors),
+            ]
         for index, text in enumerate(body):
             bottom = 1 if index == len(body) - 1 else 0
             out.print(Padding(text, (0, 0, bottom, 3), expand=False))

@@ -52,9 +52,12 @@ def serve(
     from lorebase.settings import MB, ServeSettings
 
     settings = ServeSettings(
-        host=host, port=port, auth=not no_auth, max_upload_bytes=max_upload_mb * MB,
+        host=host,
+        port=port,
+        auth=not no_auth,
+        max_upload_bytes=max_upload_mb * MB,
         queue_size=queue_size,
-    )  # fmt: skip
+    )
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
     console = Console()
@@ -68,8 +71,13 @@ def serve(
             console.print(Text("An admin API key was created; it is shown this once:"))
             console.print(Text(key, style="bold"))
         address = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
-        console.print(Text(f"lorebase serving on {address}; open {address}/ in a browser for the "
-                           "page (API docs at /docs)"), soft_wrap=True)  # fmt: skip
+        console.print(
+            Text(
+                f"lorebase serving on {address}; open {address}/ in a browser for the "
+                "page (API docs at /docs)"
+            ),
+            soft_wrap=True,
+        )
         run(lb, host, port)
 
 
@@ -95,9 +103,14 @@ def users_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List users and their roles."""
     with administering(ctx, create=False) as accounts:
         users = accounts.list_users()
-    render.print_lines(users, as_json, lambda user: f"{user.name}\t{user.role.value}",
-                       header="name\trole", empty="No users yet: `lorebase serve` creates "
-                       "an admin on its first start, or `lorebase users create NAME`.")  # fmt: skip
+    render.print_lines(
+        users,
+        as_json,
+        lambda user: f"{user.name}\t{user.role.value}",
+        header="name\trole",
+        empty="No users yet: `lorebase serve` creates "
+        "an admin on its first start, or `lorebase users create NAME`.",
+    )
 
 
 @users_app.command("create")
@@ -121,8 +134,13 @@ def teams_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List teams."""
     with administering(ctx, create=False) as accounts:
         teams = accounts.list_teams()
-    render.print_lines(teams, as_json, lambda team: team.name, header="name",
-                       empty="No teams yet: `lorebase teams create NAME`.")  # fmt: skip
+    render.print_lines(
+        teams,
+        as_json,
+        lambda team: team.name,
+        header="name",
+        empty="No teams yet: `lorebase teams create NAME`.",
+    )
 
 
 @teams_app.command("create")
@@ -186,10 +204,14 @@ def keys_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
         table.add_column(column)
     now = time.time()
     for key in keys:
-        state = "revoked" if key.revoked_at else (
-            "expired" if key.expires_at and key.expires_at <= now else "active")  # fmt: skip
-        table.add_row(str(key.id), Text(names.get(key.user_id, "?")), key.prefix + "…",
-                      Text(key.name), state)  # fmt: skip
+        state = (
+            "revoked"
+            if key.revoked_at
+            else ("expired" if key.expires_at and key.expires_at <= now else "active")
+        )
+        table.add_row(
+            str(key.id), Text(names.get(key.user_id, "?")), key.prefix + "…", Text(key.name), state
+        )
     out.print(table)
 
 
@@ -235,8 +257,12 @@ def keys_rotate_data_key(ctx: typer.Context) -> None:
         rotation = lb.rotate_data_key()
         lb.accounts.audit("cli", "rotate_data_key", f"key:{rotation.new_key.id}")
     console = Console()
-    console.print(Text(f"re-encrypted {rotation.blobs} files and {rotation.names} names "
-                       f"under key {rotation.new_key.id}"))  # fmt: skip
+    console.print(
+        Text(
+            f"re-encrypted {rotation.blobs} files and {rotation.names} names "
+            f"under key {rotation.new_key.id}"
+        )
+    )
     if rotation.key_file is None:
         console.print(Text("LOREBASE_DATA_KEY is set: put the new key there now (shown once):"))
         console.print(Text(rotation.new_key.to_base64(), style="bold"))

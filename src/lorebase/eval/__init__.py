@@ -18,11 +18,14 @@ from lorebase.eval.datasets import BeirSet, Question, load_evals
 from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
 
 _LAZY = {
-    **dict.fromkeys(("EvalConfig", "EvalResult", "EvalTask", "ModeResult", "run_task"),
-                    "lorebase.eval.runner"),
-    **dict.fromkeys(("evaluate", "last_result", "prepare_beir", "prepare_folder", "prepare_kb",
-                     "save_result"), "lorebase.eval.tasks"),
-}  # fmt: skip
+    **dict.fromkeys(
+        ("EvalConfig", "EvalResult", "EvalTask", "ModeResult", "run_task"), "lorebase.eval.runner"
+    ),
+    **dict.fromkeys(
+        ("evaluate", "last_result", "prepare_beir", "prepare_folder", "prepare_kb", "save_result"),
+        "lorebase.eval.tasks",
+    ),
+}
 
 __all__ = [
     "DEFAULT_NO_ANSWER_THRESHOLD",

@@ -136,9 +136,15 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
                 continue
             if len(parts) not in (3, 4):
                 raise InvalidInput(f"{path.name} line {number}: expected 3 or 4 columns")
-            query, document, grade = (parts[0], parts[1], parts[2]) if len(parts) == 3 else (
-                parts[0], parts[2], parts[3],
-            )  # fmt: skip
+            query, document, grade = (
+                (parts[0], parts[1], parts[2])
+                if len(parts) == 3
+                else (
+                    parts[0],
+                    parts[2],
+                    parts[3],
+                )
+            )
             try:
                 value = int(float(grade))
             except ValueError:

@@ -164,13 +164,18 @@ def run_task(
         questions=len(task.questions),
         unanswerable=sum(1 for q in task.questions if not q.answerable),
         documents=kb.indexed,
-        config={"modes": [m.value for m in config.modes], "ks": list(config.ks),
-                "depth": config.depth, "no_answer_threshold": config.no_answer_threshold,
-                "fusion": config.fusion, "rerank": config.rerank},
+        config={
+            "modes": [m.value for m in config.modes],
+            "ks": list(config.ks),
+            "depth": config.depth,
+            "no_answer_threshold": config.no_answer_threshold,
+            "fusion": config.fusion,
+            "rerank": config.rerank,
+        },
         modes=modes,
         notes=notes,
         index=_index_summary(task.index),
-    )  # fmt: skip
+    )
 
 
 def _run_mode(
@@ -182,16 +187,28 @@ def _run_mode(
     on_question: Callable[[str, int, int], None] | None,
 ) -> ModeResult:
     # One untimed question first: it loads the model and the vector matrix.
-    lb.search(texts[0], kb=task.kb, top_k=config.depth, mode=mode, fusion=config.fusion,
-              rerank=config.rerank)  # fmt: skip
+    lb.search(
+        texts[0],
+        kb=task.kb,
+        top_k=config.depth,
+        mode=mode,
+        fusion=config.fusion,
+        rerank=config.rerank,
+    )
     outcomes: list[QuestionOutcome] = []
     answered_by: set[str] = set()
     warnings: dict[str, None] = {}
     covered: list[bool] = []
     for done, (question, text) in enumerate(zip(task.questions, texts, strict=True), start=1):
         started = time.perf_counter()
-        response = lb.search(text, kb=task.kb, top_k=config.depth, mode=mode,
-                             fusion=config.fusion, rerank=config.rerank)  # fmt: skip
+        response = lb.search(
+            text,
+            kb=task.kb,
+            top_k=config.depth,
+            mode=mode,
+            fusion=config.fusion,
+            rerank=config.rerank,
+        )
         latency = (time.perf_counter() - started) * 1000
         answered_by.add(response.mode.value)
         warnings.update(dict.fromkeys(w.split(":", 1)[0] for w in response.warnings))
@@ -288,7 +305,14 @@ def _cited(hit: Hit) -> bool:
 def _index_summary(report: IngestReport | None) -> dict[str, Any] | None:
     if report is None:
         return None
-    return {"seconds": round(report.seconds, 3), "files": report.files, "added": report.added,
-            "updated": report.updated, "unchanged": report.unchanged,
-            "failed": len(report.failed), "chunks": report.chunks,
-            "embedded": report.embedded, "reused": report.reused}  # fmt: skip
+    return {
+        "seconds": round(report.seconds, 3),
+        "files": report.files,
+        "added": report.added,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "failed": len(report.failed),
+        "chunks": report.chunks,
+        "embedded": report.embedded,
+        "reused": report.reused,
+    }

@@ -72,8 +72,16 @@ def prepare_beir(
     _ensure_eval_kb(lb, name, f"{EVAL_KB_MARKER} {beir.name} sha256:{digest}")
     corpus = materialize(beir, lb.settings.data_dir / RESULTS_FOLDER / CORPORA_FOLDER, digest)
     report = _index(lb, corpus, name, on_progress)
-    return EvalTask(beir.name, "beir", str(folder), name, tuple(questions),
-                    corpus_id_from_path, tuple(notes), report)  # fmt: skip
+    return EvalTask(
+        beir.name,
+        "beir",
+        str(folder),
+        name,
+        tuple(questions),
+        corpus_id_from_path,
+        tuple(notes),
+        report,
+    )
 
 
 def prepare_folder(
@@ -114,8 +122,7 @@ def _bind(
     if missing:
         shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
         notes.append(f"{len(missing)} listed documents are not in {kb}: {shown}")
-    return EvalTask(prefix or kb, "evals", source, kb, tuple(resolved), _same,
-                    tuple(notes), report)  # fmt: skip
+    return EvalTask(prefix or kb, "evals", source, kb, tuple(resolved), _same, tuple(notes), report)
 
 
 def _same(path: str) -> str:

@@ -18,9 +18,11 @@ from lorebase.extract.registry import CODE_LANGUAGES
 from lorebase.types import DocumentKind, ElementKind, Extracted
 
 # A definition line, at column 0 (or after export/pub/visibility words); group "name".
-_QUALIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
-    r"abstract|final|sealed|async|unsafe|extern|inline|virtual|override|data|open|" \
-    r"partial|readonly|const)\s+)*"  # fmt: skip
+_QUALIFIERS = (
+    r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|"
+    r"abstract|final|sealed|async|unsafe|extern|inline|virtual|override|data|open|"
+    r"partial|readonly|const)\s+)*"
+)
 _DEFINITIONS: dict[str, re.Pattern[str]] = {
     "family_c": re.compile(
         r"^" + _QUALIFIERS + r"(?:(?:class|struct|enum|union|interface|record|namespace|"
@@ -47,12 +49,25 @@ _DEFINITIONS: dict[str, re.Pattern[str]] = {
     ),
 }
 _FAMILY = {
-    "c": "family_c", "cpp": "family_c", "java": "family_c", "csharp": "family_c",
-    "kotlin": "family_c", "scala": "family_c", "swift": "family_c", "dart": "family_c",
-    "php": "script", "go": "go", "rust": "rust", "javascript": "script",
-    "typescript": "script", "ruby": "script", "lua": "script", "elixir": "script",
-    "shell": "shell", "sql": "sql",
-}  # fmt: skip
+    "c": "family_c",
+    "cpp": "family_c",
+    "java": "family_c",
+    "csharp": "family_c",
+    "kotlin": "family_c",
+    "scala": "family_c",
+    "swift": "family_c",
+    "dart": "family_c",
+    "php": "script",
+    "go": "go",
+    "rust": "rust",
+    "javascript": "script",
+    "typescript": "script",
+    "ruby": "script",
+    "lua": "script",
+    "elixir": "script",
+    "shell": "shell",
+    "sql": "sql",
+}
 _CONTROL_WORDS = frozenset({"if", "for", "while", "switch", "return", "else", "catch", "do"})
 _COMMENT_LEAD = ("#", "//", "/*", "*", "--", ";", "'''", '"""', "@")
 

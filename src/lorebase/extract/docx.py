@@ -54,8 +54,10 @@ _MAX_STYLE_DEPTH = 32
 # package's own (OPC) names are the same in both.
 _STRICT_PREFIX = b"http://purl.oclc.org/ooxml/"
 _STRICT_NAME = re.compile(rb"http://purl\.oclc\.org/ooxml/([A-Za-z]+)/([A-Za-z]+)")
-_STRICT_RENAMED = {b"extendedProperties": b"extended-properties",
-                   b"customProperties": b"custom-properties"}  # fmt: skip
+_STRICT_RENAMED = {
+    b"extendedProperties": b"extended-properties",
+    b"customProperties": b"custom-properties",
+}
 _XML_PARTS = (".xml", ".rels")
 _NOTE_KINDS = (
     (RELATIONSHIP_TYPE.FOOTNOTES, qn("w:footnote")),

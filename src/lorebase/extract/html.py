@@ -37,12 +37,46 @@ _SKIP_TAGS = frozenset({"head", "title", "meta", "link", "base", "img", "input",
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LISTS = frozenset({"ul", "ol", "dl", "menu", "dir"})
 # Elements that end the inline text run before them and start a new one after them.
-_BLOCKS = frozenset(
-    {"address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details",
-     "dialog", "div", "dt", "fieldset", "figcaption", "figure", "footer", "header", "hgroup",
-     "hr", "html", "legend", "li", "main", "p", "section", "summary", "tbody", "td", "tfoot",
-     "th", "thead", "tr"}
-) | _LISTS | _HEADINGS  # fmt: skip
+_BLOCKS = (
+    frozenset(
+        {
+            "address",
+            "article",
+            "aside",
+            "blockquote",
+            "body",
+            "caption",
+            "center",
+            "dd",
+            "details",
+            "dialog",
+            "div",
+            "dt",
+            "fieldset",
+            "figcaption",
+            "figure",
+            "footer",
+            "header",
+            "hgroup",
+            "hr",
+            "html",
+            "legend",
+            "li",
+            "main",
+            "p",
+            "section",
+            "summary",
+            "tbody",
+            "td",
+            "tfoot",
+            "th",
+            "thead",
+            "tr",
+        }
+    )
+    | _LISTS
+    | _HEADINGS
+)
 # Inside one of these a table is a page layout, not data.
 _STRUCTURE = "h1, h2, h3, h4, h5, h6, ul, ol, dl, pre, blockquote, article, section"
 # A data-table cell holds a value or a short phrase; a longer one means the table lays out

@@ -32,10 +32,33 @@ _META_LINE = re.compile(r"^[A-Za-z][\w -]*:(?:\s|$)")
 _META_CONTINUATION = re.compile(r"^(?: {4}|\t)\S")
 # Keys that make a ``Key: value`` block metadata rather than an ordinary first paragraph.
 _META_KEYS = frozenset(
-    {"title", "author", "authors", "date", "summary", "description", "tags", "keywords",
-     "category", "categories", "slug", "status", "lang", "language", "subtitle", "template",
-     "copyright", "modified", "created", "updated", "version", "layout", "permalink", "draft"}
-)  # fmt: skip
+    {
+        "title",
+        "author",
+        "authors",
+        "date",
+        "summary",
+        "description",
+        "tags",
+        "keywords",
+        "category",
+        "categories",
+        "slug",
+        "status",
+        "lang",
+        "language",
+        "subtitle",
+        "template",
+        "copyright",
+        "modified",
+        "created",
+        "updated",
+        "version",
+        "layout",
+        "permalink",
+        "draft",
+    }
+)
 _TOML_FENCE = "+++"
 # A kramdown / Python-Markdown attribute list alone on a line: ``{: #id .class}``, ``{:toc}``.
 _IAL_LINE = re.compile(r"^\{:[^{}]*\}$|^\{[#.][^{}]*\}$")

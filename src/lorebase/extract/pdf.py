@@ -40,8 +40,11 @@ _VERY_SHORT_LINE = 0.5
 _MAX_HEADING_LINES = 3
 _JUNK_TITLES = {"untitled", "untitled document", "title", "document", "none", "unknown"}
 _TITLE_PREFIX = re.compile(r"^microsoft (?:word|powerpoint|excel) - ", re.I)
-_FILE_NAME = re.compile(r"\.(?:docx?|rtf|odt|pptx?|xlsx?|txt|pdf|e?ps|dvi|tex|exe|indd|qxd|"
-                        r"jpe?g|png|tiff?|gif|bmp|html?)$", re.I)  # fmt: skip
+_FILE_NAME = re.compile(
+    r"\.(?:docx?|rtf|odt|pptx?|xlsx?|txt|pdf|e?ps|dvi|tex|exe|indd|qxd|"
+    r"jpe?g|png|tiff?|gif|bmp|html?)$",
+    re.I,
+)
 # Deflate cannot expand past ~1032:1, so the expansion scan reads its input in small pieces
 # and caps each output piece; memory stays bounded whatever the stream holds.
 _SCAN_INPUT = 64 * 1024

@@ -63,8 +63,11 @@ def page_text(textpage: pdfium.PdfTextPage, bbox: Rect) -> str:
     if gutter is None:
         return _region_text(textpage, bbox, rects)
     right, low, high = gutter
-    regions = ((bbox[0], high, bbox[2], bbox[3]), (right, low, bbox[2], high),
-               (bbox[0], bbox[1], bbox[2], low))  # fmt: skip
+    regions = (
+        (bbox[0], high, bbox[2], bbox[3]),
+        (right, low, bbox[2], high),
+        (bbox[0], bbox[1], bbox[2], low),
+    )
     parts = (_region_text(textpage, region, _rects(textpage, region)) for region in regions)
     return "\r\n".join(part for part in parts if part.strip())
 

@@ -294,8 +294,17 @@ def _reply(data: bytes, path: PurePath, settings: ExtractSettings, max_result: i
 # twice as much, and an element's text is left out when it is the document's text between its
 # offsets (it almost always is). The field lists are pinned by a test.
 _ELEMENT_FIELDS = ("kind", "text", "start", "end", "level", "line", "page", "language", "symbol")
-_EXTRACTED_FIELDS = ("kind", "title", "elements", "text", "content_hash", "encoding",
-                     "language", "page_count", "warnings")  # fmt: skip
+_EXTRACTED_FIELDS = (
+    "kind",
+    "title",
+    "elements",
+    "text",
+    "content_hash",
+    "encoding",
+    "language",
+    "page_count",
+    "warnings",
+)
 _ELEMENT_KINDS = {kind.value: kind for kind in ElementKind}
 _DOCUMENT_KINDS = {kind.value: kind for kind in DocumentKind}
 
@@ -304,13 +313,30 @@ def pack(extracted: Extracted) -> tuple[Any, ...]:
     """``extracted`` as plain values, cheap to pickle (see :func:`unpack`)."""
     text = extracted.text
     elements = [
-        (e.kind.value, None if e.text == text[e.start : e.end] else e.text, e.start, e.end,
-         e.level, e.line, e.page, e.language, e.symbol)
+        (
+            e.kind.value,
+            None if e.text == text[e.start : e.end] else e.text,
+            e.start,
+            e.end,
+            e.level,
+            e.line,
+            e.page,
+            e.language,
+            e.symbol,
+        )
         for e in extracted.elements
-    ]  # fmt: skip
-    return (extracted.kind.value, extracted.title, elements, text, extracted.content_hash,
-            extracted.encoding, extracted.language, extracted.page_count,
-            extracted.warnings)  # fmt: skip
+    ]
+    return (
+        extracted.kind.value,
+        extracted.title,
+        elements,
+        text,
+        extracted.content_hash,
+        extracted.encoding,
+        extracted.language,
+        extracted.page_count,
+        extracted.warnings,
+    )
 
 
 def unpack(packed: tuple[Any, ...]) -> Extracted:
@@ -318,12 +344,30 @@ def unpack(packed: tuple[Any, ...]) -> Extracted:
     kind, title, rows, text, digest, encoding, language, page_count, warnings = packed
     kinds = _ELEMENT_KINDS
     elements = tuple(
-        Element(kinds[k], text[start:end] if t is None else t, start, end, level, line, page,
-                lang, symbol)
+        Element(
+            kinds[k],
+            text[start:end] if t is None else t,
+            start,
+            end,
+            level,
+            line,
+            page,
+            lang,
+            symbol,
+        )
         for k, t, start, end, level, line, page, lang, symbol in rows
-    )  # fmt: skip
-    return Extracted(_DOCUMENT_KINDS[kind], title, elements, text, digest, encoding, language,
-                     page_count, tuple(warnings))  # fmt: skip
+    )
+    return Extracted(
+        _DOCUMENT_KINDS[kind],
+        title,
+        elements,
+        text,
+        digest,
+        encoding,
+        language,
+        page_count,
+        tuple(warnings),
+    )
 
 
 def _arm_cpu_limit(seconds: float) -> None:

@@ -118,9 +118,23 @@ class RestDialect(Dialect):
     _DIRECTIVE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
     _CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude"})
     _SKIPPED_DIRECTIVES = frozenset(
-        {"toctree", "include", "image", "figure", "raw", "only", "automodule", "autoclass",
-         "autofunction", "index", "contents", "highlight", "currentmodule", "module"}
-    )  # fmt: skip
+        {
+            "toctree",
+            "include",
+            "image",
+            "figure",
+            "raw",
+            "only",
+            "automodule",
+            "autoclass",
+            "autofunction",
+            "index",
+            "contents",
+            "highlight",
+            "currentmodule",
+            "module",
+        }
+    )
 
     def match(self, lines: list[str], i: int) -> Match | None:
         line = lines[i]
@@ -204,8 +218,10 @@ class OrgDialect(Dialect):
 class TexDialect(Dialect):
     """LaTeX: ``\\title{}``, sectioning commands as headings, comments dropped."""
 
-    _SECTION = re.compile(r"^\s*\\(part|chapter|section|subsection|subsubsection|paragraph)\*?"
-                          r"(?:\[[^\]]*\])?\{(.+)\}\s*$")  # fmt: skip
+    _SECTION = re.compile(
+        r"^\s*\\(part|chapter|section|subsection|subsubsection|paragraph)\*?"
+        r"(?:\[[^\]]*\])?\{(.+)\}\s*$"
+    )
     _TITLE = re.compile(r"^\s*\\title\{(.+)\}\s*$")
     _LEVELS: ClassVar[dict[str, int]] = {
         "part": 1,

@@ -78,8 +78,17 @@ class IngestReport:
     stopped: str | None = None  # why the pass ended early (embedder gone, stop requested)
 
     def merge(self, other: IngestReport) -> None:
-        for name in ("files", "added", "updated", "unchanged", "removed", "chunks", "embedded",
-                     "reused", "seconds"):  # fmt: skip
+        for name in (
+            "files",
+            "added",
+            "updated",
+            "unchanged",
+            "removed",
+            "chunks",
+            "embedded",
+            "reused",
+            "seconds",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed += other.failed
         self.stopped = self.stopped or other.stopped
@@ -186,8 +195,9 @@ class Ingestor:
                         pending = []
                 if on_progress is not None:  # chunks written, and cut ones waiting
                     waiting = sum(len(p.chunks) for p in pending)
-                    on_progress(Progress(report.unchanged + done, len(files),
-                                         report.chunks + waiting))  # fmt: skip
+                    on_progress(
+                        Progress(report.unchanged + done, len(files), report.chunks + waiting)
+                    )
             deadline = time.monotonic() + DRAIN_SECONDS if report.stopped else None
             self._flush(kb, pending, identity, report, deadline)
         except Unavailable as error:
@@ -337,9 +347,15 @@ class Ingestor:
         report.failed.append((file.key, reason.value))
         if reason is FailureReason.UNSUPPORTED_FORMAT:
             return
-        document = NewDocument(path=file.key, kind=kind, size=size, content_hash=digest,
-                               mtime=mtime, source_id=file.source_id,
-                               display_name=file.display_name)  # fmt: skip
+        document = NewDocument(
+            path=file.key,
+            kind=kind,
+            size=size,
+            content_hash=digest,
+            mtime=mtime,
+            source_id=file.source_id,
+            display_name=file.display_name,
+        )
         self.store.record_failure(kb.id, document, reason.value)
 
     # -- embedding and writing ---------------------------------------------------------------
@@ -359,8 +375,9 @@ class Ingestor:
             for position, item in enumerate(pending):
                 if time.monotonic() >= deadline:
                     for left in pending[position:]:
-                        self.store.set_document_state(kb.id, left.document.path,
-                                                      DocumentState.PENDING)  # fmt: skip
+                        self.store.set_document_state(
+                            kb.id, left.document.path, DocumentState.PENDING
+                        )
                     return
                 self._flush(kb, [item], identity, report)
             return
@@ -428,8 +445,13 @@ class Ingestor:
 def _placeholder(file: SourceFile) -> NewDocument:
     """The row a new path gets before it is read: pending, nothing known but where it is."""
     kind = document_kind(file.path)
-    return NewDocument(path=file.key, kind=kind.value if kind else "other", size=0,
-                       content_hash="", source_id=file.source_id)  # fmt: skip
+    return NewDocument(
+        path=file.key,
+        kind=kind.value if kind else "other",
+        size=0,
+        content_hash="",
+        source_id=file.source_id,
+    )
 
 
 def _settled(

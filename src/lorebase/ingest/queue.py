@@ -129,8 +129,11 @@ class IngestQueue:
             except Exception as error:  # the document's (or base's) state says what failed
                 self.stats.failed += 1
                 # The class only: a message might quote what the job was reading.
-                logger.error("a background job for knowledge base %d failed (%s)", job[0],
-                             type(error).__name__)  # fmt: skip
+                logger.error(
+                    "a background job for knowledge base %d failed (%s)",
+                    job[0],
+                    type(error).__name__,
+                )
             finally:
                 with self._lock:
                     self._running.discard(job)

@@ -77,17 +77,21 @@ class SearchService:
         keyword: Future[Scored] | None = None
         if request.mode in (Mode.HYBRID, Mode.KEYWORD):
             keyword = self._pool.submit(
-                _timed, timings, "keyword",
+                _timed,
+                timings,
+                "keyword",
                 lambda: self.store.keyword_search(kb_ids, request.query, limit, documents),
-            )  # fmt: skip
+            )
         dense: Scored | None = None
         if request.mode in (Mode.HYBRID, Mode.DENSE):
             dense = self._dense(request, kbs, limit, documents, timings, warnings)
             if dense is None and keyword is None:  # dense only, and it could not run
                 keyword = self._pool.submit(
-                    _timed, timings, "keyword",
+                    _timed,
+                    timings,
+                    "keyword",
                     lambda: self.store.keyword_search(kb_ids, request.query, limit, documents),
-                )  # fmt: skip
+                )
         arms: dict[str, Scored] = {}
         if keyword is not None:
             arms["keyword"] = keyword.result()
@@ -213,10 +217,11 @@ class SearchService:
             return hits
         order = sorted(range(len(head)), key=lambda i: -scores[i])  # stable: fused order on ties
         reranked = [
-            replace(head[i], scores={**head[i].scores,
-                                     "rerank": StepScore(score=scores[i], rank=rank)})
+            replace(
+                head[i], scores={**head[i].scores, "rerank": StepScore(score=scores[i], rank=rank)}
+            )
             for rank, i in enumerate(order, start=1)
-        ]  # fmt: skip
+        ]
         return reranked + rest
 
     def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:

@@ -92,8 +92,10 @@ class Access(Parts):
         from lorebase.agent.profiles import Profiles
 
         visible = {kb.name for kb in self.knowledge_bases(caller, totals=False)}
-        return [(p.name, p.description, [n for n in p.knowledge_bases if n in visible])
-                for p in Profiles(self.settings.data_dir).all()]  # fmt: skip
+        return [
+            (p.name, p.description, [n for n in p.knowledge_bases if n in visible])
+            for p in Profiles(self.settings.data_dir).all()
+        ]
 
     def team_names(self) -> dict[int, str]:
         """Every team's name by id (callers see the names of their own teams)."""

@@ -48,8 +48,9 @@ class Documents(Bases):
         if self.store.find_document(wanted) is None and len(wanted) >= MIN_ID_PREFIX:
             ids = self.store.find_document_ids(wanted)
             if len(ids) > 1:
-                raise InvalidInput(f"several documents have an id starting with {wanted}; "
-                                   "give more of it")  # fmt: skip
+                raise InvalidInput(
+                    f"several documents have an id starting with {wanted}; give more of it"
+                )
             if ids:
                 wanted = ids[0]
         return self.document(wanted)

@@ -142,8 +142,9 @@ class Passes(Uploads):
         self.queue.start()
         self.queue.sweep_now()
         if self.settings.serve.watch:
-            self._watcher = threading.Thread(target=self._watch_folders, name="lorebase-watch",
-                                             daemon=True)  # fmt: skip
+            self._watcher = threading.Thread(
+                target=self._watch_folders, name="lorebase-watch", daemon=True
+            )
             self._watcher.start()
 
     def stop_serving(self) -> None:
@@ -162,8 +163,9 @@ class Passes(Uploads):
         def on_report(kb: KnowledgeBase, report: IngestReport) -> None:
             self._publish_totals(kb.id)
 
-        self.watch(stop=self._stop, rescan_seconds=self.settings.serve.rescan_seconds,
-                   on_report=on_report)  # fmt: skip
+        self.watch(
+            stop=self._stop, rescan_seconds=self.settings.serve.rescan_seconds, on_report=on_report
+        )
 
     def _run_job(self, kb_id: int, document_id: str | None) -> None:
         """A queue worker's job: one upload, or a pass over one base's folders."""

@@ -191,8 +191,13 @@ class Uploads(Documents):
             ),
             FailureReason.MISSING_ORIGINAL.value,
         )
-        self.events.publish("document", kb_id, document_id=document_id, state="failed",
-                            reason=FailureReason.MISSING_ORIGINAL.value)  # fmt: skip
+        self.events.publish(
+            "document",
+            kb_id,
+            document_id=document_id,
+            state="failed",
+            reason=FailureReason.MISSING_ORIGINAL.value,
+        )
 
     def _index_upload(self, kb_id: int, document_id: str) -> None:
         """Index one stored upload (a queue worker's job)."""
@@ -217,8 +222,13 @@ class Uploads(Documents):
             self._settle(kb_id, report)
         final = self.store.find_document(document_id)
         if final is not None:
-            self.events.publish("document", kb_id, document_id=document_id,
-                                state=final.state.value, reason=final.reason)  # fmt: skip
+            self.events.publish(
+                "document",
+                kb_id,
+                document_id=document_id,
+                state=final.state.value,
+                reason=final.reason,
+            )
         self._publish_totals(kb_id)
 
     def _settle(self, kb_id: int, report: IngestReport) -> None:
@@ -233,8 +243,13 @@ class Uploads(Documents):
     def _publish_totals(self, kb_id: int) -> None:
         """A ``knowledge_base`` event with the base's state and totals (no names)."""
         fresh = self.store.get_kb_by_id(kb_id)
-        self.events.publish("knowledge_base", kb_id, state=fresh.state.value,
-                            documents=fresh.documents, chunks=fresh.chunks)  # fmt: skip
+        self.events.publish(
+            "knowledge_base",
+            kb_id,
+            state=fresh.state.value,
+            documents=fresh.documents,
+            chunks=fresh.chunks,
+        )
 
     def upload_ids(self) -> set[str]:
         return {document_id for _, document_id in self.store.list_uploads()}

@@ -195,8 +195,10 @@ class GraphSlot:
                 self._apply(*wanted)
             except Exception as exc:  # a broken graph must never break search: exact answers
                 self.error = f"{type(exc).__name__}: {exc}"
-                log.warning("the ANN index could not be updated (%s); exact search answers",
-                            type(exc).__name__)  # fmt: skip
+                log.warning(
+                    "the ANN index could not be updated (%s); exact search answers",
+                    type(exc).__name__,
+                )
 
     def _apply(self, matrix: np.ndarray, keys: np.ndarray, generation: int) -> None:
         module = import_usearch()

@@ -52,9 +52,15 @@ class StatusOut(BaseModel):
 
 
 def _key(record: ApiKey) -> KeyOut:
-    return KeyOut(id=record.id, prefix=record.prefix, name=record.name,
-                  created_at=record.created_at, expires_at=record.expires_at,
-                  revoked_at=record.revoked_at, last_used_at=record.last_used_at)  # fmt: skip
+    return KeyOut(
+        id=record.id,
+        prefix=record.prefix,
+        name=record.name,
+        created_at=record.created_at,
+        expires_at=record.expires_at,
+        revoked_at=record.revoked_at,
+        last_used_at=record.last_used_at,
+    )
 
 
 @router.get("/v1/keys", response_model=list[KeyOut])
@@ -88,7 +94,14 @@ def server_status(lb: LbDep, caller: CallerDep) -> StatusOut:
     chat = lb.settings.chat
     serve = lb.settings.serve
     reranker = getattr(lb.reranker, "model", None) if lb.reranker is not None else None
-    return StatusOut(version=__version__, auth=serve.auth, queue_depth=lb.queue.depth,
-                     queue_size=serve.queue_size, workers=serve.workers, embedding_model=model,
-                     reranker=reranker, chat_host=urlsplit(chat.url).hostname,
-                     chat_model=chat.model)  # fmt: skip
+    return StatusOut(
+        version=__version__,
+        auth=serve.auth,
+        queue_depth=lb.queue.depth,
+        queue_size=serve.queue_size,
+        workers=serve.workers,
+        embedding_model=model,
+        reranker=reranker,
+        chat_host=urlsplit(chat.url).hostname,
+        chat_model=chat.model,
+    )

@@ -73,8 +73,7 @@ def _answer(answer: Any) -> dict[str, Any]:
         }
         for source in answer.sources
     ]
-    return {"text": answer.text, "sources": sources, "cited": answer.cited,
-            "rounds": answer.rounds}  # fmt: skip
+    return {"text": answer.text, "sources": sources, "cited": answer.cited, "rounds": answer.rounds}
 
 
 @router.post("/v1/ask")

@@ -34,10 +34,14 @@ def add_upload_route(app: FastAPI, max_upload_bytes: int) -> None:
     """The upload route, bounded by the configured upload limit: a body over it is refused
     from its ``Content-Length`` or as soon as the stream passes it (413), never spooled."""
     app.add_api_route(
-        UPLOAD_PATH, upload_documents, methods=["POST"], response_model=UploadOut,
-        status_code=status.HTTP_202_ACCEPTED, tags=["documents"],
+        UPLOAD_PATH,
+        upload_documents,
+        methods=["POST"],
+        response_model=UploadOut,
+        status_code=status.HTTP_202_ACCEPTED,
+        tags=["documents"],
         max_body_size=max_upload_bytes + MULTIPART_SLACK,
-    )  # fmt: skip
+    )
 
 
 def upload_documents(
@@ -95,8 +99,13 @@ def list_documents(
 
 
 def _sort_key(sort: str, names: dict[str, str]) -> Callable[[DocumentRecord], tuple[Any, str]]:
-    fields = {"kind": "kind", "size": "size", "chunks": "chunk_count", "state": "state",
-              "updated_at": "updated_at"}  # fmt: skip
+    fields = {
+        "kind": "kind",
+        "size": "size",
+        "chunks": "chunk_count",
+        "state": "state",
+        "updated_at": "updated_at",
+    }
     if sort == "name":
         return lambda d: (names[d.id].casefold(), d.id)
     return lambda d: (getattr(d, fields[sort]), d.id)
@@ -141,8 +150,12 @@ def document_text(
     """A bounded window of the extracted text (chunk offsets index into it)."""
     kb, document = lb.document(document_id, caller)
     text = lb.text(kb, document.id)
-    return TextOut(document_id=document.id, start=start, text=text[start : start + max_chars],
-                   total_chars=len(text))  # fmt: skip
+    return TextOut(
+        document_id=document.id,
+        start=start,
+        text=text[start : start + max_chars],
+        total_chars=len(text),
+    )
 
 
 @router.get("/v1/documents/{document_id}/chunks", response_model=list[ChunkOut])
@@ -157,8 +170,14 @@ def surrounding_chunks(
     kb, document = lb.document(document_id, caller)
     chunks = lb.neighbors(kb, around, window)
     return [
-        ChunkOut(chunk_id=c.id, ordinal=c.ordinal, text=c.text, trail=list(c.provenance.trail),
-                 page=c.provenance.page, line=c.provenance.line)
+        ChunkOut(
+            chunk_id=c.id,
+            ordinal=c.ordinal,
+            text=c.text,
+            trail=list(c.provenance.trail),
+            page=c.provenance.page,
+            line=c.provenance.line,
+        )
         for c in chunks
         if c.provenance.document_id == document.id
-    ]  # fmt: skip
+    ]

@@ -20,8 +20,9 @@ router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
 
 
 def _chunking(body: ChunkingIn) -> ChunkSettings:
-    return ChunkSettings(chunk_size=body.chunk_size, max_tokens=body.max_tokens,
-                         overlap=body.overlap)  # fmt: skip
+    return ChunkSettings(
+        chunk_size=body.chunk_size, max_tokens=body.max_tokens, overlap=body.overlap
+    )
 
 
 @router.get("", response_model=list[KnowledgeBaseOut])
@@ -33,9 +34,13 @@ def list_knowledge_bases(lb: LbDep, caller: CallerDep) -> list[KnowledgeBaseOut]
 @router.post("", response_model=KnowledgeBaseOut, status_code=status.HTTP_201_CREATED)
 def create_knowledge_base(body: KnowledgeBaseIn, lb: LbDep, caller: CallerDep) -> KnowledgeBaseOut:
     kb = lb.create_kb(
-        body.name, description=body.description, scope=body.scope, team=body.team,
-        chunk_settings=_chunking(body.chunking) if body.chunking else None, caller=caller,
-    )  # fmt: skip
+        body.name,
+        description=body.description,
+        scope=body.scope,
+        team=body.team,
+        chunk_settings=_chunking(body.chunking) if body.chunking else None,
+        caller=caller,
+    )
     return kb_out(kb)
 
 

@@ -19,8 +19,14 @@ def search(body: SearchIn, lb: LbDep, metrics: MetricsDep, caller: CallerDep) ->
     bases = [lb.kb_by_id(kb_id, caller) for kb_id in body.knowledge_bases or ()]
     started = time.perf_counter()
     response = lb.search(
-        body.query, kb=bases, top_k=body.top_k, mode=body.mode, rerank=body.rerank,
-        document_ids=body.document_ids, neighbors=body.neighbors, caller=caller,
-    )  # fmt: skip
+        body.query,
+        kb=bases,
+        top_k=body.top_k,
+        mode=body.mode,
+        rerank=body.rerank,
+        document_ids=body.document_ids,
+        neighbors=body.neighbors,
+        caller=caller,
+    )
     metrics.search_seconds.labels(body.mode).observe(time.perf_counter() - started)
     return search_out(lb, response)

@@ -43,11 +43,18 @@ def _out(
     lb: Lorebase, caller: Caller, session: str | None, expires_at: float | None = None
 ) -> SessionOut:
     names = lb.team_names()
-    teams = [TeamOut(id=team_id, name=names.get(team_id, str(team_id)), role=role.value)
-             for team_id, role in sorted(caller.teams.items())]  # fmt: skip
-    return SessionOut(user=caller.user.name, role=caller.user.role.value, teams=teams,
-                      auth=lb.settings.serve.auth, csrf=csrf_token(session) if session else None,
-                      expires_at=expires_at)  # fmt: skip
+    teams = [
+        TeamOut(id=team_id, name=names.get(team_id, str(team_id)), role=role.value)
+        for team_id, role in sorted(caller.teams.items())
+    ]
+    return SessionOut(
+        user=caller.user.name,
+        role=caller.user.role.value,
+        teams=teams,
+        auth=lb.settings.serve.auth,
+        csrf=csrf_token(session) if session else None,
+        expires_at=expires_at,
+    )
 
 
 @router.post("", response_model=SessionOut)
@@ -56,9 +63,14 @@ def sign_in(body: SignIn, request: Request, response: Response, lb: LbDep) -> Se
     12 hours and ends when the key is revoked or the session is deleted."""
     caller, token, expires_at = lb.sign_in(body.key)
     response.set_cookie(
-        SESSION_COOKIE, token, max_age=max(1, int(expires_at - time.time())), path="/",
-        httponly=True, samesite="strict", secure=request.url.scheme == "https",
-    )  # fmt: skip
+        SESSION_COOKIE,
+        token,
+        max_age=max(1, int(expires_at - time.time())),
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return _out(lb, caller, token, expires_at)
 
 

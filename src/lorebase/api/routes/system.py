@@ -24,8 +24,7 @@ def readyz(lb: LbDep) -> Response:
     try:
         lb.knowledge_bases(totals=False)
     except Exception:
-        return Response('{"status": "unavailable"}', status_code=503,
-                        media_type="application/json")  # fmt: skip
+        return Response('{"status": "unavailable"}', status_code=503, media_type="application/json")
     return Response('{"status": "ready"}', media_type="application/json")
 
 
@@ -51,5 +50,4 @@ async def events(
     def may_see(kb_id: int) -> bool:
         return lb.may_see(key, kb_id, session)
 
-    return StreamingResponse(lb.events.stream(visible, may_see),
-                             media_type="text/event-stream")  # fmt: skip
+    return StreamingResponse(lb.events.stream(visible, may_see), media_type="text/event-stream")

@@ -24,8 +24,10 @@ class ProfileOut(BaseModel):
 def list_profiles(lb: LbDep, caller: CallerDep) -> list[ProfileOut]:
     """The agent profiles (`lorebase profile`), each with the bases in it you may see: what
     `profile` in /v1/ask, /v1/tools and MCP narrows the tools to."""
-    return [ProfileOut(name=name, description=description, knowledge_bases=bases)
-            for name, description, bases in lb.profiles(caller)]  # fmt: skip
+    return [
+        ProfileOut(name=name, description=description, knowledge_bases=bases)
+        for name, description, bases in lb.profiles(caller)
+    ]
 
 
 ProfileQuery = Annotated[

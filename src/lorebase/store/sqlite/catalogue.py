@@ -272,8 +272,9 @@ def _taken(
 
 
 def _source(row: Sequence[Any]) -> Source:
-    return Source(int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]),
-                  SourceKind(row[5]))  # fmt: skip
+    return Source(
+        int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]), SourceKind(row[5])
+    )
 
 
 def _free_label(name: str, taken: set[str], suffix: str = "") -> str:

@@ -140,9 +140,16 @@ class DocumentsMixin(SqliteRole):
                     conn.execute(
                         f"INSERT INTO documents (id, kb_id, path, {columns}, state, created_at, "
                         f"updated_at) VALUES ({placeholders(len(DOCUMENT_VALUE_COLUMNS) + 6)})",
-                        (new_document_id(), kb_id, document.path,
-                         *document_values(document), str(DocumentState.PENDING), now, now),
-                    )  # fmt: skip
+                        (
+                            new_document_id(),
+                            kb_id,
+                            document.path,
+                            *document_values(document),
+                            str(DocumentState.PENDING),
+                            now,
+                            now,
+                        ),
+                    )
 
     def set_document_state(self, kb_id: int, path: str, state: DocumentState) -> None:
         with self._write() as conn:

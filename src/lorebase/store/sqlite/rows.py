@@ -26,10 +26,24 @@ MAX_PARAMS = 500
 TEXT_COMPRESSION_LEVEL = 6
 
 KB_FIELDS = (
-    "id", "name", "description", "scope", "owner", "chunk_size", "max_tokens", "overlap",
-    "identity_key", "created_at", "state", "state_reason", "pass_started_at",
-    "pass_finished_at", "progress_done", "progress_total", "team_id",
-)  # fmt: skip
+    "id",
+    "name",
+    "description",
+    "scope",
+    "owner",
+    "chunk_size",
+    "max_tokens",
+    "overlap",
+    "identity_key",
+    "created_at",
+    "state",
+    "state_reason",
+    "pass_started_at",
+    "pass_finished_at",
+    "progress_done",
+    "progress_total",
+    "team_id",
+)
 KB_COLUMNS = ", ".join(KB_FIELDS)
 KB_TOTALS_SQL = (
     "SELECT kb_id, count(*), coalesce(sum(state = 'indexed'), 0), "
@@ -40,10 +54,24 @@ KB_TOTALS_SQL = (
 """Totals of documents, append ``WHERE kb_id = ?`` (one base) or ``GROUP BY kb_id`` (all)."""
 
 DOCUMENT_FIELDS = (
-    "id", "kb_id", "path", "kind", "size", "content_hash", "state", "mtime", "title",
-    "page_count", "reason", "chunk_count", "identity_key", "settings_key", "updated_at",
-    "source_id", "display_name",
-)  # fmt: skip
+    "id",
+    "kb_id",
+    "path",
+    "kind",
+    "size",
+    "content_hash",
+    "state",
+    "mtime",
+    "title",
+    "page_count",
+    "reason",
+    "chunk_count",
+    "identity_key",
+    "settings_key",
+    "updated_at",
+    "source_id",
+    "display_name",
+)
 DOCUMENT_COLUMNS = ", ".join(DOCUMENT_FIELDS)
 
 STORED_CHUNK_FIELDS = {  # name -> the expression that selects it
@@ -76,10 +104,24 @@ STORED_CHUNK_SELECT = (
 )
 
 CHUNK_INSERT_COLUMNS = (
-    "id", "document_id", "kb_id", "section_id", "ordinal", "text", "trail", "start_offset",
-    "end_offset", "line", "page", "page_end", "content_kind", "language", "symbol", "tokens",
+    "id",
+    "document_id",
+    "kb_id",
+    "section_id",
+    "ordinal",
+    "text",
+    "trail",
+    "start_offset",
+    "end_offset",
+    "line",
+    "page",
+    "page_end",
+    "content_kind",
+    "language",
+    "symbol",
+    "tokens",
     "content_hash",
-)  # fmt: skip
+)
 CHUNK_INSERT_SQL = (
     f"INSERT INTO chunks ({', '.join(CHUNK_INSERT_COLUMNS)}) "
     f"VALUES ({', '.join(':' + name for name in CHUNK_INSERT_COLUMNS)})"
