@@ -102,7 +102,8 @@ class SqliteAccounts(AccountStore):
                 ).lastrowid
             except sqlite3.IntegrityError:
                 raise Conflict(f"a user named {name!r} already exists") from None
-        return User(int(user_id), name, Role(role), now)  # type: ignore[arg-type]
+        assert user_id is not None  # an INSERT always sets it
+        return User(user_id, name, Role(role), now)
 
     def get_user(self, name: str) -> User:
         with self._read() as conn:
@@ -128,7 +129,8 @@ class SqliteAccounts(AccountStore):
                 ).lastrowid
             except sqlite3.IntegrityError:
                 raise Conflict(f"a team named {name!r} already exists") from None
-        return Team(int(team_id), name, now)  # type: ignore[arg-type]
+        assert team_id is not None  # an INSERT always sets it
+        return Team(team_id, name, now)
 
     def get_team(self, name: str) -> Team:
         with self._read() as conn:
@@ -247,7 +249,8 @@ class SqliteAccounts(AccountStore):
                 "INSERT INTO sessions (key_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
                 (key_id, key_hash(token), now, expires_at),
             ).lastrowid
-        return token, Session(int(session_id), user_id, key_id, now, expires_at)  # type: ignore[arg-type]
+        assert session_id is not None  # an INSERT always sets it
+        return token, Session(session_id, user_id, key_id, now, expires_at)
 
     def resolve_session(self, token: str) -> User | None:
         if not token.startswith(SESSION_PREFIX):
