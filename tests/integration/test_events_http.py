@@ -277,6 +277,9 @@ def test_a_folder_pass_streams_counts_to_everyone_who_sees_the_base(tmp_path: Pa
             for sse in (alice, bob):
                 last = sse.until(lambda e: e["type"] == "knowledge_base" and e["documents"] == 1)
                 assert last[-1]["knowledge_base_id"] == kb_id and last[-1]["chunks"] == 1
+                # Each document of the pass is announced as it settles, not only the totals.
+                indexed = [e for e in last if e["type"] == "document" and e["state"] == "indexed"]
+                assert len(indexed) == 1 and indexed[0]["knowledge_base_id"] == kb_id
                 sse.assert_no_secrets()
 
 

@@ -135,11 +135,15 @@ class Ingestor:
         embedder: Embedder | None,
         extract_settings: ExtractSettings,
         batch_chunks: int = EMBED_BATCH_CHUNKS,
+        on_document: Callable[[int, DocumentRecord], None] | None = None,
     ) -> None:
+        """``on_document(kb_id, record)`` is told each document that settled, indexed or failed
+        (the service turns it into an event: pages follow a folder pass live)."""
         self.store = store
         self.embedder = embedder
         self.extract_settings = extract_settings
         self.batch_chunks = batch_chunks
+        self.on_document = on_document
         self._pool: ExtractionPool | None = None
         self._pool_lock = threading.Lock()
 
@@ -356,7 +360,11 @@ class Ingestor:
             source_id=file.source_id,
             display_name=file.display_name,
         )
-        self.store.record_failure(kb.id, document, reason.value)
+        self._settled(kb, self.store.record_failure(kb.id, document, reason.value))
+
+    def _settled(self, kb: KnowledgeBase, record: DocumentRecord) -> None:
+        if self.on_document is not None:
+            self.on_document(kb.id, record)
 
     # -- embedding and writing ---------------------------------------------------------------
     def _flush(
@@ -413,9 +421,10 @@ class Ingestor:
             # Same chunks under a new model: keep the old vectors until the base switches.
             self.store.add_vectors(kb.id, item.replaces.id, item.chunks, vectors, identity)
         else:
-            self.store.replace_document(
+            record = self.store.replace_document(
                 kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
             )
+            self._settled(kb, record)
         report.chunks += len(item.chunks)
         if item.replaces is None or item.replaces.state is DocumentState.PENDING:
             report.added += 1

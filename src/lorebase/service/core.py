@@ -29,7 +29,7 @@ from lorebase.rerank.base import Reranker
 from lorebase.search.service import SearchService
 from lorebase.service.passes import Passes
 from lorebase.settings import Settings
-from lorebase.store.base import Store
+from lorebase.store.base import DocumentRecord, Store
 from lorebase.vault.keys import DataKey
 
 # The identity of HTTP requests when keys are off (loopback only): a local administrator.
@@ -62,7 +62,7 @@ class Lorebase(Passes):
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
-        self.ingestor = Ingestor(store, embedder, settings.extract)
+        self.ingestor = Ingestor(store, embedder, settings.extract, on_document=self._settled)
         self.syncer = Syncer(store, self.ingestor)
         self.searcher = SearchService(store, embedder, reranker)
         self.lock = IngestLock(settings.data_dir, holder)
@@ -77,6 +77,16 @@ class Lorebase(Passes):
         self._accounts: AccountStore | None = None
         self._init_uploads(data_key)
         self._init_passes()
+
+    def _settled(self, kb_id: int, document: DocumentRecord) -> None:
+        """A document indexed or failed, by any pass or upload: an event (ids and states)."""
+        self.events.publish(
+            "document",
+            kb_id,
+            document_id=document.id,
+            state=document.state.value,
+            reason=document.reason,
+        )
 
     @property
     def accounts(self) -> AccountStore:

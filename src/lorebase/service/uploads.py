@@ -221,7 +221,9 @@ class Uploads(Documents):
             report = self.ingestor.process(kb, [file])
             self._settle(kb_id, report)
         final = self.store.find_document(document_id)
-        if final is not None:
+        # Indexed or failed was announced as it happened (Lorebase._settled); say where it
+        # stopped otherwise (back to pending: the embedder was gone).
+        if final is not None and final.state not in (DocumentState.INDEXED, DocumentState.FAILED):
             self.events.publish(
                 "document",
                 kb_id,
