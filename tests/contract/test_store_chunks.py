@@ -63,3 +63,17 @@ def test_neighbors_are_the_window_around_a_chunk(store: Store) -> None:
     assert {c.provenance.path for c in store.neighbors([kb.id], ids[5], 100)} == {"a.md"}
     with pytest.raises(NotFound):
         store.neighbors([kb.id], "unknown", 1)
+
+
+def test_a_documents_chunks_page_in_order_and_stay_in_their_base(store: Store) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
+    doc, chunks = put(store, kb, "a.md", [f"zebra {i}" for i in range(6)])
+    put(store, kb, "b.md", ["zebra elsewhere"])
+    assert [c.id for c in store.document_chunks(kb.id, doc.id, 0, 100)] == stored_ids(
+        doc.id, chunks
+    )
+    assert [c.ordinal for c in store.document_chunks(kb.id, doc.id, 2, 3)] == [2, 3, 4]
+    assert store.document_chunks(kb.id, doc.id, 6, 10) == []
+    assert {c.provenance.path for c in store.document_chunks(kb.id, doc.id, 0, 100)} == {"a.md"}
+    with pytest.raises(NotFound):  # a document of another base finds nothing
+        store.document_chunks(other.id, doc.id, 0, 10)

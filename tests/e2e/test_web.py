@@ -100,8 +100,14 @@ def test_a_base_from_creation_to_deletion(page: Any, server: Server, tmp_path: P
     assert "grey heron" in page.locator("#passage").inner_text()
     assert page.locator("ol.text li.in-passage").count() >= 1
 
-    # Delete a document.
+    # Open a document from its base's table: without a passage, its first chunks and its text.
     page.click("a:text('the base')")
+    page.locator("#documents tr[data-doc] a", has_text="heron.md").click()
+    page.locator("h2", has_text="Its chunks").wait_for()
+    assert "grey heron" in page.locator("ol.chunks").inner_text()
+    page.click("a:text('the base')")
+
+    # Delete a document.
     row = page.locator("#documents tr[data-doc]", has_text="kestrel.txt")
     row.locator("button:text('Delete…')").click()
     row.locator("button:text('Delete for good')").click()

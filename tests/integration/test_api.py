@@ -692,3 +692,16 @@ def test_a_callers_tie_between_visible_bases_names_only_those(env: Env) -> None:
         headers=env.as_("alice"),
     )
     assert tool.status_code == 422 and str(bobs) not in tool.text
+
+
+def test_a_documents_chunks_read_from_the_start_without_a_passage(env: Env) -> None:
+    kb_id = create_kb(env, "alice", "alice-private", "personal")
+    text = "# Guide\n\n" + "\n\n".join(f"## Part {n}\n\n" + "words " * 300 for n in range(4))
+    document = upload(env, "alice", kb_id, "guide.md", text.encode()).json()["documents"][0]
+    assert env.lb.queue.join(30)
+    url = f"/v1/documents/{document['id']}/chunks"
+    first = env.client.get(url, params={"limit": 2}, headers=env.as_("alice")).json()
+    assert [c["ordinal"] for c in first] == [0, 1]
+    rest = env.client.get(url, params={"start": 2, "limit": 100}, headers=env.as_("alice"))
+    assert [c["ordinal"] for c in rest.json()][:1] == [2]
+    assert env.client.get(url, headers=env.as_("bob")).status_code == 404

@@ -87,6 +87,12 @@ class Documents(Bases):
         """The chunk and up to ``window`` chunks each side of it in its document, in order."""
         return self.store.neighbors([self._base(kb).id], chunk_id, window)
 
+    def chunks_of(
+        self, kb: KnowledgeBase | str, document_id: str, start: int = 0, limit: int = 20
+    ) -> list[StoredChunk]:
+        """A document's chunks in order from ordinal ``start``: what the index holds of it."""
+        return self.store.document_chunks(self._base(kb).id, document_id, start, limit)
+
     def observe_embedding(self, observer: Callable[[str, float], None]) -> None:
         """Call ``observer(kind, seconds)`` after each batch the embedder answers (metrics)."""
         if self.embedder is not None:

@@ -438,6 +438,13 @@ class Chunks(Protocol):
         """The chunk and up to ``window`` chunks each side of it in its document, in order."""
         ...
 
+    def document_chunks(
+        self, kb_id: int, document_id: str, start: int, limit: int
+    ) -> list[StoredChunk]:
+        """A document's chunks in order, from ordinal ``start``, at most ``limit`` (what the
+        index holds of it); ``NotFound`` when the document is not in this base."""
+        ...
+
     def document_text(self, kb_id: int, document_id: str) -> str:
         """The stored extracted text of a document (chunk offsets index into it)."""
         ...

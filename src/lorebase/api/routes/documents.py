@@ -18,6 +18,7 @@ router = APIRouter(tags=["documents"])
 READ_CHUNK = 1024 * 1024
 MAX_TEXT_CHARS = 100_000
 MAX_FILES_PER_UPLOAD = 100
+MAX_CHUNKS = 100  # one page of a document's chunks
 
 
 def _chunks(upload: UploadFile) -> Iterator[bytes]:
@@ -161,14 +162,21 @@ def document_text(
 @router.get("/v1/documents/{document_id}/chunks", response_model=list[ChunkOut])
 def surrounding_chunks(
     document_id: DocumentId,
-    around: str,
     lb: LbDep,
     caller: CallerDep,
+    around: Annotated[str | None, Query(max_length=64)] = None,
     window: Annotated[int, Query(ge=0, le=5)] = 1,
+    start: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_CHUNKS)] = 20,
 ) -> list[ChunkOut]:
-    """The chunk `around` and up to `window` chunks each side of it, in order."""
+    """With `around`: that chunk and up to `window` chunks each side of it, in order. Without:
+    the document's chunks in order from ordinal `start`, at most `limit` (what the index holds
+    of it)."""
     kb, document = lb.document(document_id, caller)
-    chunks = lb.neighbors(kb, around, window)
+    if around is None:
+        chunks = lb.chunks_of(kb, document.id, start, limit)
+    else:
+        chunks = lb.neighbors(kb, around, window)
     return [
         ChunkOut(
             chunk_id=c.id,

@@ -129,6 +129,13 @@ class ChunksMixin(SqliteRole):
         with self._read() as conn:
             return search.neighbors(conn, _ids(kb_ids), chunk_id, window)
 
+    def document_chunks(
+        self, kb_id: int, document_id: str, start: int, limit: int
+    ) -> list[StoredChunk]:
+        with self._read() as conn:
+            writes.require_document(conn, kb_id, document_id)
+            return search.document_chunks(conn, kb_id, document_id, start, limit)
+
     def document_text(self, kb_id: int, document_id: str) -> str:
         with self._read() as conn:
             row = conn.execute(

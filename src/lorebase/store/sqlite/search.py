@@ -141,6 +141,18 @@ def neighbors(
     return [stored_chunk_from_row(r) for r in rows]
 
 
+def document_chunks(
+    conn: sqlite3.Connection, kb_id: int, document_id: str, start: int, limit: int
+) -> list[StoredChunk]:
+    """One document's chunks in order from ordinal ``start`` (its own index serves it)."""
+    sql = (
+        f"{STORED_CHUNK_SELECT} WHERE c.document_id = ? AND c.kb_id = ? AND c.ordinal >= ? "
+        "ORDER BY c.ordinal LIMIT ?"
+    )
+    rows = conn.execute(sql, (document_id, kb_id, max(0, start), max(0, limit)))
+    return [stored_chunk_from_row(r) for r in rows]
+
+
 def merge_top(results: Sequence[Scored], limit: int) -> Scored:
     """The best ``limit`` hits over several per-base lists (stable for equal scores)."""
     merged = [hit for result in results for hit in result]

@@ -66,6 +66,14 @@ def require_kb(conn: sqlite3.Connection, kb_id: int) -> None:
         raise NotFound(NO_KB)
 
 
+def require_document(conn: sqlite3.Connection, kb_id: int, document_id: str) -> None:
+    found = conn.execute(
+        "SELECT 1 FROM documents WHERE id = ? AND kb_id = ?", (document_id, kb_id)
+    ).fetchone()
+    if found is None:
+        raise NotFound(NO_DOCUMENT)
+
+
 def load_document(conn: sqlite3.Connection, kb_id: int, document_id: str) -> DocumentRecord:
     row = conn.execute(
         f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND kb_id = ?",

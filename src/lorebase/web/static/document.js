@@ -1,11 +1,13 @@
 // A document opened at a passage: its extracted text around it, with line numbers and the
-// passage marked, and the chunks the index holds around it.
+// passage marked, and the chunks the index holds around it; opened without one, its first
+// chunks (what lorebase understood of the file) and its text from the start.
 import { api } from "./api.js";
 import { fill, h, marked, queryWords } from "./dom.js";
 import { reasonWords } from "./documents.js";
 
 const WINDOW_CHARS = 6000;
 const MAX_CHARS = 100000; // the API's largest window
+const FIRST_CHUNKS = 20;
 
 export async function documentView(view, route) {
   const id = route.id;
@@ -19,7 +21,9 @@ export async function documentView(view, route) {
   const size = from === 0 ? Math.min(MAX_CHARS, Math.max(WINDOW_CHARS, end + WINDOW_CHARS)) : WINDOW_CHARS;
   const text = doc.state === "indexed" ? await api("GET", `/v1/documents/${id}/text?start=${from}&max_chars=${size}`) : null;
   const chunk = p.get("chunk");
-  const chunks = chunk ? await api("GET", `/v1/documents/${id}/chunks?around=${encodeURIComponent(chunk)}&window=2`) : [];
+  const chunks = chunk
+    ? await api("GET", `/v1/documents/${id}/chunks?around=${encodeURIComponent(chunk)}&window=2`)
+    : doc.state === "indexed" ? await api("GET", `/v1/documents/${id}/chunks?start=0&limit=${FIRST_CHUNKS}`) : [];
 
   const sections = [
     h("p", {}, h("a", { href: `#/kb/${doc.knowledge_base_id}` }, "← the base's documents")),
@@ -28,7 +32,9 @@ export async function documentView(view, route) {
     doc.reason ? h("p", { class: "error" }, reasonWords(doc.reason)) : null,
   ];
   if (chunks.length) {
-    sections.push(h("h2", {}, "The passage and its neighbours"),
+    const heading = chunk ? "The passage and its neighbours"
+      : doc.chunks > chunks.length ? `Its first ${chunks.length} chunks of ${doc.chunks}` : "Its chunks";
+    sections.push(h("h2", {}, heading),
       h("ol", { class: "chunks" }, chunks.map((c) => h("li", { class: c.chunk_id === chunk ? "chunk hit" : "chunk", id: c.chunk_id === chunk ? "passage" : null },
         h("p", { class: "muted" }, [c.trail.join(" › "), c.page ? `page ${c.page}` : null, c.line ? `line ${c.line}` : null].filter(Boolean).join(" · ") || `chunk ${c.ordinal}`),
         h("p", { class: "chunk-text" }, marked(c.text, c.chunk_id === chunk ? words : []))))));
