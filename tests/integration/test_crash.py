@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from serve_process import free_port, serve_command, wait_until_ready
 
 KILLS = 20
 FILES = 240
@@ -246,25 +247,10 @@ UPLOADS = 30
 
 def _serve(data: Path, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        lorebase(data, "serve", "--no-auth", "--port", str(port), "--workers", "1"),
+        serve_command(data, port, "--no-auth", "--workers", "1"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-
-def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "lorebase serve exited"
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("lorebase serve did not get ready")
 
 
 def _phantoms(data: Path) -> list[str]:
@@ -295,7 +281,6 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) ->
     import threading
 
     import httpx
-    from test_serve_process import free_port
 
     data = tmp_path / "data"
     files = [
@@ -308,7 +293,7 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) ->
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         process = _serve(data, port)
-        _wait_ready(base, process)
+        wait_until_ready(base, process)
         if kb_id is None:
             body = {"name": "up", "scope": "global"}
             kb_id = httpx.post(f"{base}/v1/knowledge-bases", json=body, timeout=10).json()["id"]
@@ -337,7 +322,7 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) ->
     base = f"http://127.0.0.1:{port}"
     process = _serve(data, port)
     try:
-        _wait_ready(base, process)  # the start sweeps orphans and fails lost originals
+        wait_until_ready(base, process)  # the start sweeps orphans and fails lost originals
         assert _phantoms(data) == []
         url = f"{base}/v1/knowledge-bases/{kb_id}/documents"
         for name, data_bytes in files:

@@ -13,7 +13,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from serve_process import free_port, serve_command, wait_until_ready
 
 from lorebase import events as events_module
 from lorebase.accounts.base import Role
@@ -398,31 +398,12 @@ def test_closing_the_bus_ends_every_stream_cleanly_and_the_server_stops(tmp_path
 
 
 def test_serve_stops_on_sigterm_while_a_stream_is_open(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [
-        sys.executable,
-        "-m",
-        "lorebase",
-        "--data-dir",
-        str(tmp_path),
-        "--embedder",
-        "fake",
-        "serve",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-        "--no-auth",
-    ]
+    port = free_port()
+    command = serve_command(tmp_path, port, "--workers", "1", "--no-auth")
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while not _answers(base + "/healthz"):
-            assert process.poll() is None and time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.05)
+        wait_until_ready(base, process)
         with httpx.stream("GET", base + "/v1/events", timeout=READ_TIMEOUT) as response:
             sse = Sse(response)
             assert sse.frame() == [": connected"]
@@ -432,10 +413,3 @@ def test_serve_stops_on_sigterm_while_a_stream_is_open(tmp_path: Path) -> None:
     finally:
         process.kill()
         process.wait(timeout=STOP_SECONDS)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False

@@ -5,20 +5,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from serve_process import free_port, serve_command, wait_until_ready
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def mcp_session(url: str, key: str) -> tuple[set[str], str]:
@@ -39,20 +32,7 @@ async def mcp_session(url: str, key: str) -> tuple[set[str], str]:
 
 def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "lorebase",
-        "--data-dir",
-        str(tmp_path),
-        "--embedder",
-        "fake",
-        "serve",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-    ]
+    command = serve_command(tmp_path, port, "--workers", "1")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -61,13 +41,7 @@ def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
         assert key.startswith("lb_"), lines
         base = f"http://127.0.0.1:{port}"
         assert f"open {base}/ in a browser" in lines[2], lines  # the web page's address
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_until_ready(base, process)
         headers = {"Authorization": f"Bearer {key}"}
         assert httpx.get(f"{base}/v1/knowledge-bases", timeout=5).status_code == 401
         created = httpx.post(
@@ -104,18 +78,7 @@ def test_serve_on_a_port_in_use_says_so_before_announcing(tmp_path: Path) -> Non
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        command = [
-            sys.executable,
-            "-m",
-            "lorebase",
-            "--data-dir",
-            str(tmp_path),
-            "--embedder",
-            "fake",
-            "serve",
-            "--port",
-            str(port),
-        ]
+        command = serve_command(tmp_path, port)
         result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 4, result.stderr
     assert "serving on" not in result.stdout
@@ -130,18 +93,7 @@ def test_serve_refuses_to_start_without_the_data_key_of_its_uploads(tmp_path: Pa
     with open_lorebase(settings=Settings(data_dir=tmp_path), embedder=FakeEmbedder()) as lb:
         lb.upload(lb.create_kb("mine"), "a.md", [b"# A\n\nText.\n"])
     (tmp_path / "data.key").unlink()
-    command = [
-        sys.executable,
-        "-m",
-        "lorebase",
-        "--data-dir",
-        str(tmp_path),
-        "--embedder",
-        "fake",
-        "serve",
-        "--port",
-        str(free_port()),
-    ]
+    command = serve_command(tmp_path, free_port())
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 7, result.stderr  # a server fault: an operator must act
     assert "missing" in result.stderr and "restore" in result.stderr

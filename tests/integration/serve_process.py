@@ -1,0 +1,51 @@
+"""`lorebase serve` as a real process for the tests: its command line, a free port, waiting
+until it answers."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+READY_SECONDS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_command(data: Path, port: int, *options: str) -> list[str]:
+    """`lorebase serve` over ``data`` on 127.0.0.1:``port`` with the fake embedder."""
+    return [
+        sys.executable,
+        "-m",
+        "lorebase",
+        "--data-dir",
+        str(data),
+        "--embedder",
+        "fake",
+        "serve",
+        "--port",
+        str(port),
+        *options,
+    ]
+
+
+def wait_until_ready(base: str, process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+    """Until ``base``/readyz answers 200; fails if the process exits or takes too long."""
+    deadline = time.monotonic() + READY_SECONDS
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "lorebase serve exited"
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("lorebase serve did not get ready")
