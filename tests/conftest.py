@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from chat_stand_in import stand_in  # noqa: F401  (the stand-in chat server fixture, for every test)
+
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 # The fast lane (`make test-fast`, `pytest -m fast`): unit, contract and docs tests, under a

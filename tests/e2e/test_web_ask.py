@@ -4,83 +4,34 @@ and only the bases switched on reach the model."""
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 from browsing import Server, sign_in
 
+from chat_stand_in import StandIn, Turn
 from lorebase.agent.profiles import Profiles
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
-POLL_SECONDS = 0.02
 HERON = "# Herons\n\n## Feeding\n\nThe grey heron hunts fish in shallow water at dawn.\n"
 ANSWER = "Grey herons hunt fish at dawn [1]."
 
 
-def _sse(deltas: list[dict[str, Any]], finish: str) -> bytes:
-    events = [{"choices": [{"index": 0, "delta": d}]} for d in deltas]
-    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
-
-
-class StandIn:
+@pytest.fixture
+def answers(stand_in: StandIn) -> StandIn:
     """First turn: a search_knowledge_base call; then the answer, streamed in pieces."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.url = ""
-
-    def reply(self) -> bytes:
-        if len(self.requests) == 1:
-            call = {
-                "index": 0,
-                "id": "call0",
-                "type": "function",
-                "function": {
-                    "name": "search_knowledge_base",
-                    "arguments": json.dumps({"query": "heron fish"}),
-                },
-            }
-            return _sse([{"content": "Looking. "}, {"tool_calls": [call]}], "tool_calls")
-        pieces = [{"content": ANSWER[i : i + 6]} for i in range(0, len(ANSWER), 6)]
-        return _sse(pieces, "stop")
+    stand_in.script = [
+        Turn(text="Looking. ", calls=[("search_knowledge_base", {"query": "heron fish"})]),
+        Turn(text=ANSWER),
+    ]
+    return stand_in
 
 
 @pytest.fixture
-def stand_in() -> Iterator[StandIn]:
-    state = StandIn()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            state.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            payload = state.reply()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield state
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture
-def chat_url(stand_in: StandIn) -> str:
-    return stand_in.url
+def chat_url(answers: StandIn) -> str:
+    return answers.url
 
 
 def test_the_answer_streams_and_its_sources_open(
