@@ -306,3 +306,22 @@ def test_files_added_on_their_own_are_followed(tmp_path: Path, folder: Path) -> 
         lb.add([other.parent], kb="notes")
         assert "more/y.md" in paths(lb) and "y.md" not in paths(lb)
         assert sorted(s.label for s in lb.sources("notes")) == ["memo.md", "more", "notes"]
+
+
+def test_a_queued_pass_finds_its_base_when_another_shares_its_name(tmp_path: Path) -> None:
+    """Names are unique per scope: a pass queued for one base runs on that base, by id."""
+    from lorebase.settings import ServeSettings
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "a.md").write_text(f"# {folder.name}\n\nA note.\n")
+    settings = Settings(data_dir=tmp_path / "data", serve=ServeSettings(workers=1, watch=False))
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        shared = lb.create_kb("notes", scope="global", sources=[first])
+        lb.create_kb("notes", scope="personal", sources=[second])
+        lb.start_serving()
+        lb.request_pass(shared)
+        assert lb.queue.join(30)
+        assert (lb.queue.stats.done, lb.queue.stats.failed) == (1, 0)
+        assert lb.kb_by_id(shared.id, totals=True).indexed == 1

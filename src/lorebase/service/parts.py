@@ -43,6 +43,3 @@ class Parts:
 
     def upload_name(self, document_id: str) -> str | None:
         raise NotImplementedError
-
-    def sync(self, kb: str | None = None) -> object:
-        raise NotImplementedError

@@ -68,7 +68,7 @@ class Passes(Uploads):
 
     def sync(
         self,
-        kb: str | None = None,
+        kb: KnowledgeBase | str | None = None,
         *,
         full: bool = False,
         stop: threading.Event | None = None,
@@ -77,7 +77,7 @@ class Passes(Uploads):
         """One pass over the folders and files of ``kb`` (default: every base following
         some)."""
         with self.ingesting():
-            bases = [self.kb(kb)] if kb else self.store.list_kbs()
+            bases = [self._base(kb)] if kb else self.store.list_kbs()
             reports: dict[str, IngestReport] = {}
             for base in bases:
                 if kb is None and not self.store.list_sources(base.id):
@@ -176,7 +176,7 @@ class Passes(Uploads):
             kb = self.store.get_kb_by_id(kb_id, totals=False)
         except NotFound:  # deleted while the pass waited
             return
-        self.sync(kb.name, stop=self._stop)
+        self.sync(kb, stop=self._stop)  # the base itself: its name may be shared
         self._publish_totals(kb_id)
 
     def _pending_jobs(self) -> Iterator[Job]:
