@@ -219,7 +219,6 @@ class Uploads(Documents):
         with self.lock:
             self.store.set_kb_state(kb_id, KbState.INDEXING, started=True)
             report = self.ingestor.process(kb, [file])
-            self._settle(kb_id, report)
         final = self.store.find_document(document_id)
         # Indexed or failed was announced as it happened (Lorebase._settled); say where it
         # stopped otherwise (back to pending: the embedder was gone).
@@ -231,16 +230,28 @@ class Uploads(Documents):
                 state=final.state.value,
                 reason=final.reason,
             )
-        self._publish_totals(kb_id)
+        self._settle(kb_id, report)
 
     def _settle(self, kb_id: int, report: IngestReport) -> None:
-        """The base's state once an upload is done: waiting for the embedder when it was
-        gone, ready (a pass finished) when no upload of the base is left to index."""
+        """The base's state once an upload is done — waiting for the embedder when it was
+        gone, ready (a pass finished) when no upload of the base is left to index — and the
+        ``knowledge_base`` event with its totals, from one count of its documents."""
+        fresh = self.store.get_kb_by_id(kb_id)
+        state = fresh.state
         if report.stopped:
+            state = KbState.WAITING
             reason = f"embedder_unavailable: {report.stopped}"
-            self.store.set_kb_state(kb_id, KbState.WAITING, reason, finished=True)
-        elif self.store.get_kb_by_id(kb_id).pending == 0:
-            self.store.set_kb_state(kb_id, KbState.READY, finished=True)
+            self.store.set_kb_state(kb_id, state, reason, finished=True)
+        elif fresh.pending == 0:
+            state = KbState.READY
+            self.store.set_kb_state(kb_id, state, finished=True)
+        self.events.publish(
+            "knowledge_base",
+            kb_id,
+            state=state.value,
+            documents=fresh.documents,
+            chunks=fresh.chunks,
+        )
 
     def _publish_totals(self, kb_id: int) -> None:
         """A ``knowledge_base`` event with the base's state and totals (no names)."""
