@@ -108,7 +108,7 @@ class Documents(Bases):
         self,
         query: str,
         *,
-        kb: str | KnowledgeBase | Sequence[str | KnowledgeBase] | None = None,
+        kb: str | int | KnowledgeBase | Sequence[str | int | KnowledgeBase] | None = None,
         top_k: int = 10,
         mode: Mode | str = Mode.HYBRID,
         rerank: bool = False,
@@ -117,13 +117,17 @@ class Documents(Bases):
         fusion: str = "rrf",
         caller: Caller | None = None,
     ) -> SearchResponse:
-        """Hybrid (or one-arm) search over the given bases (by name as :meth:`kb` reads one,
-        or already looked up); with none given, over every base the caller may see."""
-        wanted = (kb,) if isinstance(kb, str | KnowledgeBase) else tuple(kb or ())
+        """Hybrid (or one-arm) search over the given bases — by name as :meth:`kb` reads one, by
+        id, or a base this service already looked up for the caller — and with none given,
+        over every base the caller may see. Each is looked up (and its visibility checked)
+        once."""
+        wanted = (kb,) if isinstance(kb, str | int | KnowledgeBase) else tuple(kb or ())
         bases = [
             self.kb(b, caller, totals=False)
             if isinstance(b, str)
-            else (b if caller is None else self.kb_by_id(b.id, caller))
+            else self.kb_by_id(b, caller)
+            if isinstance(b, int)
+            else b
             for b in wanted
         ]
         if not bases and caller is not None:
