@@ -705,3 +705,18 @@ def test_a_documents_chunks_read_from_the_start_without_a_passage(env: Env) -> N
     rest = env.client.get(url, params={"start": 2, "limit": 100}, headers=env.as_("alice"))
     assert [c["ordinal"] for c in rest.json()][:1] == [2]
     assert env.client.get(url, headers=env.as_("bob")).status_code == 404
+
+
+def test_a_request_looks_its_key_up_once(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard that checks the key before the body is read hands its caller to the route."""
+    accounts = env.lb.accounts
+    calls = []
+    resolve = accounts.resolve_key
+
+    def counted(key: str):  # type: ignore[no-untyped-def]
+        calls.append(key)
+        return resolve(key)
+
+    monkeypatch.setattr(accounts, "resolve_key", counted)
+    assert env.client.get("/v1/knowledge-bases", headers=env.as_("alice")).status_code == 200
+    assert len(calls) == 1

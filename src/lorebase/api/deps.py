@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from lorebase.api.guard import api_key, session_token
+from lorebase.api.guard import CALLER_STATE, api_key, session_token
 from lorebase.api.metrics import Metrics
 from lorebase.service import Caller, Lorebase
 
@@ -33,11 +33,15 @@ def get_session(request: Request) -> str | None:
 
 
 def get_caller(
+    request: Request,
     lb: Annotated[Lorebase, Depends(get_lb)],
     key: Annotated[str | None, Depends(get_api_key)],
     session: Annotated[str | None, Depends(get_session)],
 ) -> Caller:
-    return lb.authenticate(key, session)
+    """The caller :class:`~lorebase.api.guard.KeyFirst` authenticated for this request, or
+    (a path it does not guard, keys off) the one these credentials name."""
+    known: Caller | None = getattr(request.state, CALLER_STATE, None)
+    return known if known is not None else lb.authenticate(key, session)
 
 
 LbDep = Annotated[Lorebase, Depends(get_lb)]

@@ -38,6 +38,7 @@ SESSION_PATH = "/v1/session"
 SESSION_COOKIE = "lorebase_session"
 CSRF_HEADER = "x-lorebase-csrf"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CALLER_STATE = "lorebase_caller"  # where KeyFirst leaves the caller it authenticated
 
 
 def api_key(headers: Headers) -> str | None:
@@ -128,7 +129,9 @@ class KeyFirst:
             auth = self.lb.settings.serve.auth
             try:
                 if auth and scope["path"] != SESSION_PATH:
-                    await anyio.to_thread.run_sync(self.lb.authenticate, key, session)
+                    caller = await anyio.to_thread.run_sync(self.lb.authenticate, key, session)
+                    # The route's caller dependency takes it from here: looked up once.
+                    scope.setdefault("state", {})[CALLER_STATE] = caller
                 if key is None:
                     check_browser_change(scope["method"], headers, session if auth else None)
             except (Unauthorized, Forbidden) as error:
