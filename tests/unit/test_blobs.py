@@ -589,3 +589,18 @@ def test_tampered_token(key: DataKey) -> None:
     bad = base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
     with pytest.raises(InvalidInput, match="damaged"):
         open_text(key, bad, "ctx")
+
+
+def test_a_missing_key_file_is_made_only_when_asked(tmp_path: Path) -> None:
+    """Where something is already sealed, a new key would lose it: refused, nothing made."""
+    from lorebase.errors import ServerFault
+    from lorebase.vault.rotation import rotate_data_key
+
+    with pytest.raises(ServerFault, match="missing"):
+        DataKey.load(tmp_path, create=False)
+    assert not (tmp_path / KEY_FILE).exists()
+    with pytest.raises(ServerFault, match="restore"):  # a rotation starts from a key too
+        rotate_data_key(tmp_path, store=None)  # type: ignore[arg-type]
+    assert not (tmp_path / KEY_FILE).exists()
+    made = DataKey.load(tmp_path)
+    assert DataKey.load(tmp_path, create=False) == made

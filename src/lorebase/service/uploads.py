@@ -46,13 +46,7 @@ class Uploads(Documents):
         if self._data_key is None:
             data_dir, configured = self.settings.data_dir, self.settings.data_key
             sealed = self._sealed_blobs()
-            if not configured and not (data_dir / KEY_FILE).exists() and sealed:
-                raise ServerFault(
-                    f"the data key file {data_dir / KEY_FILE} is missing, but {len(sealed)} "
-                    "uploaded files are encrypted with it; restore it from a backup (or set "
-                    "LOREBASE_DATA_KEY). lorebase does not make a new key over encrypted data"
-                )
-            key = DataKey.load(data_dir, configured)
+            key = DataKey.load(data_dir, configured, create=not sealed)
             self._check_key(key, sealed)
             self._data_key = key
         return self._data_key

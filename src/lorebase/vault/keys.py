@@ -33,7 +33,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from lorebase.errors import Conflict, InvalidInput, WrongKey
+from lorebase.errors import Conflict, InvalidInput, ServerFault, WrongKey
 
 KEY_ENV = "LOREBASE_DATA_KEY"
 KEY_FILE = "data.key"
@@ -109,13 +109,21 @@ class DataKey:
         return cls.from_base64(text, source=f"the key file {path}")
 
     @classmethod
-    def load(cls, data_dir: Path, configured: str | None = None) -> DataKey:
+    def load(cls, data_dir: Path, configured: str | None = None, *, create: bool = True) -> DataKey:
         """The configured key (``Settings.data_key``, from ``LOREBASE_DATA_KEY``) when set,
-        else ``<data_dir>/data.key``, created with a fresh random key on first use."""
+        else ``<data_dir>/data.key``, created with a fresh random key on first use — only with
+        ``create``: where something is already sealed, a missing key file is a
+        :class:`~lorebase.errors.ServerFault` (a new key would lose every sealed file)."""
         if configured:
             return cls.from_base64(configured)
         path = data_dir / KEY_FILE
         if not path.exists():
+            if not create:
+                raise ServerFault(
+                    f"the data key file {path} is missing, but uploaded files are encrypted "
+                    "with it; restore it from a backup (or set LOREBASE_DATA_KEY). lorebase "
+                    "does not make a new key over encrypted data"
+                )
             with contextlib.suppress(Conflict):  # another process created it first: use theirs
                 cls.generate().save(path)
         return cls.from_file(path)

@@ -36,7 +36,7 @@ class Rotation:
 
 def rotate_data_key(data_dir: Path, store: Store, configured: str | None = None) -> Rotation:
     """``configured``: the key from the settings (``LOREBASE_DATA_KEY``), None for the file."""
-    old = DataKey.load(data_dir, configured)
+    old = DataKey.load(data_dir, configured, create=False)  # a rotation starts from a key
     key_file = data_dir / KEY_FILE
     uses_file = not configured
     next_file = key_file.with_name(KEY_FILE + NEXT_SUFFIX)
