@@ -235,3 +235,31 @@ def _folder_with_a_note(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "a.md").write_text("# A\n\nA note.\n")
     return folder
+
+
+def test_an_upload_whose_original_goes_missing_while_it_waits_fails_with_the_reason(
+    lb: Lorebase,
+) -> None:
+    """Lost after the start's sweep, while queued: the worker fails it instead of crashing."""
+    kb = lb.create_kb("mine")
+    record, _ = lb.upload(kb, "leave.md", [b"# Leave\n\nTen days.\n"])  # queued, not yet taken
+    lb.blobs.delete(record.id)
+    lb.queue.start()  # the workers alone, without the start's sweep
+    assert lb.queue.join(30)
+    lb.queue.stop()
+    assert (lb.queue.stats.done, lb.queue.stats.failed) == (1, 0)
+    failed = lb.document_in(kb, record.id)
+    assert (failed.state.value, failed.reason) == ("failed", "missing_original")
+
+
+def test_a_pass_whose_base_was_deleted_while_it_waited_does_nothing(
+    lb: Lorebase, tmp_path: Path
+) -> None:
+    kb = lb.create_kb("notes", sources=[_folder_with_a_note(tmp_path)])
+    lb.request_pass(kb)
+    lb.delete_kb(kb)
+    lb.queue.start()
+    assert lb.queue.join(30)
+    lb.queue.stop()
+    assert (lb.queue.stats.done, lb.queue.stats.failed) == (1, 0)
+    assert lb.knowledge_bases() == []
