@@ -150,6 +150,11 @@ class ServeSettings:
     workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
     rescan_seconds: float = 60.0
     watch: bool = True
+    # Run the ingestion queue's workers in this process (``serve --no-ingest``: an API
+    # process only, leaving the jobs to ``lorebase worker`` processes; a shared store only).
+    ingest: bool = True
+    # How long a claimed job stays claimed without a heartbeat (a shared store's jobs table).
+    lease_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         if not self.auth and not is_loopback(self.host):
@@ -159,12 +164,13 @@ class ServeSettings:
             )
         if not 1 <= self.port <= 65535:
             raise InvalidInput("the port must be between 1 and 65535")
-        for name in ("max_upload_bytes", "queue_size", "workers"):
+        for name in ("max_upload_bytes", "queue_size", "workers", "lease_seconds"):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"{name} must be a positive number")
 
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_CHAT_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible API
 
 
@@ -194,9 +200,26 @@ class Settings:
     chat: ChatConfig = field(default_factory=ChatConfig)
     # The data key as base64 text (``LOREBASE_DATA_KEY``); None: the key file in data_dir.
     data_key: str | None = field(default=None, repr=False)
+    # Where the knowledge bases live (``LOREBASE_STORE``, ``--store``): a ``postgresql://``
+    # URL, shared by every process that names it; None: the SQLite file in data_dir. Not in
+    # repr: the URL may hold a password.
+    store_url: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.store_url is not None and not self.store_url.startswith(POSTGRES_SCHEMES):
+            raise InvalidInput(
+                "the store must be a postgresql:// URL (LOREBASE_STORE or --store); without "
+                "one lorebase keeps everything in the SQLite file of its data directory"
+            )
+
+    @property
+    def shared_store(self) -> bool:
+        """Whether the store is a database many processes (on many machines) share."""
+        return self.store_url is not None
 
     @property
     def database(self) -> Path:
+        """The SQLite file of the embedded store (unused with a ``store`` URL)."""
         return self.data_dir / "lorebase.db"
 
     @property
@@ -217,7 +240,8 @@ class Settings:
         ``LOREBASE_LOCAL_HOSTS`` (comma-separated hosts or networks a chat model may run on and
         still count as local), ``LOREBASE_ALLOW_CLOUD_MODEL_ACCESS`` (1/0);
         ``LOREBASE_DATA_KEY`` (the data key, base64; default: ``data.key`` in the data
-        directory).
+        directory); ``LOREBASE_STORE`` (a ``postgresql://`` URL; default: the SQLite file in
+        the data directory).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -254,4 +278,5 @@ class Settings:
             rerank=rerank,
             chat=chat,
             data_key=env.get("LOREBASE_DATA_KEY", "").strip() or None,
+            store_url=env.get("LOREBASE_STORE", "").strip() or None,
         )

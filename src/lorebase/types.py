@@ -61,6 +61,7 @@ class FailureReason(StrEnum):
     UNREADABLE = "unreadable"
     MISSING_ORIGINAL = "missing_original"
     TIMEOUT = "timeout"
+    WORKER_LOST = "worker_lost"
 
 
 @dataclass(frozen=True, slots=True)

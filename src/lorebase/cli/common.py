@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -94,6 +94,7 @@ class CliContext:
     data_dir: Path | None
     embedder: str | None
     reranker: str | None = None
+    store_url: str | None = field(default=None, repr=False)  # may hold a password
 
 
 def exit_code_for(error: LorebaseError) -> int:
@@ -140,10 +141,12 @@ def open_from(
         environ["LOREBASE_EMBEDDER"] = options.embedder
     if options.reranker:
         environ["LOREBASE_RERANKER"] = options.reranker
+    if options.store_url:
+        environ["LOREBASE_STORE"] = options.store_url
     settings = Settings.from_env(options.data_dir, environ)
     if serve is not None:
         settings = dataclasses.replace(settings, serve=serve)
-    if not create and not settings.database.exists():
+    if not create and not settings.shared_store and not settings.database.exists():
         raise NotFound(no_lorebase_message(settings.data_dir, Path.cwd()))
     return open_lorebase(settings=settings, holder=holder, create=create)
 

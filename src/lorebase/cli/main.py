@@ -64,12 +64,22 @@ def _root(
             "none; http needs LOREBASE_RERANK_URL and LOREBASE_RERANK_MODEL).",
         ),
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            envvar="LOREBASE_STORE",
+            show_envvar=True,
+            help="A postgresql:// URL to keep the knowledge bases in, shared by every lorebase "
+            "process that names it (default: the SQLite file in the data directory).",
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
     ] = False,
 ) -> None:
     """A local-first knowledge base with hybrid retrieval and cited answers."""
-    ctx.obj = CliContext(data_dir=data_dir, embedder=embedder, reranker=reranker)
+    ctx.obj = CliContext(data_dir=data_dir, embedder=embedder, reranker=reranker, store_url=store)
 
 
 app.command()(inspection.extract)
@@ -81,6 +91,7 @@ app.command()(passes.sync)
 app.command()(passes.watch)
 app.command("eval")(evaluate.evaluate)
 app.command()(serving.serve)
+app.command()(serving.worker)
 app.add_typer(knowledge_bases.app, name="kb")
 app.add_typer(serving.users_app, name="users")
 app.add_typer(serving.teams_app, name="teams")

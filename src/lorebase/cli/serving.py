@@ -6,7 +6,7 @@ import dataclasses
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 from lorebase.errors import Conflict, InvalidInput
+
+if TYPE_CHECKING:
+    from lorebase.service import Lorebase
 
 users_app = command_group("Users of the HTTP service (operators only).")
 teams_app = command_group("Teams and their members.")
@@ -44,10 +47,19 @@ def serve(
     workers: Annotated[int | None, typer.Option(help="Ingestion worker threads.")] = None,
     queue_size: Annotated[int, typer.Option(help="Most uploads waiting at once.")] = 256,
     max_upload_mb: Annotated[int, typer.Option(help="Largest upload, in MB.")] = 64,
+    no_ingest: Annotated[
+        bool,
+        typer.Option(
+            "--no-ingest",
+            help="Answer requests only; leave indexing to `lorebase worker` processes (a "
+            "PostgreSQL store only).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the web page (at /) and the REST API (OpenAPI at /docs) on HOST:PORT; it also
     indexes uploads and follows the knowledge bases' folders. The first start creates an admin
-    key and prints it once."""
+    key and prints it once. With a PostgreSQL store any number of `serve` processes may run
+    behind a load balancer."""
     from lorebase.api.app import run
     from lorebase.settings import MB, ServeSettings
 
@@ -57,19 +69,26 @@ def serve(
         auth=not no_auth,
         max_upload_bytes=max_upload_mb * MB,
         queue_size=queue_size,
+        ingest=not no_ingest,
+        watch=not no_ingest,
     )
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
     console = Console()
     _check_port(host, port)
     with open_from(ctx, holder="lorebase serve", serve=settings) as lb:
+        _needs_shared_store(lb, no_ingest, "--no-ingest")
         lb.data_key  # noqa: B018  (a missing or wrong data key stops here, said plainly)
         accounts = lb.accounts
         if settings.auth and not accounts.list_users():
-            admin = accounts.create_user("admin", Role.ADMIN)
-            key, _ = accounts.create_key(admin.id, "first start")
-            console.print(Text("An admin API key was created; it is shown this once:"))
-            console.print(Text(key, style="bold"))
+            try:
+                admin = accounts.create_user("admin", Role.ADMIN)
+            except Conflict:
+                pass  # another process sharing the store made it at the same moment
+            else:
+                key, _ = accounts.create_key(admin.id, "first start")
+                console.print(Text("An admin API key was created; it is shown this once:"))
+                console.print(Text(key, style="bold"))
         address = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         console.print(
             Text(
@@ -79,6 +98,52 @@ def serve(
             soft_wrap=True,
         )
         run(lb, host, port)
+
+
+@handles_errors
+def worker(
+    ctx: typer.Context,
+    workers: Annotated[int | None, typer.Option(help="Ingestion worker threads.")] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch/--no-watch", help="Also follow the folders of this machine's sources."
+        ),
+    ] = False,
+) -> None:
+    """Index uploads, reindexes and folder passes for the `serve` processes of a PostgreSQL
+    store, until stopped (Ctrl-C or SIGTERM); run any number, on any machine. A job whose
+    worker is killed is picked up by another."""
+    import signal
+    import threading
+
+    from lorebase.api.app import configure_logging
+    from lorebase.settings import ServeSettings
+
+    settings = ServeSettings(watch=watch)
+    if workers:
+        settings = dataclasses.replace(settings, workers=workers)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    configure_logging()
+    with open_from(ctx, holder="lorebase worker", serve=settings) as lb:
+        _needs_shared_store(lb, True, "`lorebase worker`")
+        lb.start_serving()
+        Console().print(
+            Text(f"lorebase worker indexing with {settings.workers} threads; Ctrl-C stops it"),
+            soft_wrap=True,
+        )
+        stop.wait()
+        lb.stop_serving()
+
+
+def _needs_shared_store(lb: Lorebase, asked: bool, what: str) -> None:
+    if asked and not lb.settings.shared_store:
+        raise InvalidInput(
+            f"{what} needs a store that several processes share: give --store "
+            "postgresql://... (or LOREBASE_STORE); with the embedded store `serve` indexes itself"
+        )
 
 
 def _check_port(host: str, port: int) -> None:
@@ -266,3 +331,13 @@ def keys_rotate_data_key(ctx: typer.Context) -> None:
     if rotation.key_file is None:
         console.print(Text("LOREBASE_DATA_KEY is set: put the new key there now (shown once):"))
         console.print(Text(rotation.new_key.to_base64(), style="bold"))
+
+
+@keys_app.command("new-data-key")
+@handles_errors
+def keys_new_data_key() -> None:
+    """Print a fresh random data key (base64) for LOREBASE_DATA_KEY: what every process of a
+    PostgreSQL store must be given, the same in each. It is not stored anywhere."""
+    from lorebase.vault.keys import DataKey
+
+    Console().print(Text(DataKey.generate().to_base64()))

@@ -17,6 +17,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,31 @@ class QueueStats:
     rejected: int = 0
     done: int = 0
     failed: int = 0
+
+
+class JobQueue(Protocol):
+    """What the service asks of an ingestion queue: this process's in-memory one
+    (:class:`IngestQueue`, the embedded default) or the jobs table every process shares
+    (:class:`~lorebase.ingest.jobs_postgres.PostgresJobQueue`)."""
+
+    stats: QueueStats
+
+    @property
+    def depth(self) -> int: ...
+
+    def admit(self, kb_id: int, document_id: str | None = None) -> bool: ...
+
+    def sweep_now(self) -> int: ...
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float = 30.0) -> None: ...
+
+    def join(self, timeout: float = 30.0) -> bool: ...
+
+
+QueueFactory = Callable[[Callable[[int, str | None], None], Callable[[], Iterable[Job]]], JobQueue]
+"""Builds the queue from the job runner and the pending-uploads listing the service gives."""
 
 
 class IngestQueue:

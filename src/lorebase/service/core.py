@@ -22,7 +22,7 @@ from lorebase.accounts.base import AccountStore, Role, User
 from lorebase.embed.base import Embedder
 from lorebase.events import EventBus
 from lorebase.ingest.pipeline import Ingestor
-from lorebase.ingest.queue import IngestQueue
+from lorebase.ingest.queue import IngestQueue, JobQueue, QueueFactory
 from lorebase.ingest.sync import Syncer
 from lorebase.lock import IngestLock
 from lorebase.rerank.base import Reranker
@@ -55,6 +55,8 @@ class Lorebase(Passes):
         accounts: Callable[[], AccountStore] | None = None,
         data_key: DataKey | None = None,
         shared_clients: bool = False,
+        queue: QueueFactory | None = None,
+        events: EventBus | None = None,
     ) -> None:
         self.settings = settings
         # Borrowed from another instance (an evaluation's own data directory): not closed here.
@@ -66,17 +68,23 @@ class Lorebase(Passes):
         self.syncer = Syncer(store, self.ingestor)
         self.searcher = SearchService(store, embedder, reranker)
         self.lock = IngestLock(settings.data_dir, holder)
-        self.events = EventBus()
-        self.queue = IngestQueue(
-            self._run_job,
-            self._pending_jobs,
-            size=settings.serve.queue_size,
-            workers=settings.serve.workers,
+        self.events = events if events is not None else EventBus()
+        self.queue = (
+            queue(self._run_job, self._pending_jobs) if queue is not None else self._local_queue()
         )
         self._make_accounts = accounts
         self._accounts: AccountStore | None = None
         self._init_uploads(data_key)
         self._init_passes()
+
+    def _local_queue(self) -> JobQueue:
+        """The embedded default: this process's own queue (its state is in the store)."""
+        return IngestQueue(
+            self._run_job,
+            self._pending_jobs,
+            size=self.settings.serve.queue_size,
+            workers=self.settings.serve.workers,
+        )
 
     def _settled(self, kb_id: int, document: DocumentRecord) -> None:
         """A document indexed or failed, by any pass or upload: an event (ids and states)."""
@@ -102,6 +110,7 @@ class Lorebase(Passes):
     # -- life ----------------------------------------------------------------------------------
     def close(self) -> None:
         self.stop_serving()
+        self.events.close()
         self.searcher.close()
         self.ingestor.close()
         self.store.close()

@@ -9,7 +9,7 @@ from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
 from lorebase.events import EventBus
 from lorebase.ingest.pipeline import Ingestor
-from lorebase.ingest.queue import IngestQueue
+from lorebase.ingest.queue import JobQueue
 from lorebase.ingest.sync import Syncer
 from lorebase.lock import IngestLock
 from lorebase.rerank.base import Reranker
@@ -29,7 +29,7 @@ class Parts:
     searcher: SearchService
     lock: IngestLock
     events: EventBus
-    queue: IngestQueue
+    queue: JobQueue
     _stop: threading.Event
 
     # Defined by Lorebase and Uploads; declared here so every mixin may use them.

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lorebase.errors import NotFound
+from lorebase.errors import Conflict, NotFound
 from lorebase.ingest.pipeline import IngestReport, Progress
 from lorebase.ingest.queue import Job
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
@@ -126,19 +126,32 @@ class Passes(Uploads):
 
     # -- the background of `serve` ---------------------------------------------------------------
     def start_serving(self) -> None:
-        """Take the ingestion lock for the life of the service, sweep orphaned blobs, start the
-        queue's workers and (unless turned off) the folder watcher."""
+        """Start the background of ``serve`` (or of ``lorebase worker``): the queue's workers
+        (unless ``serve.ingest`` is off) and, unless turned off, the folder watcher.
+
+        Over the embedded store this process is the only indexer: it holds the ingestion lock
+        for its life, and at start puts back what a crash left half way and sweeps orphaned
+        blobs of any age. Over a shared store other processes index at the same time: the
+        jobs' leases take care of crashed work, and orphans are swept only past the grace
+        period (an upload in flight elsewhere has stored its original, not yet its row)."""
         if self._serving:
             return
         self.data_key  # noqa: B018  (refuses to start with a missing or wrong data key)
-        self.lock.acquire()
+        shared = self.settings.shared_store
+        if not shared:
+            self.lock.acquire()
         self._serving = True
         self._stop.clear()
-        self.store.reset_unfinished()
-        # Holding the lock, no upload is half-stored: orphans of any age can go, and an
-        # upload whose original is missing fails now instead of being queued forever.
-        self.blobs.sweep_orphans(self.upload_ids(), grace=0)
+        if shared:
+            self.blobs.sweep_orphans(self.upload_ids())
+        else:
+            self.store.reset_unfinished()
+            # Holding the lock, no upload is half-stored: orphans of any age can go.
+            self.blobs.sweep_orphans(self.upload_ids(), grace=0)
+        # An upload whose original is missing fails now instead of being queued forever.
         self.fail_lost_uploads()
+        if not self.settings.serve.ingest:
+            return
         self.queue.start()
         self.queue.sweep_now()
         if self.settings.serve.watch:
@@ -153,19 +166,29 @@ class Passes(Uploads):
             return
         self._serving = False
         self._stop.set()
-        self.queue.stop()
+        if self.settings.serve.ingest:
+            self.queue.stop()
         if self._watcher is not None:
             self._watcher.join(timeout=WATCHER_JOIN_SECONDS)
             self._watcher = None
-        self.lock.release()
+        if not self.settings.shared_store:
+            self.lock.release()
 
     def _watch_folders(self) -> None:
         def on_report(kb: KnowledgeBase, report: IngestReport) -> None:
             self._publish_totals(kb.id)
 
-        self.watch(
-            stop=self._stop, rescan_seconds=self.settings.serve.rescan_seconds, on_report=on_report
-        )
+        while not self._stop.is_set():
+            try:
+                self.watch(
+                    stop=self._stop,
+                    rescan_seconds=self.settings.serve.rescan_seconds,
+                    on_report=on_report,
+                )
+            except Conflict:
+                # Another process of this machine follows its folders (a shared store: one
+                # watcher per machine is enough); take over if it stops.
+                self._stop.wait(self.settings.serve.rescan_seconds)
 
     def _run_job(self, kb_id: int, document_id: str | None) -> None:
         """A queue worker's job: one upload, or a pass over one base's folders."""

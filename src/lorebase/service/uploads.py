@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePath
 
 from lorebase.accounts.access import Caller
-from lorebase.errors import Conflict, InvalidInput, ServerFault, Unsupported
+from lorebase.errors import Conflict, InvalidInput, NotFound, ServerFault, Unsupported
 from lorebase.extract.registry import document_kind
 from lorebase.ingest.pipeline import IngestReport, SourceFile
 from lorebase.service.documents import Documents
@@ -172,8 +172,19 @@ class Uploads(Documents):
                 lost += 1
         return lost
 
+    def abandon_upload(self, kb_id: int, document_id: str) -> None:
+        """An upload whose job was cut off too often (its worker killed each time) fails with
+        the reason ``worker_lost`` instead of being tried again."""
+        self._fail_upload(kb_id, document_id, FailureReason.WORKER_LOST)
+
     def _fail_lost(self, kb_id: int, document_id: str) -> None:
-        document = self.store.get_document_by_id(kb_id, document_id)
+        self._fail_upload(kb_id, document_id, FailureReason.MISSING_ORIGINAL)
+
+    def _fail_upload(self, kb_id: int, document_id: str, reason: FailureReason) -> None:
+        try:
+            document = self.store.get_document_by_id(kb_id, document_id)
+        except NotFound:  # deleted meanwhile
+            return
         self.store.record_failure(
             kb_id,
             NewDocument(
@@ -183,14 +194,10 @@ class Uploads(Documents):
                 content_hash=document.content_hash,
                 display_name=document.display_name,
             ),
-            FailureReason.MISSING_ORIGINAL.value,
+            reason.value,
         )
         self.events.publish(
-            "document",
-            kb_id,
-            document_id=document_id,
-            state="failed",
-            reason=FailureReason.MISSING_ORIGINAL.value,
+            "document", kb_id, document_id=document_id, state="failed", reason=reason.value
         )
 
     def _index_upload(self, kb_id: int, document_id: str) -> None:
@@ -198,6 +205,8 @@ class Uploads(Documents):
         document = self.store.find_document(document_id)
         if document is None or document.kb_id != kb_id:
             return
+        if document.state in (DocumentState.INDEXED, DocumentState.FAILED):
+            return  # done already: a job run again after its worker died past the commit
         if not self.blobs.exists(document_id):
             self._fail_lost(kb_id, document_id)
             return
@@ -210,7 +219,9 @@ class Uploads(Documents):
             display_name=document.display_name,
         )
         self.events.publish("document", kb_id, document_id=document_id, state="extracting")
-        with self.lock:
+        # Over the embedded store uploads are indexed under the ingestion lock (one indexer);
+        # over a shared store every process indexes, each job held by its lease.
+        with contextlib.nullcontext() if self.settings.shared_store else self.lock:
             self.store.set_kb_state(kb_id, KbState.INDEXING, started=True)
             report = self.ingestor.process(kb, [file])
         final = self.store.find_document(document_id)

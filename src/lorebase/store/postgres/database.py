@@ -25,11 +25,6 @@ POOL_MAX = 8
 CONNECT_TIMEOUT_SECONDS = 10
 
 
-def is_postgres_url(location: str) -> bool:
-    """A store location that names a PostgreSQL database (else: a SQLite file)."""
-    return location.startswith(("postgresql://", "postgres://"))
-
-
 def redacted(url: str) -> str:
     """The URL without its password (for messages and logs)."""
     from psycopg.conninfo import conninfo_to_dict
