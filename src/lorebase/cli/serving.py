@@ -110,6 +110,10 @@ def worker(
             "--watch/--no-watch", help="Also follow the folders of this machine's sources."
         ),
     ] = False,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(help="How long a job stays claimed without this process's heartbeat."),
+    ] = 30.0,
 ) -> None:
     """Index uploads, reindexes and folder passes for the `serve` processes of a PostgreSQL
     store, until stopped (Ctrl-C or SIGTERM); run any number, on any machine. A job whose
@@ -120,7 +124,7 @@ def worker(
     from lorebase.api.app import configure_logging
     from lorebase.settings import ServeSettings
 
-    settings = ServeSettings(watch=watch)
+    settings = ServeSettings(watch=watch, lease_seconds=lease_seconds)
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
     stop = threading.Event()

@@ -20,6 +20,7 @@ the machine (host name) that asked for it.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -114,7 +115,7 @@ class PostgresJobQueue:
         self._lease = lease_seconds
         self._max_attempts = max_attempts
         self.machine = machine or socket.gethostname()
-        self.worker_id = f"{self.machine}:{uuid.uuid4().hex[:12]}"
+        self.worker_id = f"{self.machine}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
         self._held: set[int] = set()
         self._held_lock = threading.Lock()

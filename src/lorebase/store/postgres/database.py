@@ -14,6 +14,7 @@ database) but never the password.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from lorebase.errors import InvalidInput, Unavailable
 
 EXTENSIONS = ("vector", "unaccent")
+SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 POOL_MAX = 8
 CONNECT_TIMEOUT_SECONDS = 10
 
@@ -45,9 +47,13 @@ def _configure(conn: Any) -> None:
 
 
 class PostgresDatabase:
-    """A pool of connections to one database. Safe to share between threads."""
+    """A pool of connections to one database. Safe to share between threads.
 
-    def __init__(self, url: str, *, max_size: int = POOL_MAX) -> None:
+    ``schema``: keep lorebase's tables in this schema of the database (created if missing)
+    instead of the default one — how an evaluation keeps an index of its own in the same
+    database, unseen by every other surface."""
+
+    def __init__(self, url: str, *, max_size: int = POOL_MAX, schema: str | None = None) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -57,11 +63,18 @@ class PostgresDatabase:
             ) from error
         self.url = url
         self.name = redacted(url)
+        self.schema = schema
+        connect_options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+        if schema is not None:
+            if not SCHEMA_NAME.fullmatch(schema):
+                raise InvalidInput("a schema name is lowercase letters, digits and underscores")
+            connect_options["options"] = f"-c search_path={schema},public"
+        self.connect_options = connect_options
         try:
-            with psycopg.connect(
-                url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
-            ) as conn:
+            with psycopg.connect(url, autocommit=True, **connect_options) as conn:
                 _ensure_extensions(conn, self.name)
+                if schema is not None:
+                    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         except psycopg.OperationalError as error:
             raise Unavailable(
                 f"cannot reach the PostgreSQL database {self.name}; check that the server is "
@@ -71,7 +84,7 @@ class PostgresDatabase:
             url,
             min_size=1,
             max_size=max_size,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            kwargs={"autocommit": True, **connect_options},
             configure=_configure,
             open=True,
             name="lorebase",
@@ -121,7 +134,8 @@ def _ensure_extensions(conn: Any, name: str) -> None:
         if extension in present:
             continue
         try:
-            conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+            # Into public, never into an evaluation's schema first on the search path.
+            conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} WITH SCHEMA public")
         except psycopg.errors.InsufficientPrivilege as error:
             raise Unavailable(
                 f"the PostgreSQL database {name} lacks the {extension!r} extension and this "
