@@ -8,18 +8,21 @@ import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
+from lorebase.errors import Conflict, Unsupported
 from lorebase.store.postgres.database import PostgresDatabase
 from lorebase.store.postgres.migrator import lock_key
 from lorebase.vault.blobs import BlobStore
-from lorebase.vault.keys import DataKey
+from lorebase.vault.keys import KEY_FILE, DataKey
 from lorebase.vault.postgres_storage import (
     BLOB_MIGRATIONS,
     BLOB_MIGRATIONS_TABLE,
     PostgresBlobStorage,
 )
+from lorebase.vault.rotation import NEXT_SUFFIX, rotate_data_key
 
 A = "a" * 16
 KIB = 1024
@@ -140,3 +143,63 @@ def test_the_sweep_goes_by_the_servers_clock(
     monkeypatch.setattr(time, "time", lambda: 10**10)  # this machine's clock: far ahead
     assert store.sweep_orphans(keep=set()) == 0
     assert store.sweep_orphans(keep=set(), grace=-1) == 1
+
+
+# -- key rotation ------------------------------------------------------------------------------
+
+
+class _NoBases:
+    """A store without bases: the rotation's display names are not what is tested here."""
+
+    def list_kbs(self) -> list[object]:
+        return []
+
+
+def test_rotation_over_a_shared_storage_needs_the_key_from_the_environment(
+    databases: tuple[PostgresDatabase, PostgresDatabase], tmp_path: Path
+) -> None:
+    storage = PostgresBlobStorage(databases[0])
+    key = DataKey.load(tmp_path)  # a key file: this machine's alone
+    BlobStore(storage, key).put(A, b"sealed")
+    with pytest.raises(Unsupported, match="LOREBASE_DATA_KEY") as caught:
+        rotate_data_key(tmp_path, _NoBases(), None, blobs=storage)  # type: ignore[arg-type]
+    assert key.to_base64() not in str(caught.value)
+    assert BlobStore.stored_key_id(storage, A) == key.id  # nothing was touched
+    assert not (tmp_path / (KEY_FILE + NEXT_SUFFIX)).exists()
+
+
+def test_rotation_over_postgres_reencrypts_every_blob_and_reruns(
+    databases: tuple[PostgresDatabase, PostgresDatabase], tmp_path: Path
+) -> None:
+    old = DataKey.generate()
+    here, there = PostgresBlobStorage(databases[0]), PostgresBlobStorage(databases[1])
+    blobs = {f"{n:016x}": os.urandom(n * 300) for n in range(5)}
+    for blob_id, data in blobs.items():
+        BlobStore(there, old).put(blob_id, data)  # uploaded through another machine
+
+    rotation = rotate_data_key(tmp_path, _NoBases(), old.to_base64(), blobs=here)  # type: ignore[arg-type]
+    assert (rotation.blobs, rotation.key_file) == (len(blobs), None)
+    new = rotation.new_key
+    for blob_id, data in blobs.items():  # the other machine, restarted with the new key
+        assert BlobStore(there, new).get(blob_id) == data
+        assert BlobStore.stored_key_id(there, blob_id) == new.id
+
+    late = "f" * 16  # sealed with the old key by a process that was not stopped in time
+    BlobStore(there, old).put(late, b"late upload")
+    again = rotate_data_key(tmp_path, _NoBases(), old.to_base64(), blobs=here)  # type: ignore[arg-type]
+    assert (again.blobs, again.new_key) == (1, new)  # the same new key, the rest skipped
+    assert BlobStore(there, new).get(late) == b"late upload"
+
+
+def test_two_rotations_never_run_at_once(
+    databases: tuple[PostgresDatabase, PostgresDatabase], tmp_path: Path
+) -> None:
+    key = DataKey.generate()
+    here, there = PostgresBlobStorage(databases[0]), PostgresBlobStorage(databases[1])
+    BlobStore(here, key).put(A, b"sealed")
+    # another machine is rotating
+    with there.rotating(), pytest.raises(Conflict, match="rotating the data key"):
+        rotate_data_key(tmp_path, _NoBases(), key.to_base64(), blobs=here)  # type: ignore[arg-type]
+    assert BlobStore.stored_key_id(here, A) == key.id
+    rotate_data_key(tmp_path, _NoBases(), key.to_base64(), blobs=here)  # type: ignore[arg-type]
+    assert BlobStore.stored_key_id(here, A) != key.id

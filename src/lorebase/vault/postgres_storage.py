@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Collection, Hashable, Iterable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from lorebase.errors import NotFound
+from lorebase.errors import Conflict, NotFound
 from lorebase.store.postgres.database import PostgresDatabase
 from lorebase.store.postgres.migrator import PgMigration, lock_key, migrate
 from lorebase.vault.storage import OpenBlob, check_blob_id
 
 BLOB_MIGRATIONS_TABLE = "blob_migrations"
 PART_BYTES = 1024 * 1024
+ROTATION_LOCK = lock_key("blob-rotation")
+"""The session-level advisory lock a key rotation holds from start to end."""
 WRITE_LOCK_CLASS = lock_key("blob-writes") >> 32
 """The first key of the two-key advisory lock a blob's writers take (the second: the hash of
 its id); the two-key lock space never meets the one-key space of the migration locks."""
@@ -102,6 +104,8 @@ class _OpenRows:
 class PostgresBlobStorage:
     """A :class:`~lorebase.vault.storage.BlobStorage` in the ``blobs`` table of ``database``
     (a pool shared with the other PostgreSQL roles); applies its migrations first."""
+
+    shared = True  # every lorebase process on every machine that names the database
 
     def __init__(self, database: PostgresDatabase, *, part_bytes: int = PART_BYTES) -> None:
         if part_bytes < 1:
@@ -179,3 +183,19 @@ class PostgresBlobStorage:
                 (list(keep), float(grace)),
             ).fetchone()
         return int(row[0])
+
+    @contextmanager
+    def rotating(self) -> Iterator[None]:
+        """Hold the rotation lock (a session-level advisory lock on a connection kept for the
+        rotation) so two machines never rotate at once, each to a key of its own."""
+        with self.database.connection() as conn:
+            taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (ROTATION_LOCK,)).fetchone()
+            if not taken[0]:
+                raise Conflict(
+                    "another lorebase process is rotating the data key of this database; "
+                    "let it finish (or run the rotation again there) before starting one here"
+                )
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (ROTATION_LOCK,))

@@ -13,6 +13,9 @@ under a blob id, and promises:
 - ``sweep`` removes what is not in ``keep`` and older than ``grace`` seconds, with whatever
   leftovers of unfinished writes the storage has, in one step per blob so a blob written
   meanwhile is never swept.
+- ``shared`` says whether other processes, perhaps on other machines, use the storage at the
+  same time (they must then all hold the same data key, and never sweep with no grace);
+  ``rotating`` is held for the length of a key rotation and refuses a second one at once.
 
 ``FileBlobStorage`` keeps one file per blob in a folder (``PostgresBlobStorage``, in
 ``postgres_storage.py``, rows in a shared database). Blob ids are checked before they reach
@@ -26,6 +29,7 @@ import re
 import secrets
 import time
 from collections.abc import Collection, Hashable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -61,6 +65,10 @@ class OpenBlob(Protocol):
 class BlobStorage(Protocol):
     """Opaque bytes by blob id (see the module's docstring for the promises)."""
 
+    @property
+    def shared(self) -> bool:
+        """Used by other processes (on other machines) at the same time."""
+
     def write(
         self, blob_id: str, parts: Iterable[bytes], *, replacing: Hashable | None = None
     ) -> bool: ...
@@ -78,6 +86,9 @@ class BlobStorage(Protocol):
     def sweep(self, keep: Collection[str], grace: float) -> int:
         """Remove blobs not in ``keep`` and leftovers, older than ``grace`` seconds; returns
         how many went."""
+
+    def rotating(self) -> AbstractContextManager[None]:
+        """Held while a key rotation runs; ``Conflict`` when another one already does."""
 
 
 class _OpenFile:
@@ -102,8 +113,14 @@ class FileBlobStorage:
     then renamed over the final name (and the folder fsynced), so a crash leaves the old file
     or the new one, never a mix; leftover temporary files are swept."""
 
+    shared = False  # one data directory; its ingestion lock keeps processes apart
+
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    def rotating(self) -> AbstractContextManager[None]:
+        """Nothing to take: rotations run under the data directory's ingestion lock."""
+        return nullcontext()
 
     def _path(self, blob_id: str) -> Path:
         return self.root / check_blob_id(blob_id)
