@@ -1,8 +1,9 @@
 """The ``AccountStore`` contract, run against every backend.
 
 Each test takes ``accounts`` (a fresh, empty account store). SQLite runs twice: with a
-database of its own, and sharing the index store's database (how ``lorebase serve`` runs it).
-A PostgreSQL backend is one more entry in ``BACKENDS``.
+database of its own, and sharing the index store's database (how ``lorebase serve`` runs it);
+PostgreSQL runs twice too: with a pool of its own, and over a ``PostgresDatabase`` it is
+given (the composition root's). A new backend is one more entry in ``BACKENDS``.
 """
 
 from __future__ import annotations
@@ -10,44 +11,79 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
 
 import pytest
 
 from lorebase.accounts.base import AccountStore, Role
 from lorebase.errors import Conflict, InvalidInput, NotFound
 
-Opener = Callable[[Path], AbstractContextManager[AccountStore]]
+Opener = Callable[[], AbstractContextManager[AccountStore]]
+"""Opens the test's account store (again and again: the same database each time)."""
+Backend = Callable[[pytest.FixtureRequest], Opener]
+"""Makes a test's opener, taking what it needs (a folder, a database) from its fixtures."""
 
 
-@contextmanager
-def _sqlite_own(tmp_path: Path) -> Iterator[AccountStore]:
+def _sqlite_own(request: pytest.FixtureRequest) -> Opener:
     from lorebase.accounts.sqlite import SqliteAccounts
 
-    with SqliteAccounts.open(tmp_path / "lorebase.db") as accounts:
-        yield accounts
+    path = request.getfixturevalue("tmp_path") / "lorebase.db"
+    return lambda: SqliteAccounts.open(path)
 
 
-@contextmanager
-def _sqlite_shared(tmp_path: Path) -> Iterator[AccountStore]:
+def _sqlite_shared(request: pytest.FixtureRequest) -> Opener:
     from lorebase.accounts.sqlite import SqliteAccounts
     from lorebase.store.sqlite import SqliteStore
 
-    with SqliteStore(tmp_path / "lorebase.db") as store:
-        yield SqliteAccounts(store)
+    path = request.getfixturevalue("tmp_path") / "lorebase.db"
+
+    @contextmanager
+    def opened() -> Iterator[AccountStore]:
+        with SqliteStore(path) as store:
+            yield SqliteAccounts(store)
+
+    return opened
 
 
-BACKENDS: dict[str, Opener] = {"sqlite": _sqlite_own, "sqlite-shared": _sqlite_shared}
+def _postgres_own(request: pytest.FixtureRequest) -> Opener:
+    from lorebase.accounts.postgres import PostgresAccounts
+
+    url = request.getfixturevalue("postgres_url")
+    return lambda: PostgresAccounts.open(url)
+
+
+def _postgres_shared(request: pytest.FixtureRequest) -> Opener:
+    from lorebase.accounts.postgres import PostgresAccounts
+    from lorebase.store.postgres.database import PostgresDatabase
+
+    url = request.getfixturevalue("postgres_url")
+
+    @contextmanager
+    def opened() -> Iterator[AccountStore]:
+        database = PostgresDatabase(url)
+        try:
+            yield PostgresAccounts(database)
+        finally:
+            database.close()
+
+    return opened
+
+
+BACKENDS: dict[str, Backend] = {
+    "sqlite": _sqlite_own,
+    "sqlite-shared": _sqlite_shared,
+    "postgres": _postgres_own,
+    "postgres-shared": _postgres_shared,
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def accounts_backend(request: pytest.FixtureRequest) -> Opener:
-    return BACKENDS[request.param]
+    return BACKENDS[request.param](request)
 
 
 @pytest.fixture
-def accounts(accounts_backend: Opener, tmp_path: Path) -> Iterator[AccountStore]:
-    with accounts_backend(tmp_path) as opened:
+def accounts(accounts_backend: Opener) -> Iterator[AccountStore]:
+    with accounts_backend() as opened:
         yield opened
 
 
@@ -141,10 +177,10 @@ def test_the_audit_log_is_newest_first_and_limited(accounts: AccountStore) -> No
     assert [e.target for e in accounts.audit_log(limit=1)] == ["user-2"]
 
 
-def test_accounts_persist_across_opens(accounts_backend: Opener, tmp_path: Path) -> None:
-    with accounts_backend(tmp_path) as accounts:
+def test_accounts_persist_across_opens(accounts_backend: Opener) -> None:
+    with accounts_backend() as accounts:
         key, _ = accounts.create_key(accounts.create_user("dana").id)
-    with accounts_backend(tmp_path) as accounts:
+    with accounts_backend() as accounts:
         assert accounts.resolve_key(key) == accounts.get_user("dana")
 
 

@@ -1,15 +1,17 @@
 """The encrypted blob store and the data key: round trips, tamper evidence, key handling,
-hostile ids, sweeping and rotation."""
+hostile ids, sweeping and rotation. Every blob test runs on every storage (``STORAGES``: files
+in a folder, rows in PostgreSQL); a few check what only files have (modes, temporary files)."""
 
 from __future__ import annotations
 
 import base64
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
+from blob_storages import STORAGES, RawFiles, RawStorage
 
 from lorebase.errors import (
     WRONG_KEY_MESSAGE,
@@ -31,6 +33,7 @@ from lorebase.vault.keys import (
     open_text,
     seal_text,
 )
+from lorebase.vault.storage import BlobStorage
 
 CHUNK = 16  # small chunks make multi-chunk blobs cheap
 RECORD = NONCE_BYTES + CHUNK + TAG_BYTES
@@ -44,15 +47,32 @@ def key() -> DataKey:
     return DataKey.generate()
 
 
+@pytest.fixture(params=sorted(STORAGES))
+def raw(request: pytest.FixtureRequest) -> Iterator[RawStorage]:
+    with STORAGES[request.param](request) as opened:
+        yield opened
+
+
 @pytest.fixture
-def store(tmp_path: Path, key: DataKey) -> BlobStore:
-    return BlobStore(tmp_path / "blobs", key, chunk_size=CHUNK)
+def store(raw: RawStorage, key: DataKey) -> BlobStore:
+    return BlobStore(raw.storage, key, chunk_size=CHUNK)
 
 
-def flip(path: Path, offset: int) -> None:
-    raw = bytearray(path.read_bytes())
-    raw[offset] ^= 0x01
-    path.write_bytes(bytes(raw))
+@pytest.fixture
+def files(tmp_path: Path) -> RawFiles:
+    """Files only: for what only a folder has (modes, temporary and foreign files)."""
+    return RawFiles(tmp_path / "blobs")
+
+
+def flip(raw: RawStorage, blob_id: str, offset: int) -> None:
+    data = bytearray(raw.read(blob_id))
+    data[offset] ^= 0x01
+    raw.write(blob_id, bytes(data))
+
+
+def other_store(storage: BlobStorage, key: DataKey | None = None) -> BlobStore:
+    """Another blob store over the same storage (another key, another process)."""
+    return BlobStore(storage, key or DataKey.generate(), chunk_size=CHUNK)
 
 
 # -- round trips -----------------------------------------------------------------------------
@@ -82,49 +102,53 @@ def test_round_trip_from_an_iterator_of_odd_pieces(store: BlobStore) -> None:
     assert all(len(chunk) == CHUNK for chunk in list(store.stream(A))[:-1])
 
 
-def test_default_chunk_size_round_trip(tmp_path: Path, key: DataKey) -> None:
-    store = BlobStore(tmp_path, key)
+def test_default_chunk_size_round_trip(raw: RawStorage, key: DataKey) -> None:
+    store = BlobStore(raw.default, key)
     data = os.urandom(2 * 1024 * 1024 + 5)  # three 1 MiB chunks
     store.put(A, [data[:100], data[100:]])
     assert store.get(A) == data
 
 
-def test_file_layout_is_header_plus_one_record_per_chunk(store: BlobStore, key: DataKey) -> None:
+def test_layout_is_header_plus_one_record_per_chunk(
+    store: BlobStore, raw: RawStorage, key: DataKey
+) -> None:
+    """Every storage keeps the very bytes of the file format."""
     store.put(A, b"z" * (CHUNK * 2 + 1))
-    raw = (store.root / A).read_bytes()
-    assert raw.startswith(b"LOREBLOB\x01" + key.id_bytes)
-    assert len(raw) == HEADER_BYTES + 2 * RECORD + (NONCE_BYTES + 1 + TAG_BYTES)
+    stored = raw.read(A)
+    assert stored.startswith(b"LOREBLOB\x01" + key.id_bytes)
+    assert len(stored) == HEADER_BYTES + 2 * RECORD + (NONCE_BYTES + 1 + TAG_BYTES)
     assert store.key_id_of(A) == key.id
 
 
-def test_disk_holds_neither_plaintext_nor_display_name(store: BlobStore, key: DataKey) -> None:
+def test_storage_holds_neither_plaintext_nor_display_name(
+    store: BlobStore, raw: RawStorage, key: DataKey
+) -> None:
     secret = b"quarterly salary figures: alice 123456 " * 4
     name = "salaries-2024-confidential.xlsx"
     store.put(A, secret)
     sealed = seal_text(key, name, context=f"upload-name:{A}")
-    for path in store.root.iterdir():
-        raw = path.read_bytes()
-        assert path.name == A
-        assert b"salary" not in raw and b"alice" not in raw
-        assert name.encode() not in raw and b"salaries" not in raw
+    assert raw.names() == {A}
+    stored = raw.read(A)
+    assert b"salary" not in stored and b"alice" not in stored
+    assert name.encode() not in stored and b"salaries" not in stored
     assert name not in sealed and "salaries" not in sealed
     assert open_text(key, sealed, context=f"upload-name:{A}") == name
 
 
-def test_files_and_folder_are_private(store: BlobStore) -> None:
-    store.put(A, b"data")
-    assert stat.S_IMODE((store.root / A).stat().st_mode) == 0o600
-    assert stat.S_IMODE(store.root.stat().st_mode) & 0o077 == 0
+def test_files_and_folder_are_private(files: RawFiles, key: DataKey) -> None:
+    BlobStore(files.storage, key).put(A, b"data")
+    assert stat.S_IMODE((files.root / A).stat().st_mode) == 0o600
+    assert stat.S_IMODE(files.root.stat().st_mode) & 0o077 == 0
 
 
-def test_put_replaces_and_leaves_no_temp_files(store: BlobStore) -> None:
+def test_put_replaces_and_leaves_no_temp_files(store: BlobStore, raw: RawStorage) -> None:
     store.put(A, b"first")
     store.put(A, b"second")
     assert store.get(A) == b"second"
-    assert [p.name for p in store.root.iterdir()] == [A]
+    assert raw.names() == {A}
 
 
-def test_failed_put_keeps_the_old_blob_and_no_temp(store: BlobStore) -> None:
+def test_failed_put_keeps_the_old_blob_and_no_temp(store: BlobStore, raw: RawStorage) -> None:
     store.put(A, b"old")
 
     def broken() -> Iterator[bytes]:
@@ -134,7 +158,10 @@ def test_failed_put_keeps_the_old_blob_and_no_temp(store: BlobStore) -> None:
     with pytest.raises(OSError, match="interrupted"):
         store.put(A, broken())
     assert store.get(A) == b"old"
-    assert [p.name for p in store.root.iterdir()] == [A]
+    assert raw.names() == {A}
+    with pytest.raises(OSError, match="interrupted"):
+        store.put(B, broken())  # a new blob cut short is not there at all
+    assert not store.exists(B) and raw.names() == {A}
 
 
 def test_non_bytes_data_is_rejected(store: BlobStore) -> None:
@@ -154,7 +181,6 @@ def test_exists_delete_ids(store: BlobStore) -> None:
     assert store.ids() == set()
     store.put(A, b"1")
     store.put(C, b"2")
-    (store.root / "README").write_text("not a blob")
     assert store.ids() == {A, C}
     assert store.exists(A)
     assert store.delete(A) is True
@@ -165,11 +191,18 @@ def test_exists_delete_ids(store: BlobStore) -> None:
 # -- tampering -------------------------------------------------------------------------------
 
 
-def damaged(store: BlobStore, blob_id: str, before: bytes) -> None:
-    """Reading fails as damage, and the file is kept exactly as it was."""
+def test_foreign_files_are_not_blobs(files: RawFiles, key: DataKey) -> None:
+    store = BlobStore(files.storage, key)
+    store.put(A, b"1")
+    (files.root / "README").write_text("not a blob")
+    assert store.ids() == {A} == BlobStore.stored_ids(files.root)
+
+
+def damaged(store: BlobStore, raw: RawStorage, blob_id: str, before: bytes) -> None:
+    """Reading fails as damage, and the stored blob is kept exactly as it was."""
     with pytest.raises(DamagedBlob, match=f"blob {blob_id} is damaged"):
         store.get(blob_id)
-    assert (store.root / blob_id).read_bytes() == before
+    assert raw.read(blob_id) == before
 
 
 @pytest.mark.parametrize(
@@ -177,71 +210,66 @@ def damaged(store: BlobStore, blob_id: str, before: bytes) -> None:
     [HEADER_BYTES + NONCE_BYTES + 2, HEADER_BYTES, -1, HEADER_BYTES + RECORD + 5, 15],
     ids=["ciphertext", "nonce", "last-tag", "second-chunk", "chunk-size-in-header"],
 )
-def test_flipped_byte_is_detected(store: BlobStore, offset: int) -> None:
+def test_flipped_byte_is_detected(store: BlobStore, raw: RawStorage, offset: int) -> None:
     store.put(A, os.urandom(CHUNK * 3 + 4))
-    path = store.root / A
-    flip(path, offset)
-    damaged(store, A, path.read_bytes())
+    flip(raw, A, offset)
+    damaged(store, raw, A, raw.read(A))
 
 
 @pytest.mark.parametrize("records", [1, 2, 3], ids=["to-one-chunk", "to-two", "to-three"])
-def test_truncation_at_a_chunk_boundary_is_detected(store: BlobStore, records: int) -> None:
+def test_truncation_at_a_chunk_boundary_is_detected(
+    store: BlobStore, raw: RawStorage, records: int
+) -> None:
     store.put(A, os.urandom(CHUNK * 3 + 4))
-    path = store.root / A
-    path.write_bytes(path.read_bytes()[: HEADER_BYTES + records * RECORD])
-    damaged(store, A, path.read_bytes())
+    raw.write(A, raw.read(A)[: HEADER_BYTES + records * RECORD])
+    damaged(store, raw, A, raw.read(A))
 
 
 @pytest.mark.parametrize("keep", [0, 5, HEADER_BYTES, HEADER_BYTES + 20], ids=str)
-def test_truncation_elsewhere_is_detected(store: BlobStore, keep: int) -> None:
+def test_truncation_elsewhere_is_detected(store: BlobStore, raw: RawStorage, keep: int) -> None:
     store.put(A, b"some data")
-    path = store.root / A
-    path.write_bytes(path.read_bytes()[:keep])
-    damaged(store, A, path.read_bytes())
+    raw.write(A, raw.read(A)[:keep])
+    damaged(store, raw, A, raw.read(A))
 
 
-def test_appended_chunk_is_detected(store: BlobStore) -> None:
+def test_appended_chunk_is_detected(store: BlobStore, raw: RawStorage) -> None:
     store.put(A, b"x" * CHUNK)
-    path = store.root / A
-    raw = path.read_bytes()
-    path.write_bytes(raw + raw[HEADER_BYTES:])
-    damaged(store, A, path.read_bytes())
+    stored = raw.read(A)
+    raw.write(A, stored + stored[HEADER_BYTES:])
+    damaged(store, raw, A, raw.read(A))
 
 
-def test_swapped_chunks_are_detected(store: BlobStore) -> None:
+def test_swapped_chunks_are_detected(store: BlobStore, raw: RawStorage) -> None:
     store.put(A, os.urandom(CHUNK * 3))
-    path = store.root / A
-    raw = path.read_bytes()
-    first = raw[HEADER_BYTES : HEADER_BYTES + RECORD]
-    second = raw[HEADER_BYTES + RECORD : HEADER_BYTES + 2 * RECORD]
-    path.write_bytes(raw[:HEADER_BYTES] + second + first + raw[HEADER_BYTES + 2 * RECORD :])
-    damaged(store, A, path.read_bytes())
+    stored = raw.read(A)
+    first = stored[HEADER_BYTES : HEADER_BYTES + RECORD]
+    second = stored[HEADER_BYTES + RECORD : HEADER_BYTES + 2 * RECORD]
+    raw.write(A, stored[:HEADER_BYTES] + second + first + stored[HEADER_BYTES + 2 * RECORD :])
+    damaged(store, raw, A, raw.read(A))
 
 
-def test_swapped_blob_files_are_detected(store: BlobStore) -> None:
+def test_swapped_blobs_are_detected(store: BlobStore, raw: RawStorage) -> None:
     store.put(A, b"alpha's document")
     store.put(B, b"bravo's document")
-    a, b = (store.root / A).read_bytes(), (store.root / B).read_bytes()
-    (store.root / A).write_bytes(b)
-    (store.root / B).write_bytes(a)
-    damaged(store, A, b)
-    damaged(store, B, a)
+    a, b = raw.read(A), raw.read(B)
+    raw.write(A, b)
+    raw.write(B, a)
+    damaged(store, raw, A, b)
+    damaged(store, raw, B, a)
 
 
-def test_streaming_reports_damage_too(store: BlobStore) -> None:
+def test_streaming_reports_damage_too(store: BlobStore, raw: RawStorage) -> None:
     store.put(A, os.urandom(CHUNK * 3))
-    path = store.root / A
-    path.write_bytes(path.read_bytes()[: HEADER_BYTES + 2 * RECORD])
+    raw.write(A, raw.read(A)[: HEADER_BYTES + 2 * RECORD])
     with pytest.raises(DamagedBlob):
         list(store.stream(A))
 
 
-def test_not_a_blob_and_future_version(store: BlobStore) -> None:
-    (store.root).mkdir(parents=True)
-    (store.root / A).write_bytes(b"just some file that is long enough")
-    damaged(store, A, (store.root / A).read_bytes())
+def test_not_a_blob_and_future_version(store: BlobStore, raw: RawStorage) -> None:
+    raw.write(A, b"just some file that is long enough")
+    damaged(store, raw, A, raw.read(A))
     store.put(B, b"data")
-    flip(store.root / B, 8)  # version 1 -> 0
+    flip(raw, B, 8)  # version 1 -> 0
     with pytest.raises(Unsupported, match="upgrade lorebase"):
         store.get(B)
 
@@ -249,10 +277,10 @@ def test_not_a_blob_and_future_version(store: BlobStore) -> None:
 # -- wrong key -------------------------------------------------------------------------------
 
 
-def test_wrong_key_is_reported_and_the_file_kept(store: BlobStore, tmp_path: Path) -> None:
+def test_wrong_key_is_reported_and_the_blob_kept(store: BlobStore, raw: RawStorage) -> None:
     store.put(A, b"secret")
-    before = (store.root / A).read_bytes()
-    other = BlobStore(store.root, DataKey.generate(), chunk_size=CHUNK)
+    before = raw.read(A)
+    other = other_store(raw.storage)
     with pytest.raises(WrongKey) as caught:
         other.get(A)
     assert str(caught.value).startswith(WRONG_KEY_MESSAGE)
@@ -261,7 +289,7 @@ def test_wrong_key_is_reported_and_the_file_kept(store: BlobStore, tmp_path: Pat
     assert isinstance(caught.value, ServerFault)  # the server's key is at fault, not the request
     with pytest.raises(WrongKey):
         other.stream(A)
-    assert (store.root / A).read_bytes() == before
+    assert raw.read(A) == before
     assert store.get(A) == b"secret"
 
 
@@ -401,7 +429,12 @@ def test_hostile_ids_are_rejected(store: BlobStore, blob_id: object) -> None:
             call(blob_id)  # type: ignore[operator]
     with pytest.raises(InvalidInput):
         store.put(blob_id, b"x")  # type: ignore[arg-type]
-    assert not store.root.exists() or store.ids() == set()
+    for storage_call in (store.storage.open, store.storage.exists, store.storage.delete):
+        with pytest.raises(InvalidInput):  # the storage checks too
+            storage_call(blob_id)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        store.storage.write(blob_id, [b"x"])  # type: ignore[arg-type]
+    assert store.ids() == set()
 
 
 def test_longest_id_is_accepted(store: BlobStore) -> None:
@@ -413,23 +446,29 @@ def test_longest_id_is_accepted(store: BlobStore) -> None:
 # -- sweeping --------------------------------------------------------------------------------
 
 
-def age(path: Path, seconds: float = 7200) -> None:
-    stamp = path.stat().st_mtime - seconds
-    os.utime(path, (stamp, stamp))
-
-
-def test_sweep_orphans_removes_unkept_blobs_and_stale_temps(store: BlobStore) -> None:
+def test_sweep_orphans_removes_unkept_blobs(store: BlobStore, raw: RawStorage) -> None:
     for blob_id in (A, B, C):
         store.put(blob_id, b"data")
-        age(store.root / blob_id)
-    stale = store.root / f".{A}.{'0' * 16}.tmp"
-    fresh = store.root / f".{B}.{'1' * 16}.tmp"
+        raw.age(blob_id)
+    assert store.sweep_orphans(keep={A}) == 2
+    assert store.ids() == {A} and raw.names() == {A}
+    assert store.get(A) == b"data"
+    assert store.sweep_orphans(keep={A}) == 0
+
+
+def test_sweep_orphans_removes_unkept_blobs_and_stale_temps(files: RawFiles, key: DataKey) -> None:
+    store = BlobStore(files.storage, key)
+    for blob_id in (A, B, C):
+        store.put(blob_id, b"data")
+        files.age(blob_id)
+    stale = files.root / f".{A}.{'0' * 16}.tmp"
+    fresh = files.root / f".{B}.{'1' * 16}.tmp"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"half")
-    age(stale)
-    other = store.root / "notes.txt"
+    files.age(stale.name)
+    other = files.root / "notes.txt"
     other.write_text("not ours")
-    age(other)
+    files.age(other.name)
 
     assert store.sweep_orphans(keep={A}) == 3  # B, C and the stale temp file
     assert store.ids() == {A}
@@ -449,6 +488,10 @@ def test_sweep_of_a_missing_folder(tmp_path: Path, key: DataKey) -> None:
     assert BlobStore(tmp_path / "none", key).sweep_orphans(set()) == 0
 
 
+def test_sweep_of_an_empty_storage(store: BlobStore) -> None:
+    assert store.sweep_orphans(set(), grace=-1) == 0
+
+
 # -- rotation --------------------------------------------------------------------------------
 
 
@@ -459,33 +502,33 @@ def fill(store: BlobStore) -> dict[str, bytes]:
     return blobs
 
 
-def test_rotate_reencrypts_everything(store: BlobStore, key: DataKey) -> None:
+def test_rotate_reencrypts_everything(store: BlobStore, raw: RawStorage, key: DataKey) -> None:
     blobs = fill(store)
     new = DataKey.generate()
     assert store.rotate(new) == len(blobs)
     assert store.key == new
-    fresh = BlobStore(store.root, new, chunk_size=CHUNK)
-    stale = BlobStore(store.root, key, chunk_size=CHUNK)
+    fresh = other_store(raw.storage, new)
+    stale = other_store(raw.storage, key)
     for blob_id, data in blobs.items():
         assert fresh.get(blob_id) == data
         assert fresh.key_id_of(blob_id) == new.id
         with pytest.raises(WrongKey):
             stale.get(blob_id)
     assert store.ids() == set(blobs)  # no temp files left
-    assert {p.name for p in store.root.iterdir()} == set(blobs)
+    assert raw.names() == set(blobs)
 
 
-def test_rotate_is_idempotent(store: BlobStore) -> None:
+def test_rotate_is_idempotent(store: BlobStore, raw: RawStorage) -> None:
     blobs = fill(store)
     new = DataKey.generate()
     assert store.rotate(new) == len(blobs)
-    before = {blob_id: (store.root / blob_id).read_bytes() for blob_id in blobs}
+    before = {blob_id: raw.read(blob_id) for blob_id in blobs}
     assert store.rotate(new) == 0
-    assert {blob_id: (store.root / blob_id).read_bytes() for blob_id in blobs} == before
+    assert {blob_id: raw.read(blob_id) for blob_id in blobs} == before
 
 
 def test_interrupted_rotation_reads_both_and_completes_on_rerun(
-    store: BlobStore, key: DataKey
+    store: BlobStore, raw: RawStorage, key: DataKey
 ) -> None:
     blobs = fill(store)
     new = DataKey.generate()
@@ -493,13 +536,13 @@ def test_interrupted_rotation_reads_both_and_completes_on_rerun(
     for blob_id in done:  # a rotation that crashed after two blobs
         assert store._rotate_one(blob_id, new)
 
-    mixed = BlobStore(store.root, new, previous=[key], chunk_size=CHUNK)
+    mixed = BlobStore(raw.storage, new, previous=[key], chunk_size=CHUNK)
     assert all(mixed.get(blob_id) == data for blob_id, data in blobs.items())
     assert {store.key_id_of(b) for b in done} == {new.id}
 
-    restarted = BlobStore(store.root, key, chunk_size=CHUNK)  # still configured with the old key
+    restarted = other_store(raw.storage, key)  # still configured with the old key
     assert restarted.rotate(new) == len(blobs) - len(done)
-    only_new = BlobStore(store.root, new, chunk_size=CHUNK)
+    only_new = other_store(raw.storage, new)
     assert all(only_new.get(blob_id) == data for blob_id, data in blobs.items())
 
 
@@ -512,12 +555,14 @@ def test_rotation_writes_new_uploads_with_the_new_key(store: BlobStore, key: Dat
     assert store.keys == (new, key)
 
 
-def test_rotation_leaves_damaged_and_foreign_blobs_untouched(store: BlobStore) -> None:
+def test_rotation_leaves_damaged_and_foreign_blobs_untouched(
+    store: BlobStore, raw: RawStorage
+) -> None:
     blobs = fill(store)
     ids = sorted(blobs)
-    flip(store.root / ids[1], -1)
-    BlobStore(store.root, DataKey.generate(), chunk_size=CHUNK).put(ids[3], b"foreign")
-    kept = {i: (store.root / i).read_bytes() for i in (ids[1], ids[3])}
+    flip(raw, ids[1], -1)
+    other_store(raw.storage).put(ids[3], b"foreign")
+    kept = {i: raw.read(i) for i in (ids[1], ids[3])}
     new = DataKey.generate()
 
     with pytest.raises(RotationIncomplete) as caught:
@@ -525,30 +570,34 @@ def test_rotation_leaves_damaged_and_foreign_blobs_untouched(store: BlobStore) -
     assert caught.value.rotated == len(blobs) - 2
     assert isinstance(caught.value.failed[ids[1]], DamagedBlob)
     assert isinstance(caught.value.failed[ids[3]], WrongKey)
-    assert {i: (store.root / i).read_bytes() for i in (ids[1], ids[3])} == kept
-    assert {p.name for p in store.root.iterdir()} == set(blobs)
+    assert {i: raw.read(i) for i in (ids[1], ids[3])} == kept
+    assert raw.names() == set(blobs)
     for blob_id in (ids[0], ids[2], ids[4], ids[5]):
         assert store.get(blob_id) == blobs[blob_id]
 
 
 def test_rotation_does_not_clobber_a_concurrent_put(
-    store: BlobStore, monkeypatch: pytest.MonkeyPatch
+    store: BlobStore, raw: RawStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Another writer replaces the blob after the rotation read it and before its re-encrypted
+    copy lands: that write wins, whatever the storage."""
     store.put(A, b"old content")
     new = DataKey.generate()
-    real_write = store._write_temp
+    storage = raw.storage
+    real_write = storage.write
 
-    def write_then_race(blob_id: str, key: DataKey, data: object) -> tuple[Path, int]:
-        result = real_write(blob_id, key, data)  # type: ignore[arg-type]
-        os.unlink(store.root / A)  # another writer replaces the blob meanwhile
-        BlobStore(store.root, new, chunk_size=CHUNK).put(A, b"newer content")
-        return result
+    def race_then_write(
+        blob_id: str, parts: Iterable[bytes], *, replacing: Hashable | None = None
+    ) -> bool:
+        if replacing is not None:  # the rotation's write: another process wins the race
+            other_store(storage, new).put(A, b"newer content")  # (not a rotation's write)
+        return real_write(blob_id, parts, replacing=replacing)
 
-    monkeypatch.setattr(store, "_write_temp", write_then_race)
+    monkeypatch.setattr(storage, "write", race_then_write)
     assert store.rotate(new) == 0
     monkeypatch.undo()
     assert store.get(A) == b"newer content"
-    assert store.ids() == {A} and len(list(store.root.iterdir())) == 1
+    assert store.ids() == {A} and raw.names() == {A}
 
 
 # -- sealed names ----------------------------------------------------------------------------

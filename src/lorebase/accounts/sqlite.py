@@ -4,38 +4,35 @@ write lock) or open themselves."""
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import sqlite3
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol
+from typing import Protocol
 
 from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, Session, Team, User
+from lorebase.accounts.common import (
+    AUDIT_COLUMNS,
+    KEY_COLUMNS,
+    USER_COLUMNS,
+    ClosesOwned,
+    audit_from_row,
+    check_name,
+    key_from_row,
+    key_hash,
+    key_is_live,
+    looks_like_key,
+    looks_like_session,
+    new_key,
+    new_session_token,
+    user_from_row,
+)
 from lorebase.accounts.schema import migrate_accounts
-from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.errors import Conflict, NotFound
 from lorebase.store.sqlite.database import SqliteDatabase
 
-KEY_PREFIX = "lb_"
-SESSION_PREFIX = "lbs_"
-KEY_BYTES = 32
-SHOWN_PREFIX_CHARS = 10
-NAME_MAX = 64
-KEY_COLUMNS = "id, user_id, prefix, name, created_at, expires_at, revoked_at, last_used_at"
-
-
-def key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def _name(name: str, what: str) -> str:
-    cleaned = name.strip()
-    if not cleaned or len(cleaned) > NAME_MAX or any(c in cleaned for c in "\n\r\t\x00"):
-        raise InvalidInput(f"a {what} name must be 1-{NAME_MAX} characters on one line")
-    return cleaned
+__all__ = ["HasDatabase", "SqliteAccounts", "key_hash"]
 
 
 class HasDatabase(Protocol):
@@ -45,7 +42,7 @@ class HasDatabase(Protocol):
     def database(self) -> SqliteDatabase: ...
 
 
-class SqliteAccounts(AccountStore):
+class SqliteAccounts(ClosesOwned, AccountStore):
     """:class:`AccountStore` over SQLite. ``SqliteAccounts(store)`` shares the store's database
     (its file, connections and write lock; closing the store closes it);
     ``SqliteAccounts.open(path)`` opens a database of its own, closed by :meth:`close`. Either
@@ -68,21 +65,8 @@ class SqliteAccounts(AccountStore):
         accounts._owned = True
         return accounts
 
-    def close(self) -> None:
-        """Close the database if this object opened it (a shared one belongs to its owner)."""
-        if self._owned:
-            self._db.close()
-
-    def __enter__(self) -> SqliteAccounts:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _close_database(self) -> None:
+        self._db.close()
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         return self._db.write()
@@ -92,7 +76,7 @@ class SqliteAccounts(AccountStore):
 
     # -- users and teams ---------------------------------------------------------------------
     def create_user(self, name: str, role: Role = Role.MEMBER) -> User:
-        name = _name(name, "user")
+        name = check_name(name, "user")
         now = time.time()
         with self._write() as conn:
             try:
@@ -108,19 +92,19 @@ class SqliteAccounts(AccountStore):
     def get_user(self, name: str) -> User:
         with self._read() as conn:
             row = conn.execute(
-                "SELECT id, name, role, created_at FROM users WHERE name = ?", (name,)
+                f"SELECT {USER_COLUMNS} FROM users WHERE name = ?", (name,)
             ).fetchone()
         if row is None:
             raise NotFound("no such user; `lorebase users list` shows them")
-        return _user(row)
+        return user_from_row(row)
 
     def list_users(self) -> list[User]:
         with self._read() as conn:
-            rows = conn.execute("SELECT id, name, role, created_at FROM users ORDER BY name")
-            return [_user(row) for row in rows.fetchall()]
+            rows = conn.execute(f"SELECT {USER_COLUMNS} FROM users ORDER BY name")
+            return [user_from_row(row) for row in rows.fetchall()]
 
     def create_team(self, name: str) -> Team:
-        name = _name(name, "team")
+        name = check_name(name, "team")
         now = time.time()
         with self._write() as conn:
             try:
@@ -171,44 +155,32 @@ class SqliteAccounts(AccountStore):
     def create_key(
         self, user_id: int, name: str = "", expires_at: float | None = None
     ) -> tuple[str, ApiKey]:
-        key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
         now = time.time()
-        if expires_at is not None and expires_at <= now:
-            raise InvalidInput("a key's expiry must lie in the future")
+        made = new_key(expires_at, now)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone() is None:
                 raise NotFound("no such user")
             key_id = conn.execute(
                 "INSERT INTO api_keys (user_id, prefix, hash, name, created_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (user_id, key[:SHOWN_PREFIX_CHARS], key_hash(key), name, now, expires_at),
+                (user_id, made.prefix, made.hash, name, now, expires_at),
             ).lastrowid
         assert key_id is not None  # an INSERT always sets it
-        record = ApiKey(
-            key_id,
-            user_id,
-            key[:SHOWN_PREFIX_CHARS],
-            name,
-            now,
-            expires_at,
-            None,
-            None,
-        )
-        return key, record
+        return made.key, ApiKey(key_id, user_id, made.prefix, name, now, expires_at, None, None)
 
     def resolve_key(self, key: str) -> User | None:
-        if not key.startswith(KEY_PREFIX):
+        if not looks_like_key(key):
             return None
         now = time.time()
         with self._read() as conn:
             row = conn.execute(
-                "SELECT u.id, u.name, u.role, u.created_at, k.id, k.expires_at, k.revoked_at "
+                "SELECT u.id, u.name, u.role, u.created_at, k.expires_at, k.revoked_at "
                 "FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
                 (key_hash(key),),
             ).fetchone()
-        if row is None or row[6] is not None or (row[5] is not None and row[5] <= now):
+        if row is None or not key_is_live(row[4], row[5], now):
             return None
-        return _user(row[:4])
+        return user_from_row(row[:4])
 
     def revoke_key(self, key_id: int) -> None:
         with self._write() as conn:
@@ -225,14 +197,14 @@ class SqliteAccounts(AccountStore):
         if user_id is not None:
             sql, params = sql + " WHERE user_id = ?", (user_id,)
         with self._read() as conn:
-            return [ApiKey(*row) for row in conn.execute(sql + " ORDER BY id", params)]
+            return [key_from_row(row) for row in conn.execute(sql + " ORDER BY id", params)]
 
     # -- sessions ----------------------------------------------------------------------------
     def create_session(self, key: str, expires_at: float) -> tuple[str, Session] | None:
-        if not key.startswith(KEY_PREFIX):
+        if not looks_like_key(key):
             return None
         now = time.time()
-        token = SESSION_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+        token = new_session_token()
         with self._write() as conn:
             row = conn.execute(
                 "SELECT id, user_id, expires_at FROM api_keys "
@@ -253,7 +225,7 @@ class SqliteAccounts(AccountStore):
         return token, Session(session_id, user_id, key_id, now, expires_at)
 
     def resolve_session(self, token: str) -> User | None:
-        if not token.startswith(SESSION_PREFIX):
+        if not looks_like_session(token):
             return None
         now = time.time()
         with self._read() as conn:
@@ -264,7 +236,7 @@ class SqliteAccounts(AccountStore):
                 "AND (k.expires_at IS NULL OR k.expires_at > ?)",
                 (key_hash(token), now, now),
             ).fetchone()
-        return None if row is None else _user(row)
+        return None if row is None else user_from_row(row)
 
     def end_session(self, token: str) -> None:
         with self._write() as conn:
@@ -281,11 +253,6 @@ class SqliteAccounts(AccountStore):
     def audit_log(self, limit: int = 100) -> list[AuditEntry]:
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, at, actor, action, target FROM audit_log ORDER BY id DESC LIMIT ?",
-                (limit,),
+                f"SELECT {AUDIT_COLUMNS} FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)
             ).fetchall()
-        return [AuditEntry(*row) for row in rows]
-
-
-def _user(row: Sequence[Any]) -> User:
-    return User(int(row[0]), str(row[1]), Role(row[2]), float(row[3]))
+        return [audit_from_row(row) for row in rows]

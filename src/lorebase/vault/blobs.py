@@ -1,10 +1,12 @@
-"""Encrypted storage for uploaded originals: one file per blob, named by the blob id only.
+"""Encrypted storage for uploaded originals: the blob format, over a ``BlobStorage`` that keeps
+the encrypted bytes (``storage.py``: one file per blob named by the blob id only, or rows in
+PostgreSQL). This module does all the cryptography; a storage never sees plaintext or keys.
 
 Why chunks: AES-GCM in ``cryptography`` is one-shot, so a blob is encrypted as independent
 chunks of ``chunk_size`` plaintext bytes (1 MiB by default). Writing and reading then hold at
 most two chunks in memory, whatever the upload size.
 
-File format, version 1 (all integers big-endian)::
+Blob format, version 1 (all integers big-endian)::
 
     header   magic  b"LOREBLOB"                      8 bytes
              version  1                              1 byte
@@ -21,27 +23,24 @@ authenticated too). Each chunk's associated data is::
 so altering the header, reordering chunks, dropping trailing chunks (the new last chunk was not
 sealed as final), appending any, or renaming one blob's file to another's id all fail
 authentication. The key id in the header tells a wrong key (``WrongKey``) apart from damage
-(``DamagedBlob``); neither ever deletes or rewrites the file.
+(``DamagedBlob``); neither ever deletes or rewrites the stored blob.
 
 Every chunk has its own random nonce: with 1 MiB chunks the 2**32-messages-per-key bound for
 random nonces is reached only after about 4 PiB under one key.
 
-Writes go to a temporary file in the same folder (``.<id>.<random>.tmp``), are fsynced, then
-renamed over the final name, so a crash leaves the old blob or the new one, never a mix.
+Writes are atomic in every storage (files: a temporary file renamed over the final name;
+PostgreSQL: one transaction), so a crash leaves the old blob or the new one, never a mix.
 Rotation (``rotate``) re-encrypts blob by blob the same way; a blob is always wholly under the
 old key or wholly under the new one, and rerunning ``rotate`` finishes an interrupted rotation.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import secrets
-import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from cryptography.exceptions import InvalidTag
 
@@ -54,29 +53,36 @@ from lorebase.errors import (
     Unsupported,
     WrongKey,
 )
-from lorebase.vault.keys import NONCE_BYTES, TAG_BYTES, DataKey, fsync_dir, pick_key
+from lorebase.vault.keys import NONCE_BYTES, TAG_BYTES, DataKey, pick_key
+from lorebase.vault.storage import (
+    BLOB_ID_PATTERN,
+    BlobStorage,
+    FileBlobStorage,
+    OpenBlob,
+    check_blob_id,
+)
+
+__all__ = [
+    "BLOB_ID_PATTERN",
+    "CHUNK_SIZE",
+    "HEADER_BYTES",
+    "BlobData",
+    "BlobStorage",
+    "BlobStore",
+    "FileBlobStorage",
+    "check_blob_id",
+]
 
 MAGIC = b"LOREBLOB"
 FORMAT_VERSION = 1
 HEADER_BYTES = len(MAGIC) + 1 + 4 + 4
 CHUNK_SIZE = 1024 * 1024
 MAX_CHUNK_SIZE = 16 * 1024 * 1024  # bounds what a reader allocates for a chunk
-BLOB_ID_PATTERN = re.compile(r"[0-9a-f]{16,64}")
-TEMP_PATTERN = re.compile(r"\.[0-9a-f]{16,64}\.[0-9a-f]{16}\.tmp")
 SWEEP_GRACE_SECONDS = 3600.0
-"""Files younger than this survive a sweep: an upload in flight has written its blob (or is
-writing its temp file) before its record is committed, so it is not in ``keep`` yet."""
-FILE_MODE = 0o600
-FOLDER_MODE = 0o700
+"""Blobs younger than this survive a sweep: an upload in flight has written its blob (or is
+writing it) before its record is committed, so it is not in ``keep`` yet."""
 
 BlobData = bytes | bytearray | memoryview | Iterable[bytes]
-
-
-def check_blob_id(blob_id: str) -> str:
-    """Blob ids become file names, so only 16-64 lowercase hex characters pass."""
-    if not isinstance(blob_id, str) or not BLOB_ID_PATTERN.fullmatch(blob_id):
-        raise InvalidInput("a blob id must be 16 to 64 lowercase hexadecimal characters")
-    return blob_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,20 +123,39 @@ def _plain_chunks(data: BlobData, size: int) -> Iterator[tuple[bytes, bool]]:
     yield bytes(pending), True
 
 
+class _Sealed:
+    """The encrypted bytes of one blob, header first then one record per chunk, made as they
+    are consumed; ``size`` counts the plaintext sealed so far."""
+
+    def __init__(self, blob_id: str, key: DataKey, data: BlobData, chunk_size: int) -> None:
+        self._blob_id, self._key, self._data, self._chunk_size = blob_id, key, data, chunk_size
+        self.size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        header = _encode_header(self._key, self._chunk_size)
+        yield header
+        for index, (plain, final) in enumerate(_plain_chunks(self._data, self._chunk_size)):
+            nonce = secrets.token_bytes(NONCE_BYTES)
+            aad = _chunk_aad(header, self._blob_id, index, final)
+            yield nonce + self._key.encrypt(nonce, plain, aad)
+            self.size += len(plain)
+
+
 class BlobStore:
-    """Blobs in ``root``, written with ``key``. ``previous`` keys are read too, so blobs still
-    under an old key stay readable while a rotation is unfinished."""
+    """Blobs in ``storage`` (a :class:`BlobStorage`, or a folder for :class:`FileBlobStorage`),
+    written with ``key``. ``previous`` keys are read too, so blobs still under an old key stay
+    readable while a rotation is unfinished."""
 
     def __init__(
         self,
-        root: Path,
+        storage: BlobStorage | Path,
         key: DataKey,
         previous: Sequence[DataKey] = (),
         chunk_size: int = CHUNK_SIZE,
     ) -> None:
         if not 1 <= chunk_size <= MAX_CHUNK_SIZE:
             raise InvalidInput(f"chunk_size must be between 1 and {MAX_CHUNK_SIZE} bytes")
-        self.root = root
+        self.storage: BlobStorage = _storage(storage)
         self.chunk_size = chunk_size
         self._key = key
         self._previous = tuple(k for k in previous if k != key)
@@ -145,59 +170,21 @@ class BlobStore:
         """Every key this store reads with, the current one first."""
         return (self._key, *self._previous)
 
-    def _path(self, blob_id: str) -> Path:
-        return self.root / check_blob_id(blob_id)
-
     # -- writing -------------------------------------------------------------------------
 
     def put(self, blob_id: str, data: BlobData) -> int:
         """Store ``data`` (bytes, or an iterator of bytes for streaming) under ``blob_id``,
         replacing any blob of that id atomically. Returns the plaintext size in bytes."""
-        path = self._path(blob_id)
-        temp, size = self._write_temp(blob_id, self._key, data)
-        self._publish(temp, path)
-        return size
-
-    def _write_temp(self, blob_id: str, key: DataKey, data: BlobData) -> tuple[Path, int]:
-        self.root.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
-        temp = self.root / f".{blob_id}.{secrets.token_hex(8)}.tmp"
-        header = _encode_header(key, self.chunk_size)
-        size = 0
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(header)
-                for index, (plain, final) in enumerate(_plain_chunks(data, self.chunk_size)):
-                    nonce = secrets.token_bytes(NONCE_BYTES)
-                    aad = _chunk_aad(header, blob_id, index, final)
-                    out.write(nonce + key.encrypt(nonce, plain, aad))
-                    size += len(plain)
-                out.flush()
-                os.fsync(out.fileno())
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-        return temp, size
-
-    def _publish(self, temp: Path, path: Path) -> None:
-        try:
-            os.replace(temp, path)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-        fsync_dir(self.root)
+        sealed = _Sealed(check_blob_id(blob_id), self._key, data, self.chunk_size)
+        self.storage.write(blob_id, sealed)
+        return sealed.size
 
     # -- reading -------------------------------------------------------------------------
 
-    def _open(self, blob_id: str) -> BinaryIO:
-        path = self._path(blob_id)
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except (FileNotFoundError, NotADirectoryError):
-            raise NotFound(f"blob {blob_id} does not exist") from None
-        return os.fdopen(fd, "rb")
+    def _open(self, blob_id: str) -> OpenBlob:
+        return self.storage.open(check_blob_id(blob_id))
 
-    def _read_header(self, handle: BinaryIO, blob_id: str) -> _Header:
+    def _read_header(self, handle: OpenBlob, blob_id: str) -> _Header:
         raw = handle.read(HEADER_BYTES)
         if len(raw) < HEADER_BYTES or not raw.startswith(MAGIC):
             raise DamagedBlob(blob_id, "no lorebase blob header")
@@ -213,7 +200,7 @@ class BlobStore:
         return _Header(raw, raw[len(MAGIC) + 1 : -4].hex(), chunk_size)
 
     def _decrypt(
-        self, handle: BinaryIO, blob_id: str, header: _Header, key: DataKey
+        self, handle: OpenBlob, blob_id: str, header: _Header, key: DataKey
     ) -> Iterator[bytes]:
         """Yield authenticated plaintext chunks. Reads one record ahead to know which chunk is
         the last, since only that one may carry the final flag."""
@@ -247,7 +234,7 @@ class BlobStore:
             raise
 
         def chunks() -> Iterator[bytes]:
-            with handle:
+            with closing(handle):
                 yield from self._decrypt(handle, blob_id, header, key)
 
         return chunks()
@@ -258,71 +245,55 @@ class BlobStore:
 
     def key_id_of(self, blob_id: str) -> str:
         """Which key a blob was written with (its key id), for diagnostics and rotation."""
-        with self._open(blob_id) as handle:
+        with closing(self._open(blob_id)) as handle:
             return self._read_header(handle, blob_id).key_id
 
     def exists(self, blob_id: str) -> bool:
-        return self._path(blob_id).is_file()
+        return self.storage.exists(check_blob_id(blob_id))
 
     def ids(self) -> set[str]:
         """Ids of the stored blobs (temporary and foreign files are not blobs)."""
-        return self.stored_ids(self.root)
+        return self.storage.ids()
 
     @staticmethod
-    def stored_ids(root: Path) -> set[str]:
-        """Ids of the blobs stored in ``root``, read without a key (to tell whether there is
-        encrypted data before a key is chosen)."""
-        if not root.is_dir():
-            return set()
-        with os.scandir(root) as entries:
-            return {
-                entry.name
-                for entry in entries
-                if BLOB_ID_PATTERN.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
-            }
+    def stored_ids(storage: BlobStorage | Path) -> set[str]:
+        """Ids of the blobs stored in ``storage`` (a folder, or any storage), read without a
+        key (to tell whether there is encrypted data before a key is chosen)."""
+        return _storage(storage).ids()
+
+    @staticmethod
+    def stored_key_id(storage: BlobStorage | Path, blob_id: str) -> str:
+        """The key id a stored blob was written with, read without a key (to check that the
+        configured key is the one the stored data was sealed with)."""
+        with closing(_storage(storage).open(check_blob_id(blob_id))) as handle:
+            raw = handle.read(HEADER_BYTES)
+        if len(raw) < HEADER_BYTES or not raw.startswith(MAGIC):
+            raise DamagedBlob(blob_id, "no lorebase blob header")
+        return raw[len(MAGIC) + 1 : -4].hex()
 
     # -- removing ------------------------------------------------------------------------
 
     def delete(self, blob_id: str) -> bool:
         """Remove a blob; False when there was none."""
-        try:
-            self._path(blob_id).unlink()
-        except FileNotFoundError:
-            return False
-        return True
+        return self.storage.delete(check_blob_id(blob_id))
 
     def sweep_orphans(self, keep: set[str], grace: float = SWEEP_GRACE_SECONDS) -> int:
-        """Delete blobs whose id is not in ``keep`` and leftover temporary files, if older than
-        ``grace`` seconds (see ``SWEEP_GRACE_SECONDS``). Returns how many files went."""
-        if not self.root.is_dir():
-            return 0
-        cutoff = time.time() - grace
-        removed = 0
-        with os.scandir(self.root) as entries:
-            for entry in entries:
-                orphan = BLOB_ID_PATTERN.fullmatch(entry.name) and entry.name not in keep
-                if not (orphan or TEMP_PATTERN.fullmatch(entry.name)):
-                    continue
-                try:
-                    if not entry.is_file(follow_symlinks=False):
-                        continue
-                    if entry.stat(follow_symlinks=False).st_mtime > cutoff:
-                        continue
-                    os.unlink(entry.path)
-                except FileNotFoundError:  # removed meanwhile
-                    continue
-                removed += 1
-        return removed
+        """Delete blobs whose id is not in ``keep`` and leftovers of unfinished writes, if
+        older than ``grace`` seconds (see ``SWEEP_GRACE_SECONDS``). Returns how many went.
+        Where processes share the storage (PostgreSQL), another one's upload may be in flight:
+        never sweep such a storage with a grace of 0."""
+        return self.storage.sweep(keep, grace)
 
     # -- rotation ------------------------------------------------------------------------
 
     def rotate(self, new_key: DataKey) -> int:
-        """Re-encrypt every blob under ``new_key``, one atomic file at a time; returns how many
-        were re-encrypted. From the call on, this store writes with ``new_key`` and still reads
-        the keys it had. Idempotent: blobs already under ``new_key`` are skipped, so rerunning
-        after a crash (with the old key as ``key`` or in ``previous``) finishes the job.
-        Pause uploads from other processes meanwhile: they would still write with the old key.
-        Raises ``RotationIncomplete`` when some blobs could not be read; those are untouched.
+        """Re-encrypt every blob under ``new_key``, one atomic write at a time; returns how
+        many were re-encrypted. From the call on, this store writes with ``new_key`` and still
+        reads the keys it had. Idempotent: blobs already under ``new_key`` are skipped, so
+        rerunning after a crash (with the old key as ``key`` or in ``previous``) finishes the
+        job. Pause uploads from other processes meanwhile: they would still write with the old
+        key. Raises ``RotationIncomplete`` when some blobs could not be read; those are
+        untouched.
         """
         if new_key != self._key:
             self._previous = tuple(k for k in self.keys if k != new_key)
@@ -341,21 +312,17 @@ class BlobStore:
         return rotated
 
     def _rotate_one(self, blob_id: str, new_key: DataKey) -> bool:
-        path = self._path(blob_id)
-        with self._open(blob_id) as handle:
-            before = os.fstat(handle.fileno())
+        """Re-encrypt one blob, unless it is under ``new_key`` already; a blob replaced or
+        deleted meanwhile is left to that write (False)."""
+        with closing(self._open(blob_id)) as handle:
             header = self._read_header(handle, blob_id)
             if header.key_id == new_key.id:
                 return False
             old_key = pick_key(header.key_id, self.keys)
             plain = self._decrypt(handle, blob_id, header, old_key)
-            temp, _ = self._write_temp(blob_id, new_key, plain)
-        try:
-            now = os.stat(path, follow_symlinks=False)
-        except FileNotFoundError:
-            now = None
-        if now is None or (now.st_ino, now.st_mtime_ns) != (before.st_ino, before.st_mtime_ns):
-            temp.unlink(missing_ok=True)  # replaced or deleted meanwhile: that write wins
-            return False
-        self._publish(temp, path)
-        return True
+            sealed = _Sealed(blob_id, new_key, plain, self.chunk_size)
+            return self.storage.write(blob_id, sealed, replacing=handle.version)
+
+
+def _storage(storage: BlobStorage | Path) -> BlobStorage:
+    return FileBlobStorage(storage) if isinstance(storage, Path) else storage

@@ -9,6 +9,17 @@ Re-runnable at every step, so a crash half-way is finished by running it again:
 
 With ``LOREBASE_DATA_KEY`` set instead of a key file, the new key is returned for the operator
 to put in the environment; the old one must stay available until this finishes.
+
+Blobs in a shared storage (PostgreSQL, ``BlobStorage.shared``) rotate with the same guarantees
+— each blob is re-encrypted in one transaction, wholly under one key; blobs already under the
+new key are skipped, so running it again finishes the job — with three more conditions, since
+other machines use the same blobs: the key must come from ``LOREBASE_DATA_KEY`` (a key file
+on one machine is not the others'; refused otherwise, as ``Unsupported``); only one rotation
+runs at a time (``Conflict``); and the other lorebase processes should be stopped meanwhile
+(they still seal uploads with the old key: running the rotation again once they have stopped
+re-encrypts those), then restarted with the new key in ``LOREBASE_DATA_KEY``. The new key
+waits in ``data.key.next`` in the data directory of the machine that runs the rotation: run
+it again there.
 """
 
 from __future__ import annotations
@@ -17,13 +28,22 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lorebase.errors import Unsupported
 from lorebase.store.base import Store
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import KEY_FILE, DataKey, open_text, seal_text
+from lorebase.vault.storage import BlobStorage, FileBlobStorage
 
 NEXT_SUFFIX = ".next"
 PREVIOUS_SUFFIX = ".previous"
 NAME_CONTEXT = "document-display-name"
+BLOBS_FOLDER = "blobs"
+SHARED_NEEDS_ENV_KEY = (
+    "uploads are kept in a database shared by several lorebase processes, so all of them "
+    "must use one data key given by LOREBASE_DATA_KEY, not a key file on one machine; set "
+    "LOREBASE_DATA_KEY to the current key (the contents of data.key) on every machine, "
+    "restart them, then rotate again"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +54,22 @@ class Rotation:
     key_file: Path | None  # None when the key lives in the environment
 
 
-def rotate_data_key(data_dir: Path, store: Store, configured: str | None = None) -> Rotation:
-    """``configured``: the key from the settings (``LOREBASE_DATA_KEY``), None for the file."""
+def rotate_data_key(
+    data_dir: Path,
+    store: Store,
+    configured: str | None = None,
+    blobs: BlobStorage | None = None,
+) -> Rotation:
+    """``configured``: the key from the settings (``LOREBASE_DATA_KEY``), None for the file.
+    ``blobs``: where the encrypted originals are (None: files in ``<data_dir>/blobs``)."""
+    storage = blobs if blobs is not None else FileBlobStorage(data_dir / BLOBS_FOLDER)
+    if storage.shared and not configured:
+        raise Unsupported(SHARED_NEEDS_ENV_KEY)
+    with storage.rotating():
+        return _rotate(data_dir, store, configured, storage)
+
+
+def _rotate(data_dir: Path, store: Store, configured: str | None, storage: BlobStorage) -> Rotation:
     old = DataKey.load(data_dir, configured, create=False)  # a rotation starts from a key
     key_file = data_dir / KEY_FILE
     uses_file = not configured
@@ -45,8 +79,7 @@ def rotate_data_key(data_dir: Path, store: Store, configured: str | None = None)
     else:
         new = DataKey.generate()
         new.save(next_file)
-    blobs = BlobStore(data_dir / "blobs", new, previous=(old,))
-    rotated = blobs.rotate(new)
+    rotated = BlobStore(storage, new, previous=(old,)).rotate(new)
     names = 0
     for kb in store.list_kbs():
         for document in store.list_documents(kb.id):

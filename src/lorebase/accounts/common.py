@@ -1,0 +1,123 @@
+"""What every ``AccountStore`` backend shares: making keys and session tokens, hashing them,
+checking names, and turning rows into records. The backends differ only in their SQL."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from lorebase.accounts.base import ApiKey, AuditEntry, Role, User
+from lorebase.errors import InvalidInput
+
+KEY_PREFIX = "lb_"
+SESSION_PREFIX = "lbs_"
+KEY_BYTES = 32
+SHOWN_PREFIX_CHARS = 10
+NAME_MAX = 64
+USER_COLUMNS = "id, name, role, created_at"
+KEY_COLUMNS = "id, user_id, prefix, name, created_at, expires_at, revoked_at, last_used_at"
+AUDIT_COLUMNS = "id, at, actor, action, target"
+
+
+def key_hash(key: str) -> str:
+    """What is stored of a key or session token: its SHA-256 (hex)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def check_name(name: str, what: str) -> str:
+    """A user or team name, trimmed: 1-64 characters on one line (``InvalidInput`` else)."""
+    cleaned = name.strip()
+    if not cleaned or len(cleaned) > NAME_MAX or any(c in cleaned for c in "\n\r\t\x00"):
+        raise InvalidInput(f"a {what} name must be 1-{NAME_MAX} characters on one line")
+    return cleaned
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A key about to be stored: the key (shown once) and what the store keeps of it."""
+
+    key: str
+    prefix: str
+    hash: str
+
+
+def new_key(expires_at: float | None, now: float) -> NewKey:
+    """A fresh random API key; its expiry must lie in the future (``InvalidInput`` else)."""
+    if expires_at is not None and expires_at <= now:
+        raise InvalidInput("a key's expiry must lie in the future")
+    key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+    return NewKey(key, key[:SHOWN_PREFIX_CHARS], key_hash(key))
+
+
+def new_session_token() -> str:
+    return SESSION_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+
+
+def looks_like_key(key: str) -> bool:
+    return key.startswith(KEY_PREFIX)
+
+
+def looks_like_session(token: str) -> bool:
+    return token.startswith(SESSION_PREFIX)
+
+
+def key_is_live(expires_at: float | None, revoked_at: float | None, now: float) -> bool:
+    return revoked_at is None and (expires_at is None or expires_at > now)
+
+
+def user_from_row(row: Sequence[Any]) -> User:
+    """A :class:`User` from ``USER_COLUMNS``."""
+    return User(int(row[0]), str(row[1]), Role(row[2]), float(row[3]))
+
+
+def key_from_row(row: Sequence[Any]) -> ApiKey:
+    """An :class:`ApiKey` from ``KEY_COLUMNS``."""
+    return ApiKey(
+        int(row[0]),
+        int(row[1]),
+        str(row[2]),
+        str(row[3]),
+        float(row[4]),
+        _maybe_float(row[5]),
+        _maybe_float(row[6]),
+        _maybe_float(row[7]),
+    )
+
+
+def audit_from_row(row: Sequence[Any]) -> AuditEntry:
+    """An :class:`AuditEntry` from ``AUDIT_COLUMNS``."""
+    return AuditEntry(int(row[0]), float(row[1]), str(row[2]), str(row[3]), str(row[4]))
+
+
+def _maybe_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+class ClosesOwned:
+    """``close`` and the ``with`` statement for an account store over a database that it
+    either opened itself (closed with it) or was given (closed by its owner)."""
+
+    _owned: bool = False
+
+    def _close_database(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the database if this object opened it (a shared one belongs to its owner)."""
+        if self._owned:
+            self._close_database()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,79 @@
+"""The accounts' PostgreSQL schema: numbered migrations of their own, recorded in the table
+``account_migrations`` and applied under an advisory lock of their own (see
+``store.postgres.migrator``), so the accounts and the store evolve apart in one database.
+
+Times are epoch seconds (``double precision``), as in SQLite: the records carry floats and
+expiry is judged by the caller's clock. Never edit a released migration: append a new one.
+"""
+
+from __future__ import annotations
+
+from lorebase.store.postgres.database import PostgresDatabase
+from lorebase.store.postgres.migrator import PgMigration, migrate
+
+ACCOUNT_MIGRATIONS_TABLE = "account_migrations"
+
+_ACCOUNT_TABLES = (
+    """CREATE TABLE users (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        name text NOT NULL UNIQUE,
+        role text NOT NULL CHECK (role IN ('admin', 'member')),
+        created_at double precision NOT NULL
+    )""",
+    """CREATE TABLE teams (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        name text NOT NULL UNIQUE,
+        created_at double precision NOT NULL
+    )""",
+    """CREATE TABLE team_members (
+        team_id bigint NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        user_id bigint NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        role text NOT NULL CHECK (role IN ('admin', 'member')),
+        PRIMARY KEY (team_id, user_id)
+    )""",
+    "CREATE INDEX team_members_by_user ON team_members (user_id)",
+    """CREATE TABLE api_keys (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        user_id bigint NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        prefix text NOT NULL,
+        hash text NOT NULL UNIQUE,
+        name text NOT NULL DEFAULT '',
+        created_at double precision NOT NULL,
+        expires_at double precision,
+        revoked_at double precision,
+        last_used_at double precision
+    )""",
+    "CREATE INDEX api_keys_by_user ON api_keys (user_id)",
+    """CREATE TABLE audit_log (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at double precision NOT NULL,
+        actor text NOT NULL,
+        action text NOT NULL,
+        target text NOT NULL
+    )""",
+)
+
+# Sign-in sessions: only the token's SHA-256 is stored; a session lives no longer than its key.
+_SESSIONS = (
+    """CREATE TABLE sessions (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        key_id bigint NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+        hash text NOT NULL UNIQUE,
+        created_at double precision NOT NULL,
+        expires_at double precision NOT NULL
+    )""",
+    "CREATE INDEX sessions_by_key ON sessions (key_id)",
+    "CREATE INDEX sessions_by_expiry ON sessions (expires_at)",
+)
+
+ACCOUNT_MIGRATIONS: tuple[PgMigration, ...] = (
+    PgMigration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
+    PgMigration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
+)
+
+
+def migrate_accounts(
+    database: PostgresDatabase, migrations: tuple[PgMigration, ...] = ACCOUNT_MIGRATIONS
+) -> list[int]:
+    """Apply the missing account migrations to a ``PostgresDatabase``; returns those applied."""
+    return migrate(database, migrations, table=ACCOUNT_MIGRATIONS_TABLE)
