@@ -9,19 +9,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
 from lorebase.errors import NotFound, Unavailable
+from lorebase.events import EventBus
+from lorebase.ingest.queue import Abandon, Job, JobQueue, QueueFactory, Runner
 from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
 from lorebase.settings import EmbedSettings, RerankSettings, Settings
 from lorebase.store.base import Store
 from lorebase.vault.keys import DataKey
+from lorebase.vault.storage import BlobStorage
 
 __all__ = ["DEFAULT_KB", "Lorebase", "build_embedder", "build_reranker", "open_lorebase"]
 
@@ -98,12 +103,26 @@ def private_data_dir(data_dir: Path, database: Path) -> None:
                 path.chmod(PRIVATE_FILE)
 
 
-def build_store(
-    settings: Settings, *, create: bool = True
-) -> tuple[Store, Callable[[], AccountStore]]:
-    """The store, and how to open the accounts beside it (on first use: most commands never
-    need them). ``create=False``: an existing one only (``NotFound`` naming the data
-    directory otherwise; nothing is created)."""
+@dataclass(frozen=True)
+class Backend:
+    """What a lorebase is kept in: the store, how to open the accounts beside it (on first use:
+    most commands never need them), and — for a store many processes share — where uploaded
+    originals go, how events travel between processes and the shared jobs table. None: the
+    embedded defaults (files in the data directory, in-process events and queue)."""
+
+    store: Store
+    accounts: Callable[[], AccountStore]
+    blob_storage: BlobStorage | None = None
+    events: EventBus | None = None
+    queue: QueueFactory | None = None
+
+
+def build_backend(settings: Settings, *, create: bool = True) -> Backend:
+    """The backend the settings name: the SQLite file of the data directory, or the
+    PostgreSQL database of ``settings.store_url``. ``create=False``: an existing SQLite store
+    only (``NotFound`` naming the data directory otherwise; nothing is created)."""
+    if settings.store_url is not None:
+        return _postgres_backend(settings, settings.store_url)
     from lorebase.store.sqlite.store import SqliteStore
 
     if not create and not settings.database.is_file():
@@ -116,7 +135,48 @@ def build_store(
 
         return SqliteAccounts(store)
 
-    return store, accounts
+    return Backend(store, accounts)
+
+
+def _postgres_backend(settings: Settings, url: str) -> Backend:
+    """Every part over one pool of connections to the database."""
+    from lorebase.ingest.jobs_postgres import PostgresJobQueue
+    from lorebase.store.postgres.database import PostgresDatabase
+    from lorebase.store.postgres.events import PostgresTransport
+    from lorebase.store.postgres.store import PostgresStore
+    from lorebase.vault.postgres_storage import PostgresBlobStorage
+
+    database = PostgresDatabase(url, schema=settings.store_schema)
+    try:
+        store = PostgresStore(database)
+        blob_storage = PostgresBlobStorage(database)
+        # An evaluation's index (a schema of its own) announces nothing to the service's
+        # clients: its base ids mean other bases there.
+        events = (
+            EventBus(transport=PostgresTransport(url)) if settings.store_schema is None else None
+        )
+    except BaseException:
+        database.close()
+        raise
+    serve = settings.serve
+
+    def accounts() -> AccountStore:
+        from lorebase.accounts.postgres import PostgresAccounts
+
+        return PostgresAccounts(database)
+
+    def queue(run: Runner, pending: Callable[[], Iterable[Job]], abandon: Abandon) -> JobQueue:
+        return PostgresJobQueue(
+            database,
+            run,
+            pending,
+            abandon=abandon,
+            size=serve.queue_size,
+            workers=serve.workers,
+            lease_seconds=serve.lease_seconds,
+        )
+
+    return Backend(store, accounts, blob_storage, events, queue)
 
 
 def open_lorebase(
@@ -137,22 +197,47 @@ def open_lorebase(
     only, for what just reads."""
     if settings is None:
         settings = Settings.from_env(Path(data_dir) if data_dir is not None else None)
-    store, accounts = build_store(settings, create=create)
+    backend = build_backend(settings, create=create)
     chosen = (
         build_embedder(settings.embed, settings.model_cache)
         if isinstance(embedder, str)
         else embedder
     )
     reorder = build_reranker(settings.rerank) if isinstance(reranker, str) else reranker
-    return Lorebase(settings, store, chosen, holder, reorder, accounts=accounts, data_key=data_key)
+    return Lorebase(
+        settings,
+        backend.store,
+        chosen,
+        holder,
+        reorder,
+        accounts=backend.accounts,
+        data_key=data_key,
+        queue=backend.queue,
+        events=backend.events,
+        blob_storage=backend.blob_storage,
+    )
 
 
 def open_beside(lb: Lorebase, data_dir: Path, holder: str = "lorebase eval") -> Lorebase:
     """Another lorebase in ``data_dir`` with the settings, embedder and reranker of ``lb``
     (borrowed: closing it leaves them to ``lb``) — how an evaluation keeps an index of its
     own that no other surface sees."""
-    settings = dataclasses.replace(lb.settings, data_dir=data_dir)
-    store, accounts = build_store(settings)
+    schema = f"eval_{re.sub(r'[^a-z0-9_]', '_', data_dir.name.lower())}"[:63]
+    settings = dataclasses.replace(
+        lb.settings,
+        data_dir=data_dir,
+        store_schema=schema if lb.settings.shared_store else None,
+    )
+    backend = build_backend(settings)
     return Lorebase(
-        settings, store, lb.embedder, holder, lb.reranker, accounts=accounts, shared_clients=True
+        settings,
+        backend.store,
+        lb.embedder,
+        holder,
+        lb.reranker,
+        accounts=backend.accounts,
+        shared_clients=True,
+        queue=backend.queue,
+        events=backend.events,
+        blob_storage=backend.blob_storage,
     )

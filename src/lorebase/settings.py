@@ -204,6 +204,9 @@ class Settings:
     # URL, shared by every process that names it; None: the SQLite file in data_dir. Not in
     # repr: the URL may hold a password.
     store_url: str | None = field(default=None, repr=False)
+    # A schema of that database to keep everything in (an evaluation's own index); None: the
+    # database's default.
+    store_schema: str | None = None
 
     def __post_init__(self) -> None:
         if self.store_url is not None and not self.store_url.startswith(POSTGRES_SCHEMES):

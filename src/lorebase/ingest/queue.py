@@ -58,8 +58,11 @@ class JobQueue(Protocol):
     def join(self, timeout: float = 30.0) -> bool: ...
 
 
-QueueFactory = Callable[[Callable[[int, str | None], None], Callable[[], Iterable[Job]]], JobQueue]
-"""Builds the queue from the job runner and the pending-uploads listing the service gives."""
+Runner = Callable[[int, str | None], None]
+Abandon = Callable[[int, str], None]
+QueueFactory = Callable[[Runner, Callable[[], Iterable[Job]], Abandon], JobQueue]
+"""Builds the queue from what the service gives it: the job runner, the listing of pending
+uploads, and what to do with an upload whose job was cut off too often."""
 
 
 class IngestQueue:

@@ -31,6 +31,7 @@ from lorebase.service.passes import Passes
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, Store
 from lorebase.vault.keys import DataKey
+from lorebase.vault.storage import BlobStorage
 
 # The identity of HTTP requests when keys are off (loopback only): a local administrator.
 LOCAL_USER = User(id=0, name="local", role=Role.ADMIN, created_at=0.0)
@@ -57,6 +58,7 @@ class Lorebase(Passes):
         shared_clients: bool = False,
         queue: QueueFactory | None = None,
         events: EventBus | None = None,
+        blob_storage: BlobStorage | None = None,
     ) -> None:
         self.settings = settings
         # Borrowed from another instance (an evaluation's own data directory): not closed here.
@@ -70,11 +72,13 @@ class Lorebase(Passes):
         self.lock = IngestLock(settings.data_dir, holder)
         self.events = events if events is not None else EventBus()
         self.queue = (
-            queue(self._run_job, self._pending_jobs) if queue is not None else self._local_queue()
+            queue(self._run_job, self._pending_jobs, self.abandon_upload)
+            if queue is not None
+            else self._local_queue()
         )
         self._make_accounts = accounts
         self._accounts: AccountStore | None = None
-        self._init_uploads(data_key)
+        self._init_uploads(data_key, blob_storage)
         self._init_passes()
 
     def _local_queue(self) -> JobQueue:

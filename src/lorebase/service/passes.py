@@ -120,7 +120,12 @@ class Passes(Uploads):
         from lorebase.vault.rotation import rotate_data_key
 
         with self.ingesting():
-            rotation = rotate_data_key(self.settings.data_dir, self.store, self.settings.data_key)
+            rotation = rotate_data_key(
+                self.settings.data_dir,
+                self.store,
+                self.settings.data_key,
+                blobs=self._blob_storage,
+            )
         self._data_key, self._blobs = rotation.new_key, None
         return rotation
 

@@ -25,6 +25,7 @@ from lorebase.types import FailureReason
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import KEY_FILE, DataKey, open_text, seal_text
 from lorebase.vault.rotation import NAME_CONTEXT, NEXT_SUFFIX
+from lorebase.vault.storage import BlobStorage, FileBlobStorage
 
 BLOBS_FOLDER = "blobs"
 
@@ -32,10 +33,18 @@ BLOBS_FOLDER = "blobs"
 class Uploads(Documents):
     _data_key: DataKey | None
     _blobs: BlobStore | None
+    _blob_storage: BlobStorage
 
-    def _init_uploads(self, data_key: DataKey | None = None) -> None:
+    def _init_uploads(
+        self, data_key: DataKey | None = None, blob_storage: BlobStorage | None = None
+    ) -> None:
         self._data_key = data_key
         self._blobs = None
+        self._blob_storage = (
+            blob_storage
+            if blob_storage is not None
+            else FileBlobStorage(self.settings.data_dir / BLOBS_FOLDER)
+        )
 
     @property
     def data_key(self) -> DataKey:
@@ -45,6 +54,13 @@ class Uploads(Documents):
         :class:`~lorebase.errors.ServerFault` that says what to restore."""
         if self._data_key is None:
             data_dir, configured = self.settings.data_dir, self.settings.data_key
+            if self.settings.shared_store and not configured:
+                # A key file made here would be this machine's alone: every other process
+                # would seal with a key of its own.
+                raise InvalidInput(
+                    "with a PostgreSQL store every lorebase process needs the same data key: "
+                    "set LOREBASE_DATA_KEY in each (make one with `lorebase keys new-data-key`)"
+                )
             sealed = self._sealed_blobs()
             key = DataKey.load(data_dir, configured, create=not sealed)
             self._check_key(key, sealed)
@@ -52,8 +68,7 @@ class Uploads(Documents):
         return self._data_key
 
     def _sealed_blobs(self) -> list[str]:
-        root = self.settings.data_dir / BLOBS_FOLDER
-        return sorted(BlobStore.stored_ids(root)) if root.is_dir() else []
+        return sorted(BlobStore.stored_ids(self._blob_storage))
 
     def _check_key(self, key: DataKey, sealed: list[str]) -> None:
         """The key must be the one the uploads were sealed with (their headers record its
@@ -61,7 +76,7 @@ class Uploads(Documents):
         data_dir = self.settings.data_dir
         if not sealed or (data_dir / (KEY_FILE + NEXT_SUFFIX)).exists():
             return
-        recorded = BlobStore(data_dir / BLOBS_FOLDER, key).key_id_of(sealed[0])
+        recorded = BlobStore.stored_key_id(self._blob_storage, sealed[0])
         if recorded != key.id:
             raise ServerFault(
                 f"the data key (id {key.id}) is not the key the uploads were sealed with "
@@ -72,7 +87,7 @@ class Uploads(Documents):
     def blobs(self) -> BlobStore:
         """The encrypted originals of uploaded files."""
         if self._blobs is None:
-            self._blobs = BlobStore(self.settings.data_dir / BLOBS_FOLDER, self.data_key)
+            self._blobs = BlobStore(self._blob_storage, self.data_key)
         return self._blobs
 
     def display_name(self, document: DocumentRecord) -> str:
