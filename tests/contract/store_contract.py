@@ -19,6 +19,9 @@ from lorebase.store.base import KnowledgeBase, NewDocument, Store
 from lorebase.types import Chunk, ContentKind, Position
 
 if TYPE_CHECKING:
+    from postgres_server import PostgresServer
+
+    from lorebase.store.postgres import PostgresStore
     from lorebase.store.sqlite import SqliteStore
 
 DIM = 8
@@ -94,8 +97,120 @@ def _open_sqlite(tmp_path: Path) -> Store:
     return SqliteStore(tmp_path / "lorebase.db")
 
 
+class PostgresDatabases:
+    """The PostgreSQL databases of the contract: one per folder a test opens a store in (a
+    second store on the same folder opens the same database), each a copy of a template that
+    already holds the store's schema, so a test pays for a copy, not for the migrations.
+    ``conftest`` attaches the session's server before a test and drops its databases after."""
+
+    TEMPLATE_PREFIX = "store_template"
+
+    def __init__(self) -> None:
+        self.server: PostgresServer | None = None
+        self.template: str | None = None
+        self.urls: dict[Path, str] = {}
+
+    def attach(self, server: PostgresServer) -> None:
+        from lorebase.store.postgres import PostgresStore
+
+        if self.server is not server:
+            self.server, self.urls = server, {}
+            url = server.new_database(self.TEMPLATE_PREFIX)
+            PostgresStore(url).close()  # migrated once; every test's database copies it
+            self.template = url.partition("?")[0].rpartition("/")[2]
+
+    def url(self, folder: Path) -> str:
+        assert self.server is not None and self.template is not None, "no PostgreSQL attached"
+        if folder not in self.urls:
+            self.urls[folder] = self.server.new_database(template=self.template)
+        return self.urls[folder]
+
+    def drop_all(self) -> None:
+        if self.server is not None:
+            for url in self.urls.values():
+                self.server.drop_database(url)
+        self.urls = {}
+
+
+POSTGRES = PostgresDatabases()
+
+
+def _postgres(store: Store) -> PostgresStore:
+    from lorebase.store.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return store
+
+
+def _open_postgres(folder: Path) -> Store:
+    from lorebase.store.postgres import PostgresStore
+
+    return PostgresStore(POSTGRES.url(folder))
+
+
+def _postgres_row_counts(store: Store) -> dict[str, int]:
+    tables = ("documents", "document_texts", "sections", "chunks", "vectors")
+    with _postgres(store).database.read() as conn:
+        counts = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables
+        }
+        conn.execute("SET LOCAL enable_seqscan = off")  # through the GIN index
+        counts["chunks(lexemes)"] = conn.execute(
+            "SELECT count(*) FROM chunks WHERE lexemes @@ to_tsquery('lorebase', "
+            "'zebra | alpha | tulip')"
+        ).fetchone()[0]
+        counts["documents(lexical_tokens)"] = conn.execute(
+            "SELECT coalesce(sum(lexical_tokens), 0) FROM documents"
+        ).fetchone()[0]
+    return counts
+
+
+def _postgres_check_index(store: Store) -> None:
+    """Every chunk's lexemes and length are what its fields give now, and every document's
+    chunk count and token total are its chunks'."""
+    from lorebase.store.postgres import lexical
+
+    expected_sql = "SELECT " + lexical.lexemes_sql("%s", "%s", "%s", "%s") + " = %s::tsvector"
+    with _postgres(store).database.read() as conn:
+        rows = conn.execute(
+            "SELECT coalesce(d.title, ''), s.headings, d.path, coalesce(c.symbol, ''), c.text, "
+            "c.lexemes::text, c.lexical_length FROM chunks AS c "
+            "JOIN documents AS d ON d.id = c.document_id JOIN sections AS s ON s.id = c.section_id"
+        ).fetchall()
+        for title, headings, path, symbol, text, lexemes, length in rows:
+            fields = lexical.lexical_fields(title, headings, path, symbol, text)
+            assert fields.length == length
+            path_body = f"{fields.path} {fields.body}"
+            same = conn.execute(
+                expected_sql, (fields.title, fields.headings, fields.symbol, path_body, lexemes)
+            ).fetchone()[0]
+            assert same, "a chunk's lexemes differ from its fields"
+        wrong = conn.execute(
+            "SELECT count(*) FROM documents AS d LEFT JOIN (SELECT document_id, count(*) AS n, "
+            "sum(lexical_length) AS tokens FROM chunks GROUP BY document_id) AS c "
+            "ON c.document_id = d.id "
+            "WHERE d.chunk_count <> coalesce(c.n, 0) OR d.lexical_tokens <> coalesce(c.tokens, 0)"
+        ).fetchone()[0]
+        assert wrong == 0, "documents' chunk counts or token totals differ from their chunks"
+
+
+def _postgres_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], None]) -> None:
+    from lorebase.store.postgres import writes
+
+    original = writes.write_vectors
+
+    def hooked(*args: object, **kwargs: object) -> None:
+        hook()
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writes, "write_vectors", hooked)
+
+
 BACKENDS = {
-    "sqlite": Backend(_open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_after_chunks)
+    "sqlite": Backend(_open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_after_chunks),
+    "postgres": Backend(
+        _open_postgres, _postgres_row_counts, _postgres_check_index, _postgres_after_chunks
+    ),
 }
 
 

@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lorebase.errors import InvalidInput
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import (
     DocumentRecord,
@@ -250,3 +251,11 @@ def compress_text(text: str) -> bytes:
 
 def decompress_text(blob: bytes | None) -> str:
     return zlib.decompress(blob).decode("utf-8") if blob else ""
+
+
+def check_chunks(chunks: Sequence[Chunk]) -> None:
+    """Chunks of one document need distinct ordinals and ids (checked before writing)."""
+    if len({chunk.ordinal for chunk in chunks}) != len(chunks):
+        raise InvalidInput("two chunks of one document share an ordinal")
+    if len({chunk.id for chunk in chunks}) != len(chunks):
+        raise InvalidInput("two chunks of one document share an id")
