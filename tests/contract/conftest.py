@@ -1,6 +1,6 @@
 """Fixtures of the ``Store`` contract: ``backend`` (each entry of ``BACKENDS``) and ``store``
 (a fresh, empty store of that backend). A PostgreSQL test gets the session's server (started
-on first use) and its databases are dropped after it."""
+on first use) and its databases are emptied after it for the next ones."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         try:
             yield BACKENDS[request.param]
         finally:
-            POSTGRES.drop_all()
+            POSTGRES.recycle()
     else:
         yield BACKENDS[request.param]
 

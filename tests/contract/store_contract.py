@@ -19,10 +19,9 @@ from lorebase.store.base import KnowledgeBase, NewDocument, Store
 from lorebase.types import Chunk, ContentKind, Position
 
 if TYPE_CHECKING:
-    from postgres_server import PostgresServer
-
     from lorebase.store.postgres import PostgresStore
     from lorebase.store.sqlite import SqliteStore
+    from postgres_server import PostgresServer
 
 DIM = 8
 IDENTITY = EmbedderIdentity(model="test-model", digest="a" * 64, dim=DIM)
@@ -43,6 +42,13 @@ class Backend:
     after_chunks: Callable[[pytest.MonkeyPatch, Callable[[], None]], None]
     """Make ``replace_document`` call this hook once it has written chunks and index rows (in
     its transaction, before the vectors); a hook that raises makes the write fail half-way."""
+    example_share: float = 1.0
+    """The share of its examples a hypothesis test that opens a store per example runs here
+    (a PostgreSQL database per example costs ~0.1 s; that backend keeps nothing in memory,
+    which is what those tests check most)."""
+
+    def examples(self, full: int) -> int:
+        return max(1, round(full * self.example_share))
 
 
 def _sqlite(store: Store) -> SqliteStore:
@@ -99,22 +105,27 @@ def _open_sqlite(tmp_path: Path) -> Store:
 
 class PostgresDatabases:
     """The PostgreSQL databases of the contract: one per folder a test opens a store in (a
-    second store on the same folder opens the same database), each a copy of a template that
-    already holds the store's schema, so a test pays for a copy, not for the migrations.
-    ``conftest`` attaches the session's server before a test and drops its databases after."""
+    second store on the same folder opens the same database). The first ones are copies of a
+    template that already holds the store's schema (a copy takes ~50-100 ms, the migrations
+    more); after a test its databases are emptied (~5 ms) and handed to the next tests, so the
+    hypothesis tests, which open a database per example, do not copy one each time.
+    ``conftest`` attaches the session's server before a test and recycles after it."""
 
     TEMPLATE_PREFIX = "store_template"
+    STORE_TABLES = ("knowledge_bases", "embedding_cache", "identities")
+    """Emptying these empties every table of the store (the rest cascade from the bases)."""
 
     def __init__(self) -> None:
         self.server: PostgresServer | None = None
         self.template: str | None = None
         self.urls: dict[Path, str] = {}
+        self.free: list[str] = []
 
     def attach(self, server: PostgresServer) -> None:
         from lorebase.store.postgres import PostgresStore
 
         if self.server is not server:
-            self.server, self.urls = server, {}
+            self.server, self.urls, self.free = server, {}, []
             url = server.new_database(self.TEMPLATE_PREFIX)
             PostgresStore(url).close()  # migrated once; every test's database copies it
             self.template = url.partition("?")[0].rpartition("/")[2]
@@ -122,13 +133,32 @@ class PostgresDatabases:
     def url(self, folder: Path) -> str:
         assert self.server is not None and self.template is not None, "no PostgreSQL attached"
         if folder not in self.urls:
-            self.urls[folder] = self.server.new_database(template=self.template)
+            self.urls[folder] = (
+                self.free.pop() if self.free else self.server.new_database(template=self.template)
+            )
         return self.urls[folder]
 
-    def drop_all(self) -> None:
-        if self.server is not None:
-            for url in self.urls.values():
-                self.server.drop_database(url)
+    def recycle(self) -> None:
+        """Empty the databases the test used (cutting off any connection it left open) and
+        keep them for the next tests."""
+        import psycopg
+
+        for url in self.urls.values():
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                indexes = conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'vectors' "
+                    "AND indexname LIKE 'vectors_hnsw_%'"
+                ).fetchall()
+                with conn.transaction():
+                    for (index,) in indexes:
+                        conn.execute(f'DROP INDEX "{index}"')
+                    for table in self.STORE_TABLES:
+                        conn.execute(f"DELETE FROM {table}")
+            self.free.append(url)
         self.urls = {}
 
 
@@ -209,7 +239,11 @@ def _postgres_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], N
 BACKENDS = {
     "sqlite": Backend(_open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_after_chunks),
     "postgres": Backend(
-        _open_postgres, _postgres_row_counts, _postgres_check_index, _postgres_after_chunks
+        _open_postgres,
+        _postgres_row_counts,
+        _postgres_check_index,
+        _postgres_after_chunks,
+        example_share=0.25,
     ),
 }
 
