@@ -73,10 +73,19 @@ def count_sql(identity_id: int) -> str:
 
 
 def hnsw_settings_sql(ef_search: int) -> tuple[str, ...]:
+    """Before the HNSW query: iterative scans, the search breadth, and no explicit sort, so
+    the planner takes the order from the HNSW index rather than sorting what the
+    ``(identity_id, kb_id)`` index finds (its choice when it thinks the bases hold few rows;
+    we know they hold many). :func:`after_hnsw_sql` allows sorts again."""
     return (
         f"SET LOCAL hnsw.iterative_scan = {ITERATIVE_SCAN}",
-        f"SET LOCAL hnsw.ef_search = {int(ef_search)}",
+        f"SET LOCAL hnsw.ef_search = {min(int(ef_search), MAX_CANDIDATES)}",
+        "SET LOCAL enable_sort = off",
     )
+
+
+def after_hnsw_sql() -> str:
+    return "SET LOCAL enable_sort = on"
 
 
 def hnsw_candidates_sql(identity_id: int, dim: int) -> str:

@@ -155,7 +155,7 @@ class DocumentsMixin(PostgresRole):
                             new_document_id(),
                             kb_id,
                             path,
-                            *document_values(by_path[path]),
+                            *writes.text_values(document_values(by_path[path])),
                             str(DocumentState.PENDING),
                             now,
                             now,

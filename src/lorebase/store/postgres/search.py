@@ -56,6 +56,7 @@ def dense_search(
             for setting in dense.hnsw_settings_sql(n):
                 conn.execute(setting)
             found = conn.execute(dense.hnsw_candidates_sql(identity_id, dim), params).fetchall()
+            conn.execute(dense.after_hnsw_sql())
             if len(found) >= min(n, rows):
                 seqs = [int(r[0]) for r in found]
     if seqs is None:

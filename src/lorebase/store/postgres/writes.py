@@ -151,7 +151,7 @@ def upsert_document(
         "settings_key",
     )
     values = (
-        *document_values(document),
+        *text_values(document_values(document)),
         str(state),
         reason,
         chunk_count,
@@ -328,3 +328,8 @@ def _text(value: str) -> str:
     """PostgreSQL text cannot hold NUL: it becomes U+FFFD (one character for one, so offsets
     into the document's text, kept compressed as bytes, still hold)."""
     return value.replace("\x00", "\ufffd")
+
+
+def text_values(values: Sequence[object]) -> tuple[object, ...]:
+    """Values with every string made fit for PostgreSQL text (see :func:`_text`)."""
+    return tuple(_text(value) if isinstance(value, str) else value for value in values)
