@@ -82,14 +82,15 @@ class PostgresServer:
         """The URL of another database of the same server."""
         return _with_database(self.admin_url, database)
 
-    def new_database(self, prefix: str = "t") -> str:
-        """A fresh, empty database (the store's extensions installed); returns its URL."""
+    def new_database(self, prefix: str = "t", *, template: str = "template1") -> str:
+        """A fresh database (the store's extensions installed), a copy of ``template`` (no
+        one may be connected to it); returns its URL."""
         import psycopg
 
         name = f"{prefix}_{os.getpid()}_{next(self._names)}"
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template1')
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
         return self.url(name)
 
     def drop_database(self, url: str) -> None:

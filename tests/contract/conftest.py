@@ -1,5 +1,6 @@
 """Fixtures of the ``Store`` contract: ``backend`` (each entry of ``BACKENDS``) and ``store``
-(a fresh, empty store of that backend)."""
+(a fresh, empty store of that backend). A PostgreSQL test gets the session's server (started
+on first use) and its databases are emptied after it for the next ones."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_contract import BACKENDS, Backend
+from store_contract import BACKENDS, POSTGRES, Backend
 
 from lorebase.store.base import Store
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def backend(request: pytest.FixtureRequest) -> Backend:
-    return BACKENDS[request.param]
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    if request.param == "postgres":
+        POSTGRES.attach(request.getfixturevalue("postgres_server"))
+        try:
+            yield BACKENDS[request.param]
+        finally:
+            POSTGRES.recycle()
+    else:
+        yield BACKENDS[request.param]
 
 
 @pytest.fixture

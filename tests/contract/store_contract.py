@@ -19,7 +19,9 @@ from lorebase.store.base import KnowledgeBase, NewDocument, Store
 from lorebase.types import Chunk, ContentKind, Position
 
 if TYPE_CHECKING:
+    from lorebase.store.postgres import PostgresStore
     from lorebase.store.sqlite import SqliteStore
+    from postgres_server import PostgresServer
 
 DIM = 8
 IDENTITY = EmbedderIdentity(model="test-model", digest="a" * 64, dim=DIM)
@@ -40,6 +42,13 @@ class Backend:
     after_chunks: Callable[[pytest.MonkeyPatch, Callable[[], None]], None]
     """Make ``replace_document`` call this hook once it has written chunks and index rows (in
     its transaction, before the vectors); a hook that raises makes the write fail half-way."""
+    example_share: float = 1.0
+    """The share of its examples a hypothesis test that opens a store per example runs here
+    (a PostgreSQL database per example costs ~0.1 s; that backend keeps nothing in memory,
+    which is what those tests check most)."""
+
+    def examples(self, full: int) -> int:
+        return max(1, round(full * self.example_share))
 
 
 def _sqlite(store: Store) -> SqliteStore:
@@ -94,8 +103,148 @@ def _open_sqlite(tmp_path: Path) -> Store:
     return SqliteStore(tmp_path / "lorebase.db")
 
 
+class PostgresDatabases:
+    """The PostgreSQL databases of the contract: one per folder a test opens a store in (a
+    second store on the same folder opens the same database). The first ones are copies of a
+    template that already holds the store's schema (a copy takes ~50-100 ms, the migrations
+    more); after a test its databases are emptied (~5 ms) and handed to the next tests, so the
+    hypothesis tests, which open a database per example, do not copy one each time.
+    ``conftest`` attaches the session's server before a test and recycles after it."""
+
+    TEMPLATE_PREFIX = "store_template"
+    STORE_TABLES = ("knowledge_bases", "embedding_cache", "identities")
+    """Emptying these empties every table of the store (the rest cascade from the bases)."""
+
+    def __init__(self) -> None:
+        self.server: PostgresServer | None = None
+        self.template: str | None = None
+        self.urls: dict[Path, str] = {}
+        self.free: list[str] = []
+
+    def attach(self, server: PostgresServer) -> None:
+        from lorebase.store.postgres import PostgresStore
+
+        if self.server is not server:
+            self.server, self.urls, self.free = server, {}, []
+            url = server.new_database(self.TEMPLATE_PREFIX)
+            PostgresStore(url).close()  # migrated once; every test's database copies it
+            self.template = url.partition("?")[0].rpartition("/")[2]
+
+    def url(self, folder: Path) -> str:
+        assert self.server is not None and self.template is not None, "no PostgreSQL attached"
+        if folder not in self.urls:
+            self.urls[folder] = (
+                self.free.pop() if self.free else self.server.new_database(template=self.template)
+            )
+        return self.urls[folder]
+
+    def recycle(self) -> None:
+        """Empty the databases the test used (cutting off any connection it left open) and
+        keep them for the next tests."""
+        import psycopg
+
+        for url in self.urls.values():
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                indexes = conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'vectors' "
+                    "AND indexname LIKE 'vectors_hnsw_%'"
+                ).fetchall()
+                with conn.transaction():
+                    for (index,) in indexes:
+                        conn.execute(f'DROP INDEX "{index}"')
+                    for table in self.STORE_TABLES:
+                        conn.execute(f"DELETE FROM {table}")
+            self.free.append(url)
+        self.urls = {}
+
+
+POSTGRES = PostgresDatabases()
+
+
+def _postgres(store: Store) -> PostgresStore:
+    from lorebase.store.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return store
+
+
+def _open_postgres(folder: Path) -> Store:
+    from lorebase.store.postgres import PostgresStore
+
+    return PostgresStore(POSTGRES.url(folder))
+
+
+def _postgres_row_counts(store: Store) -> dict[str, int]:
+    tables = ("documents", "document_texts", "sections", "chunks", "vectors")
+    with _postgres(store).database.read() as conn:
+        counts = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables
+        }
+        conn.execute("SET LOCAL enable_seqscan = off")  # through the GIN index
+        counts["chunks(lexemes)"] = conn.execute(
+            "SELECT count(*) FROM chunks WHERE lexemes @@ to_tsquery('lorebase', "
+            "'zebra | alpha | tulip')"
+        ).fetchone()[0]
+        counts["documents(lexical_tokens)"] = conn.execute(
+            "SELECT coalesce(sum(lexical_tokens), 0) FROM documents"
+        ).fetchone()[0]
+    return counts
+
+
+def _postgres_check_index(store: Store) -> None:
+    """Every chunk's lexemes and length are what its fields give now, and every document's
+    chunk count and token total are its chunks'."""
+    from lorebase.store.postgres import lexical
+
+    expected_sql = "SELECT " + lexical.lexemes_sql("%s", "%s", "%s", "%s") + " = %s::tsvector"
+    with _postgres(store).database.read() as conn:
+        rows = conn.execute(
+            "SELECT coalesce(d.title, ''), s.headings, d.path, coalesce(c.symbol, ''), c.text, "
+            "c.lexemes::text, c.lexical_length FROM chunks AS c "
+            "JOIN documents AS d ON d.id = c.document_id JOIN sections AS s ON s.id = c.section_id"
+        ).fetchall()
+        for title, headings, path, symbol, text, lexemes, length in rows:
+            fields = lexical.lexical_fields(title, headings, path, symbol, text)
+            assert fields.length == length
+            path_body = f"{fields.path} {fields.body}"
+            same = conn.execute(
+                expected_sql, (fields.title, fields.headings, fields.symbol, path_body, lexemes)
+            ).fetchone()[0]
+            assert same, "a chunk's lexemes differ from its fields"
+        wrong = conn.execute(
+            "SELECT count(*) FROM documents AS d LEFT JOIN (SELECT document_id, count(*) AS n, "
+            "sum(lexical_length) AS tokens FROM chunks GROUP BY document_id) AS c "
+            "ON c.document_id = d.id "
+            "WHERE d.chunk_count <> coalesce(c.n, 0) OR d.lexical_tokens <> coalesce(c.tokens, 0)"
+        ).fetchone()[0]
+        assert wrong == 0, "documents' chunk counts or token totals differ from their chunks"
+
+
+def _postgres_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], None]) -> None:
+    from lorebase.store.postgres import writes
+
+    original = writes.write_vectors
+
+    def hooked(*args: object, **kwargs: object) -> None:
+        hook()
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writes, "write_vectors", hooked)
+
+
 BACKENDS = {
-    "sqlite": Backend(_open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_after_chunks)
+    "sqlite": Backend(_open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_after_chunks),
+    "postgres": Backend(
+        _open_postgres,
+        _postgres_row_counts,
+        _postgres_check_index,
+        _postgres_after_chunks,
+        example_share=0.25,
+    ),
 }
 
 

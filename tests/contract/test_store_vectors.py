@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_contract import (
     DIM,
@@ -78,43 +78,47 @@ OPERATIONS = st.lists(
 )
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(operations=OPERATIONS)
 def test_dense_results_after_any_writes_equal_a_fresh_load(
-    backend: Backend, tmp_path_factory: pytest.TempPathFactory, operations: list
+    backend: Backend, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """However the in-memory index catches up with writes (here or in another process),
     every search answers exactly what a store opened afresh answers."""
-    folder = tmp_path_factory.mktemp("dense")
-    store, other = backend.open(folder), backend.open(folder)
-    try:
-        kb = store.create_kb("docs")
-        query = unit(99)
-        for action, doc, count, seed in operations:
-            path = f"d{doc}.md"
-            writer = other if action == "other-process" else store
-            if action in ("put", "other-process"):
-                vectors = np.stack([unit(seed + i) for i in range(count)])
-                put(writer, kb, path, [f"text {seed} {i}" for i in range(count)], vectors=vectors)
-            elif action == "fail":
-                store.record_failure(kb.id, new_doc(path), "corrupt")
-            elif (found := store.get_document(kb.id, path)) is not None:
-                store.delete_document(kb.id, found.id)
-            subset = [d.id for d in store.list_documents(kb.id)][:2]
-            fresh = backend.open(folder)
-            try:
-                expected = fresh.dense_search([kb.id], IDENTITY, query, 100)
-                expected_subset = fresh.dense_search([kb.id], IDENTITY, query, 100, subset)
-            finally:
-                fresh.close()
-            assert sorted(store.dense_search([kb.id], IDENTITY, query, 100)) == sorted(expected)
-            got_subset = store.dense_search([kb.id], IDENTITY, query, 100, subset)
-            assert sorted(got_subset) == sorted(expected_subset)
-    finally:
-        store.close()
-        other.close()
+
+    @settings(max_examples=backend.examples(40), deadline=None)
+    @given(operations=OPERATIONS)
+    def check(operations: list) -> None:
+        folder = tmp_path_factory.mktemp("dense")
+        store, other = backend.open(folder), backend.open(folder)
+        try:
+            kb = store.create_kb("docs")
+            query = unit(99)
+            for action, doc, count, seed in operations:
+                path = f"d{doc}.md"
+                writer = other if action == "other-process" else store
+                if action in ("put", "other-process"):
+                    vectors = np.stack([unit(seed + i) for i in range(count)])
+                    texts = [f"text {seed} {i}" for i in range(count)]
+                    put(writer, kb, path, texts, vectors=vectors)
+                elif action == "fail":
+                    store.record_failure(kb.id, new_doc(path), "corrupt")
+                elif (found := store.get_document(kb.id, path)) is not None:
+                    store.delete_document(kb.id, found.id)
+                subset = [d.id for d in store.list_documents(kb.id)][:2]
+                fresh = backend.open(folder)
+                try:
+                    expected = fresh.dense_search([kb.id], IDENTITY, query, 100)
+                    expected_subset = fresh.dense_search([kb.id], IDENTITY, query, 100, subset)
+                finally:
+                    fresh.close()
+                got = store.dense_search([kb.id], IDENTITY, query, 100)
+                assert sorted(got) == sorted(expected)
+                got_subset = store.dense_search([kb.id], IDENTITY, query, 100, subset)
+                assert sorted(got_subset) == sorted(expected_subset)
+        finally:
+            store.close()
+            other.close()
+
+    check()
 
 
 def test_dense_search_filters_documents_and_merges_bases(store: Store) -> None:

@@ -12,10 +12,16 @@ count where the store loads its indexes (``DenseIndexes`` in ``store/sqlite/dens
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lorebase.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from lorebase.embed.base import EmbedderIdentity
+    from lorebase.types import Chunk
 
 VECTOR_DTYPE = np.dtype("<f4")
 """Vectors are stored and searched as little-endian float32."""
@@ -157,3 +163,23 @@ def matrix_from_blobs(blobs: list[bytes], dim: int) -> np.ndarray:
     if flat.size != len(blobs) * dim:
         raise InvalidInput(f"stored vectors do not all have {dim} dimensions")
     return flat.reshape(len(blobs), dim).astype(np.float32)
+
+
+def checked_vectors(
+    chunks: Sequence[Chunk], vectors: np.ndarray | None, identity: EmbedderIdentity | None
+) -> np.ndarray | None:
+    """The vectors as a float32 matrix, after checking they fit the chunks and identity."""
+    if vectors is None:
+        return None
+    if identity is None:
+        raise InvalidInput("vectors need the identity of the embedder that made them")
+    matrix = np.asarray(vectors, dtype=np.float32)
+    expected = (len(chunks), identity.dim)
+    if matrix.shape != expected:
+        raise InvalidInput(
+            f"vectors have shape {matrix.shape}, expected {expected}: one row of "
+            f"{identity.dim} values per chunk"
+        )
+    if not np.isfinite(matrix).all():
+        raise InvalidInput("vectors hold NaN or infinite values; check the embedder")
+    return matrix

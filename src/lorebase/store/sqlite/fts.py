@@ -16,65 +16,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lorebase.stopwords import without_stop_words
+from lorebase.store.terms import FIELD_WEIGHTS, LEXICAL_FIELDS
+from lorebase.store.terms import HEADINGS_SEPARATOR as HEADINGS_SEPARATOR
+from lorebase.store.terms import MAX_QUERY_TERMS as MAX_QUERY_TERMS
+from lorebase.store.terms import headings_text as headings_text
+from lorebase.store.terms import query_terms as query_terms
+from lorebase.store.terms import search_terms as search_terms
 
 FTS_TABLE = "chunks_fts"
 FTS_SOURCE_VIEW = "chunks_fts_source"
-FTS_COLUMNS = ("title", "headings", "path", "symbol", "body")
+FTS_COLUMNS = LEXICAL_FIELDS
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 """Porter stemming over unicode61; ``remove_diacritics 2`` folds accents (``configuracao``
 finds ``Configuração``)."""
 
-# BM25 column weights, in FTS_COLUMNS order. Words in a document's title, a heading or a code
-# symbol say more about a chunk than the same word in its body; reasonable, not tuned.
-TITLE_WEIGHT = 2.0
-HEADINGS_WEIGHT = 2.0
-PATH_WEIGHT = 1.0
-SYMBOL_WEIGHT = 2.0
-BODY_WEIGHT = 1.0
-COLUMN_WEIGHTS = (TITLE_WEIGHT, HEADINGS_WEIGHT, PATH_WEIGHT, SYMBOL_WEIGHT, BODY_WEIGHT)
-
-MAX_QUERY_TERMS = 32
-"""Terms beyond this are dropped: OR queries cost grows with every term (FACTS.md)."""
-
-HEADINGS_SEPARATOR = " > "
-
-_DROPPED_CHARACTERS = {0: " "}
-"""NUL ends a string inside FTS5's query parser ("unterminated string"); it becomes a space."""
-
-
-def query_terms(text: str, limit: int | None = MAX_QUERY_TERMS) -> list[str]:
-    """The distinct search terms of raw user text, in order, at most ``limit``.
-
-    Split on whitespace; a term without any letter or digit cannot match a token and is
-    dropped; duplicates (ignoring case) are dropped.
-    """
-    cleaned = "".join(ch for ch in text.translate(_DROPPED_CHARACTERS) if not _is_surrogate(ch))
-    terms: list[str] = []
-    seen: set[str] = set()
-    for term in cleaned.split():
-        if not any(ch.isalnum() for ch in term):
-            continue
-        folded = term.casefold()
-        if folded in seen:
-            continue
-        seen.add(folded)
-        terms.append(term)
-        if limit is not None and len(terms) == limit:
-            break
-    return terms
+COLUMN_WEIGHTS = FIELD_WEIGHTS
+"""BM25 column weights, in FTS_COLUMNS order (see :mod:`lorebase.store.terms`)."""
 
 
 def quote_term(term: str) -> str:
     """One term as an FTS5 string: wrapped in double quotes, inner quotes doubled."""
     return '"' + term.replace('"', '""') + '"'
-
-
-def search_terms(text: str) -> list[str]:
-    """The terms a keyword search uses: :func:`query_terms` without stop words (unless that
-    leaves nothing), at most ``MAX_QUERY_TERMS``. Stop words go *before* the cap, so a long
-    question keeps its content words (the cap used to cut half of CISI's questions short)."""
-    return without_stop_words(query_terms(text, limit=None))[:MAX_QUERY_TERMS]
 
 
 def match_any(terms: Sequence[str]) -> str:
@@ -180,11 +142,6 @@ def stats_bucket(rows: int) -> int:
 PATH_TEXT_SQL = "replace(replace(d.path, '/', ' '), '\\', ' ')"
 
 
-def headings_text(trail: Sequence[str]) -> str:
-    """What the headings column indexes: the trail, outermost first, joined by `` > ``."""
-    return HEADINGS_SEPARATOR.join(trail)
-
-
 def source_view_sql() -> str:
     """The view FTS5 reads as its content table: one row per chunk with the five indexed
     columns, plus ``kb_id`` and ``document_id`` to select rows for insert and delete.
@@ -265,8 +222,3 @@ def _filter_column(by: str) -> str:
     if by not in ("document_id", "kb_id"):
         raise ValueError(f"cannot select index rows by {by!r}")
     return by
-
-
-def _is_surrogate(ch: str) -> bool:
-    """Lone surrogates cannot be encoded as UTF-8 for SQLite."""
-    return "\ud800" <= ch <= "\udfff"

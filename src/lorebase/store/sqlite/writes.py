@@ -23,6 +23,7 @@ from lorebase.store.base import (
     NewDocument,
     new_document_id,
 )
+from lorebase.store.records import check_chunks as check_chunks
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import (
     CHUNK_INSERT_SQL,
@@ -38,6 +39,7 @@ from lorebase.store.sqlite.rows import (
     sections_of,
     trail_json,
 )
+from lorebase.store.vectors import checked_vectors as checked_vectors
 from lorebase.store.vectors import to_blob
 from lorebase.types import Chunk
 
@@ -266,31 +268,3 @@ def write_vectors(
         "ON CONFLICT (content_hash, identity_id) DO UPDATE SET vector = excluded.vector",
         [(c.content_hash, identity_id, blob) for c, blob in zip(chunks, blobs, strict=True)],
     )
-
-
-def checked_vectors(
-    chunks: Sequence[Chunk], vectors: np.ndarray | None, identity: EmbedderIdentity | None
-) -> np.ndarray | None:
-    """The vectors as a float32 matrix, after checking they fit the chunks and identity."""
-    if vectors is None:
-        return None
-    if identity is None:
-        raise InvalidInput("vectors need the identity of the embedder that made them")
-    matrix = np.asarray(vectors, dtype=np.float32)
-    expected = (len(chunks), identity.dim)
-    if matrix.shape != expected:
-        raise InvalidInput(
-            f"vectors have shape {matrix.shape}, expected {expected}: one row of "
-            f"{identity.dim} values per chunk"
-        )
-    if not np.isfinite(matrix).all():
-        raise InvalidInput("vectors hold NaN or infinite values; check the embedder")
-    return matrix
-
-
-def check_chunks(chunks: Sequence[Chunk]) -> None:
-    """Chunks of one document need distinct ordinals and ids (checked before writing)."""
-    if len({chunk.ordinal for chunk in chunks}) != len(chunks):
-        raise InvalidInput("two chunks of one document share an ordinal")
-    if len({chunk.id for chunk in chunks}) != len(chunks):
-        raise InvalidInput("two chunks of one document share an id")

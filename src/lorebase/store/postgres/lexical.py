@@ -1,0 +1,219 @@
+"""The keyword arm over PostgreSQL full-text search, as pure functions: the text search
+configuration, what a chunk's ``tsvector`` holds, and the SQL that ranks chunks by BM25.
+
+**Text.** Each field is reduced to its runs of letters and digits (:func:`lexical_text`), as
+FTS5's ``unicode61`` tokenizer splits text, before PostgreSQL parses it: PostgreSQL's parser
+would otherwise keep ``docs/handbook.docx`` or ``ERR_4711`` whole (as a file name, a word
+with an underscore) where SQLite finds ``handbook`` and ``err 4711``. The ``lorebase``
+configuration maps every word and number to ``unaccent`` then an English Snowball stemmer
+*without* a stop-word list: stop words are indexed (as FTS5 indexes them) so that lengths
+count every token, and a query leaves them out itself (:func:`lorebase.store.terms.search_terms`).
+
+**Fields.** A chunk's ``lexemes`` concatenate its fields under weight labels: A the document's
+title, B the heading trail, C the code symbol, D the path and the body. Path and body share a
+label because they share a weight (1); :data:`LABEL_WEIGHTS` is built from
+:data:`lorebase.store.terms.FIELD_WEIGHTS` and checks that.
+
+**BM25** is FTS5's ``bm25()`` (k1 1.2, b 0.75, the same field weights), computed per query over
+the *selected* bases: N and the average length are sums over their documents' rows
+(``chunk_count``, ``lexical_tokens``), each term's document frequency is the count of their
+chunks matching it (found through the GIN index), and a term's weighted frequency in a chunk is
+``ts_rank_cd`` of that term alone with the label weights and no normalisation, which is exactly
+the sum of the weights of its occurrences (of a phrase's, for a term of several words: each
+occurrence is a cover of its own). Nothing is counted ahead in rows that concurrent writers
+would share. Query text never reaches ``tsquery`` syntax: each term, reduced like the fields, is
+a parameter of ``phraseto_tsquery``; the terms are OR-joined by PostgreSQL's own rendering of
+those queries.
+
+:data:`RANKINGS` also offers ``ts_rank_cd`` over the OR query (cover density, log-length
+normalised): cheaper, not BM25; kept so its cost and quality can be measured beside BM25.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from lorebase.store.terms import BM25_B, BM25_K1, FIELD_WEIGHTS, LEXICAL_FIELDS, search_terms
+
+TS_CONFIG = "lorebase"
+TS_DICTIONARY = "lorebase_english"
+TOKEN_TYPES = ("asciiword", "word", "numword", "uint", "int")
+"""What PostgreSQL's parser finds in text reduced to letters, digits and spaces."""
+
+FIELD_LABELS = {"title": "A", "headings": "B", "symbol": "C", "path": "D", "body": "D"}
+LABELS = ("D", "C", "B", "A")
+"""The order of ``ts_rank_cd``'s weight array."""
+
+Ranking = Literal["bm25", "ts_rank_cd"]
+RANKINGS: tuple[Ranking, ...] = ("bm25", "ts_rank_cd")
+DEFAULT_RANKING: Ranking = "bm25"
+TS_RANK_CD_NORMALIZATION = 1
+"""``ts_rank_cd``'s normalisation for the simple ranking: divide by 1 + log(length)."""
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _label_weights() -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for field, weight in zip(LEXICAL_FIELDS, FIELD_WEIGHTS, strict=True):
+        label = FIELD_LABELS[field]
+        if weights.setdefault(label, weight) != weight:
+            raise ValueError(f"fields under label {label} need one weight")
+    return weights
+
+
+LABEL_WEIGHTS = _label_weights()
+WEIGHT_SCALE = max(LABEL_WEIGHTS.values())
+RANK_WEIGHTS = [LABEL_WEIGHTS.get(label, 0.0) / WEIGHT_SCALE for label in LABELS]
+"""``ts_rank_cd`` takes weights up to 1: the field weights over the largest; its result is
+multiplied back by :data:`WEIGHT_SCALE`."""
+
+
+def tokens(text: str) -> list[str]:
+    """The runs of letters and digits of ``text`` (NFC first, so a letter and its combining
+    accent stay one run)."""
+    return _TOKEN.findall(unicodedata.normalize("NFC", text))
+
+
+def lexical_text(text: str) -> str:
+    """``text`` as PostgreSQL's parser should see it: its tokens, one space apart."""
+    return " ".join(tokens(text))
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalFields:
+    """A chunk's five fields reduced for indexing, and its length in tokens."""
+
+    title: str
+    headings: str
+    path: str
+    symbol: str
+    body: str
+    length: int
+
+
+def lexical_fields(title: str, headings: str, path: str, symbol: str, body: str) -> LexicalFields:
+    reduced = [tokens(field) for field in (title, headings, path, symbol, body)]
+    t, h, p, s, b = (" ".join(field) for field in reduced)
+    return LexicalFields(t, h, p, s, b, length=sum(len(field) for field in reduced))
+
+
+def text_search_config_sql() -> tuple[str, ...]:
+    """The dictionary and configuration the index and the queries use."""
+    return (
+        f"CREATE TEXT SEARCH DICTIONARY {TS_DICTIONARY} (TEMPLATE = snowball, LANGUAGE = english)",
+        f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (PARSER = default)",
+        f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ADD MAPPING FOR {', '.join(TOKEN_TYPES)} "
+        f"WITH unaccent, {TS_DICTIONARY}",
+    )
+
+
+def lexemes_sql(title: str, headings: str, symbol: str, path_body: str) -> str:
+    """The ``tsvector`` of a chunk from four SQL expressions (its reduced fields; path and body
+    joined by a space)."""
+    parts = (
+        (title, FIELD_LABELS["title"]),
+        (headings, FIELD_LABELS["headings"]),
+        (symbol, FIELD_LABELS["symbol"]),
+        (path_body, FIELD_LABELS["body"]),
+    )
+    return " || ".join(
+        f"setweight(to_tsvector('{TS_CONFIG}', {expression}), '{label}')"
+        for expression, label in parts
+    )
+
+
+def query_terms(text: str) -> list[str]:
+    """The terms of raw user text (see :func:`search_terms`), each reduced like the fields;
+    terms that reduce to nothing are left out."""
+    reduced = (lexical_text(term) for term in search_terms(text))
+    return [term for term in reduced if term]
+
+
+_TERMS_CTE = (
+    # One tsquery per term (a phrase when it has several words); terms PostgreSQL finds no
+    # lexeme in are dropped, then the rest are OR-joined through their own text rendering.
+    "terms AS MATERIALIZED (SELECT t.i, phraseto_tsquery('{config}', t.term) AS q "
+    "FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, i) "
+    "WHERE numnode(phraseto_tsquery('{config}', t.term)) > 0), "
+    "any_term AS MATERIALIZED (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery AS q "
+    "FROM terms)"
+)
+
+
+def bm25_sql(*, with_documents: bool) -> str:
+    """BM25 over the chunks of some bases (parameters: ``terms`` text[], ``kbs`` bigint[],
+    ``weights`` float4[], ``scale``, ``k1``, ``b``, ``limit`` [, ``documents`` text[]]).
+    Statistics cover the bases; the document filter only narrows what is scored. Rows are
+    ``(chunk id, score)``, best first, ties by chunk order.
+
+    The matched chunks' lexemes are copied out of TOAST once (``|| ''``) and each term is
+    scored against them once (``hits``): reading them from the table for every term cost
+    most of the time (a CISI question has ~17 terms)."""
+    documents = " WHERE m.document_id = ANY(%(documents)s)" if with_documents else ""
+    return (
+        "WITH "
+        + _TERMS_CTE.format(config=TS_CONFIG)
+        + ", stats AS MATERIALIZED (SELECT sum(chunk_count)::float8 AS n, "
+        "sum(lexical_tokens)::float8 AS tokens FROM documents WHERE kb_id = ANY(%(kbs)s)), "
+        "matched AS MATERIALIZED (SELECT c.seq, c.id, c.document_id, c.lexical_length, "
+        "c.lexemes || ''::tsvector AS lexemes FROM chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
+        "AND c.lexemes @@ (SELECT q FROM any_term)), "
+        "hits AS MATERIALIZED (SELECT m.seq, "
+        "ts_rank_cd(%(weights)s::float4[], m.lexemes, t.q, 0) * %(scale)s AS tf, "
+        "count(*) OVER (PARTITION BY t.i) AS df "
+        "FROM matched AS m JOIN terms AS t ON m.lexemes @@ t.q), "
+        "scored AS (SELECT m.seq, m.id, sum(greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), "
+        "1e-6) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * "
+        "(1 - %(b)s + %(b)s * m.lexical_length / (s.tokens / s.n)))) AS score "
+        "FROM hits AS h JOIN matched AS m USING (seq) CROSS JOIN stats AS s"
+        f"{documents} GROUP BY m.seq, m.id) "
+        "SELECT id, score FROM scored ORDER BY score DESC, seq LIMIT %(limit)s"
+    )
+
+
+def ts_rank_cd_sql(*, with_documents: bool) -> str:
+    """The simpler ranking: ``ts_rank_cd`` of the OR query, log-length normalised (same
+    parameters as :func:`bm25_sql`; ``k1``, ``b`` and ``scale`` unused)."""
+    documents = " AND c.document_id = ANY(%(documents)s)" if with_documents else ""
+    return (
+        "WITH "
+        + _TERMS_CTE.format(config=TS_CONFIG)
+        + " SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.lexemes, a.q, "
+        f"{TS_RANK_CD_NORMALIZATION}) AS score FROM chunks AS c CROSS JOIN any_term AS a "
+        f"WHERE c.kb_id = ANY(%(kbs)s) AND c.lexemes @@ (SELECT q FROM any_term){documents} "
+        "ORDER BY score DESC, c.seq LIMIT %(limit)s"
+    )
+
+
+def keyword_query(
+    ranking: Ranking,
+    terms: Sequence[str],
+    kb_ids: Sequence[int],
+    limit: int,
+    document_ids: Sequence[str] | None,
+) -> tuple[str, dict[str, object]]:
+    """The statement and parameters of one keyword search."""
+    if ranking not in RANKINGS:
+        raise ValueError(f"unknown ranking {ranking!r}")
+    build = bm25_sql if ranking == "bm25" else ts_rank_cd_sql
+    params: dict[str, object] = {
+        "terms": list(terms),
+        "kbs": list(kb_ids),
+        "weights": RANK_WEIGHTS,
+        "scale": WEIGHT_SCALE,
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "limit": limit,
+    }
+    if document_ids is not None:
+        params["documents"] = list(document_ids)
+    sql = build(with_documents=document_ids is not None)
+    if ranking != "bm25":
+        for unused in ("scale", "k1", "b"):
+            del params[unused]
+    return sql, params

@@ -1,0 +1,170 @@
+"""The PostgreSQL read side of search: the lexical index, vectors (search, the reuse cache,
+identity switches) and chunk hydration."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from lorebase.embed.base import EmbedderIdentity
+from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.store import stored_chunk_id
+from lorebase.store.base import DocumentState, Scored, StoredChunk
+from lorebase.store.postgres import search, writes
+from lorebase.store.postgres.role import PostgresRole, lookup_identity
+from lorebase.store.records import decompress_text
+from lorebase.store.vectors import VECTOR_DTYPE, checked_vectors
+from lorebase.types import Chunk
+
+
+class LexicalMixin(PostgresRole):
+    """:class:`~lorebase.store.base.LexicalIndex` over PostgreSQL full-text search."""
+
+    def keyword_search(
+        self,
+        kb_ids: Sequence[int],
+        query: str,
+        limit: int,
+        document_ids: Sequence[str] | None = None,
+    ) -> Scored:
+        with self._read() as conn:
+            return search.keyword_search(
+                conn, _ids(kb_ids), query, limit, _docs(document_ids), self._ranking
+            )
+
+
+class VectorsMixin(PostgresRole):
+    """:class:`~lorebase.store.base.Vectors` over pgvector."""
+
+    def dense_search(
+        self,
+        kb_ids: Sequence[int],
+        identity: EmbedderIdentity,
+        vector: np.ndarray,
+        limit: int,
+        document_ids: Sequence[str] | None = None,
+    ) -> Scored:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != identity.dim:
+            raise InvalidInput(
+                f"the query vector has {query.shape[0]} dimensions; {identity.key} has "
+                f"{identity.dim}"
+            )
+        if not np.isfinite(query).all():
+            raise InvalidInput("the query vector holds NaN or infinite values")
+        documents = _docs(document_ids)
+        if limit <= 0 or not kb_ids or documents == []:
+            return []
+        with self._read() as conn:
+            identity_id = lookup_identity(conn, identity)
+            if identity_id is None:
+                return []
+            return search.dense_search(
+                conn,
+                _ids(kb_ids),
+                identity_id,
+                identity.dim,
+                query,
+                limit,
+                documents,
+                exact_rows=self.exact_search_rows,
+            )
+
+    def cached_vectors(
+        self, identity: EmbedderIdentity, content_hashes: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        wanted = list(dict.fromkeys(content_hashes))
+        if not wanted:
+            return {}
+        with self._read() as conn:
+            identity_id = lookup_identity(conn, identity)
+            if identity_id is None:
+                return {}
+            rows = conn.execute(
+                "SELECT content_hash, vector FROM embedding_cache WHERE identity_id = %s "
+                "AND content_hash = ANY(%s)",
+                (identity_id, wanted),
+            ).fetchall()
+        found: dict[str, np.ndarray] = {}
+        for content_hash, stored in rows:
+            array = np.asarray(stored.to_numpy(), dtype=VECTOR_DTYPE)  # a pgvector Vector
+            if array.shape == (identity.dim,):
+                found[str(content_hash)] = array
+        return found
+
+    def add_vectors(
+        self,
+        kb_id: int,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        identity: EmbedderIdentity,
+    ) -> None:
+        matrix = checked_vectors(chunks, vectors, identity)
+        assert matrix is not None
+        with self._read() as conn:
+            writes.load_document(conn, kb_id, document_id)  # NotFound before registering
+        identity_id = self._identity_id(identity)
+        with self._write() as conn:
+            writes.lock_kb(conn, kb_id)
+            writes.load_document(conn, kb_id, document_id, lock=True)
+            present = conn.execute(
+                "SELECT id FROM chunks WHERE document_id = %s", (document_id,)
+            ).fetchall()
+            stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+            if set(stored) != {row[0] for row in present}:
+                raise Conflict("the document's chunks changed; index it again instead")
+            writes.write_vectors(conn, kb_id, document_id, chunks, stored, matrix, identity_id)
+            conn.execute(
+                "UPDATE documents SET identity_key = %s, state = %s, updated_at = %s WHERE id = %s",
+                (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
+            )
+
+    def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
+        keep_id = self._identity_id(keep)
+        with self._write() as conn:
+            writes.lock_kb(conn, kb_id)
+            conn.execute(
+                "DELETE FROM vectors WHERE kb_id = %s AND identity_id <> %s", (kb_id, keep_id)
+            )
+
+
+class ChunksMixin(PostgresRole):
+    """:class:`~lorebase.store.base.Chunks` over PostgreSQL."""
+
+    def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        with self._read() as conn:
+            return search.get_chunks(conn, _ids(kb_ids), [str(c) for c in chunk_ids])
+
+    def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
+        with self._read() as conn:
+            return search.neighbors(conn, _ids(kb_ids), chunk_id, window)
+
+    def document_chunks(
+        self, kb_id: int, document_id: str, start: int, limit: int
+    ) -> list[StoredChunk]:
+        with self._read() as conn:
+            writes.load_document(conn, kb_id, document_id)
+            return search.document_chunks(conn, kb_id, document_id, start, limit)
+
+    def document_text(self, kb_id: int, document_id: str) -> str:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT t.text FROM documents AS d "
+                "LEFT JOIN document_texts AS t ON t.document_id = d.id "
+                "WHERE d.id = %s AND d.kb_id = %s",
+                (document_id, kb_id),
+            ).fetchone()
+        if row is None:
+            raise NotFound(writes.NO_DOCUMENT)
+        return decompress_text(row[0])
+
+
+def _ids(kb_ids: Sequence[int]) -> list[int]:
+    return [int(kb_id) for kb_id in kb_ids]
+
+
+def _docs(document_ids: Sequence[str] | None) -> list[str] | None:
+    return None if document_ids is None else [str(d) for d in document_ids]

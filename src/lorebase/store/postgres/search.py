@@ -1,0 +1,119 @@
+"""The read half of the PostgreSQL store: keyword search, dense search and chunk hydration.
+
+Functions here take an open connection and run inside the read snapshot the store holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from lorebase.errors import NotFound
+from lorebase.store.base import Scored, StoredChunk
+from lorebase.store.postgres import dense, lexical
+from lorebase.store.postgres.lexical import Ranking
+from lorebase.store.records import STORED_CHUNK_SELECT, stored_chunk_from_row
+
+
+def keyword_search(
+    conn: Any,
+    kb_ids: Sequence[int],
+    query: str,
+    limit: int,
+    document_ids: Sequence[str] | None,
+    ranking: Ranking = lexical.DEFAULT_RANKING,
+) -> Scored:
+    """Ranked hits for raw user text; nothing is queried when no searchable term is left."""
+    terms = lexical.query_terms(query)
+    if not terms or limit <= 0 or not kb_ids or document_ids == []:
+        return []
+    sql, params = lexical.keyword_query(ranking, terms, kb_ids, limit, document_ids)
+    return [(str(chunk_id), float(score)) for chunk_id, score in conn.execute(sql, params)]
+
+
+def dense_search(
+    conn: Any,
+    kb_ids: Sequence[int],
+    identity_id: int,
+    dim: int,
+    query: np.ndarray,
+    limit: int,
+    document_ids: Sequence[str] | None,
+    *,
+    exact_rows: int = dense.EXACT_MAX_ROWS,
+) -> Scored:
+    """Candidates (exact scan or HNSW, see :mod:`dense`), re-ranked with exact vectors."""
+    n = dense.candidates(limit)
+    params: dict[str, object] = {"kbs": list(kb_ids), "query": query, "n": n}
+    seqs: list[int] | None = None
+    if document_ids is None and dense.create_index_sql(identity_id, dim) is not None:
+        capped = {"kbs": params["kbs"], "cap": exact_rows + 1}
+        row = conn.execute(dense.count_sql(identity_id), capped).fetchone()
+        rows = int(row[0]) if row is not None else 0
+        if rows > exact_rows:
+            for setting in dense.hnsw_settings_sql(n):
+                conn.execute(setting)
+            found = conn.execute(dense.hnsw_candidates_sql(identity_id, dim), params).fetchall()
+            conn.execute(dense.after_hnsw_sql())
+            if len(found) >= min(n, rows):
+                seqs = [int(r[0]) for r in found]
+    if seqs is None:
+        if document_ids is not None:
+            params["documents"] = list(document_ids)
+        sql = dense.exact_candidates_sql(identity_id, with_documents=document_ids is not None)
+        seqs = [int(r[0]) for r in conn.execute(sql, params)]
+    if not seqs:
+        return []
+    rerank = {"seqs": seqs, "query": query, "limit": limit}
+    return [
+        (str(chunk_id), float(score))
+        for chunk_id, score in conn.execute(dense.rerank_sql(identity_id), rerank)
+    ]
+
+
+def get_chunks(conn: Any, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
+    """Hydrated chunks in the order asked; ids outside ``kb_ids`` (or unknown) are left out."""
+    if not kb_ids or not chunk_ids:
+        return []
+    rows = conn.execute(
+        f"{STORED_CHUNK_SELECT} WHERE c.id = ANY(%s) AND c.kb_id = ANY(%s)",
+        (list(dict.fromkeys(chunk_ids)), list(kb_ids)),
+    )
+    found = {chunk.id: chunk for chunk in map(stored_chunk_from_row, rows)}
+    return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
+
+
+def neighbors(conn: Any, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
+    """The chunk and up to ``window`` chunks each side of it in its document, in order."""
+    row = (
+        conn.execute(
+            "SELECT document_id, ordinal FROM chunks WHERE id = %s AND kb_id = ANY(%s)",
+            (chunk_id, list(kb_ids)),
+        ).fetchone()
+        if kb_ids
+        else None
+    )
+    if row is None:
+        raise NotFound("no such chunk in these knowledge bases; search again for a current id")
+    document_id, ordinal = row
+    window = max(0, window)
+    rows = conn.execute(
+        f"{STORED_CHUNK_SELECT} WHERE c.document_id = %s AND c.ordinal BETWEEN %s AND %s "
+        "ORDER BY c.ordinal",
+        (document_id, ordinal - window, ordinal + window),
+    )
+    return [stored_chunk_from_row(r) for r in rows]
+
+
+def document_chunks(
+    conn: Any, kb_id: int, document_id: str, start: int, limit: int
+) -> list[StoredChunk]:
+    """One document's chunks in order from ordinal ``start``."""
+    rows = conn.execute(
+        f"{STORED_CHUNK_SELECT} WHERE c.document_id = %s AND c.kb_id = %s AND c.ordinal >= %s "
+        "ORDER BY c.ordinal LIMIT %s",
+        (document_id, kb_id, max(0, start), max(0, limit)),
+    )
+    return [stored_chunk_from_row(r) for r in rows]

@@ -1,0 +1,83 @@
+"""The shared store: one PostgreSQL database (with pgvector) holding knowledge bases,
+documents, chunks with their full-text lexemes, and half-precision vectors with a partial
+HNSW index per embedding identity.
+
+:class:`PostgresStore` is the composition of one mixin per role of :class:`Store` (modules
+``catalogue``, ``documents``, ``uploads``, ``retrieval``) over one :class:`PostgresDatabase`
+(``database``: the pool and its transactions). It keeps nothing in memory between calls, so
+any number of processes, on any number of machines, may serve and write the same database.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from lorebase.store.base import Store
+from lorebase.store.postgres import dense, lexical
+from lorebase.store.postgres.catalogue import CatalogueMixin
+from lorebase.store.postgres.database import PostgresDatabase
+from lorebase.store.postgres.documents import DocumentsMixin, MetricsMixin
+from lorebase.store.postgres.retrieval import ChunksMixin, LexicalMixin, VectorsMixin
+from lorebase.store.postgres.schema import migrate
+from lorebase.store.postgres.uploads import UploadsMixin
+
+__all__ = ["PostgresStore"]
+
+
+class PostgresStore(
+    CatalogueMixin,
+    DocumentsMixin,
+    UploadsMixin,
+    LexicalMixin,
+    VectorsMixin,
+    ChunksMixin,
+    MetricsMixin,
+    Store,
+):
+    """:class:`Store` over a PostgreSQL URL or an open :class:`PostgresDatabase` (shared with
+    the other PostgreSQL parts of lorebase; a database passed in is not closed by
+    :meth:`close`). Safe to share between threads.
+
+    ``ranking`` chooses the keyword ranking (``bm25``, or ``ts_rank_cd`` to measure it);
+    ``exact_search_rows`` the number of vectors up to which dense search scans instead of
+    using the HNSW index. Both are for tests and benchmarks, not settings."""
+
+    def __init__(
+        self,
+        url_or_database: str | PostgresDatabase,
+        *,
+        ranking: lexical.Ranking = lexical.DEFAULT_RANKING,
+        exact_search_rows: int = dense.EXACT_MAX_ROWS,
+    ) -> None:
+        if ranking not in lexical.RANKINGS:
+            raise ValueError(f"unknown ranking {ranking!r}")
+        self._ranking = ranking
+        self.exact_search_rows = exact_search_rows
+        if isinstance(url_or_database, PostgresDatabase):
+            self._db, self._owns_db = url_or_database, False
+        else:
+            self._db, self._owns_db = PostgresDatabase(url_or_database), True
+        try:
+            migrate(self._db)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def database(self) -> PostgresDatabase:
+        return self._db
+
+    def close(self) -> None:
+        if self._owns_db:
+            self._db.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

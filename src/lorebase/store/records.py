@@ -1,0 +1,261 @@
+"""Rows to records and records to rows, for every backend: the column lists a store selects
+and writes (the same names in each backend's tables) and the small functions that map them,
+kept apart from the code that runs the statements."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lorebase.errors import InvalidInput
+from lorebase.settings import ChunkSettings
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    KbState,
+    KnowledgeBase,
+    NewDocument,
+    Scope,
+    StoredChunk,
+)
+from lorebase.types import Chunk, ContentKind, Provenance
+
+TEXT_COMPRESSION_LEVEL = 6
+
+KB_FIELDS = (
+    "id",
+    "name",
+    "description",
+    "scope",
+    "owner",
+    "chunk_size",
+    "max_tokens",
+    "overlap",
+    "identity_key",
+    "created_at",
+    "state",
+    "state_reason",
+    "pass_started_at",
+    "pass_finished_at",
+    "progress_done",
+    "progress_total",
+    "team_id",
+)
+KB_COLUMNS = ", ".join(KB_FIELDS)
+
+DOCUMENT_FIELDS = (
+    "id",
+    "kb_id",
+    "path",
+    "kind",
+    "size",
+    "content_hash",
+    "state",
+    "mtime",
+    "title",
+    "page_count",
+    "reason",
+    "chunk_count",
+    "identity_key",
+    "settings_key",
+    "updated_at",
+    "source_id",
+    "display_name",
+)
+DOCUMENT_COLUMNS = ", ".join(DOCUMENT_FIELDS)
+
+STORED_CHUNK_FIELDS = {  # name -> the expression that selects it
+    "id": "c.id",
+    "ordinal": "c.ordinal",
+    "text": "c.text",
+    "tokens": "c.tokens",
+    # the rest is the chunk's Provenance, one entry per field
+    "knowledge_base": "k.name",
+    "knowledge_base_id": "c.kb_id",
+    "document_id": "c.document_id",
+    "path": "d.path",
+    "title": "d.title",
+    "kind": "d.kind",
+    "uploaded": "d.display_name IS NOT NULL",
+    "trail": "c.trail",
+    "start": "c.start_offset",
+    "end": "c.end_offset",
+    "content_kind": "c.content_kind",
+    "page": "c.page",
+    "page_end": "c.page_end",
+    "line": "c.line",
+    "language": "c.language",
+    "symbol": "c.symbol",
+}
+STORED_CHUNK_SELECT = (
+    f"SELECT {', '.join(STORED_CHUNK_FIELDS.values())} "
+    "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
+    "JOIN knowledge_bases AS k ON k.id = c.kb_id"
+)
+
+CHUNK_INSERT_COLUMNS = (
+    "id",
+    "document_id",
+    "kb_id",
+    "section_id",
+    "ordinal",
+    "text",
+    "trail",
+    "start_offset",
+    "end_offset",
+    "line",
+    "page",
+    "page_end",
+    "content_kind",
+    "language",
+    "symbol",
+    "tokens",
+    "content_hash",
+)
+
+
+def named(names: Iterable[str], row: Sequence[Any]) -> dict[str, Any]:
+    """A row selected with the columns ``names``, keyed by name."""
+    return dict(zip(names, row, strict=True))
+
+
+def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBase:
+    """A knowledge base from a ``KB_COLUMNS`` row and its ``KB_TOTALS_SQL`` totals (after the
+    kb_id column); None totals: a base without documents."""
+    kb = named(KB_FIELDS, row)
+    documents, indexed, failed, chunks, size, pending = totals or (0, 0, 0, 0, 0, 0)
+    return KnowledgeBase(
+        id=kb["id"],
+        name=kb["name"],
+        description=kb["description"],
+        scope=Scope(kb["scope"]),
+        owner=kb["owner"],
+        chunk_settings=ChunkSettings(
+            chunk_size=kb["chunk_size"], max_tokens=kb["max_tokens"], overlap=kb["overlap"]
+        ),
+        identity_key=kb["identity_key"],
+        created_at=kb["created_at"],
+        documents=documents,
+        indexed=indexed,
+        failed=failed,
+        chunks=chunks,
+        bytes=size,
+        pending=pending,
+        state=KbState(kb["state"]),
+        state_reason=kb["state_reason"],
+        pass_started_at=kb["pass_started_at"],
+        pass_finished_at=kb["pass_finished_at"],
+        progress_done=kb["progress_done"],
+        progress_total=kb["progress_total"],
+        team_id=kb["team_id"],
+    )
+
+
+def document_from_row(row: Sequence[Any]) -> DocumentRecord:
+    """A document from a ``DOCUMENT_COLUMNS`` row: its columns are the record's fields."""
+    document = named(DOCUMENT_FIELDS, row)
+    return DocumentRecord(**document | {"state": DocumentState(document["state"])})
+
+
+def stored_chunk_from_row(row: Sequence[Any]) -> StoredChunk:
+    """A chunk from a ``STORED_CHUNK_SELECT`` row: four columns of its own, the rest its
+    provenance."""
+    chunk = named(STORED_CHUNK_FIELDS, row)
+    own = {name: chunk.pop(name) for name in ("id", "ordinal", "text", "tokens")}
+    provenance = Provenance(
+        **chunk
+        | {
+            "trail": tuple(json.loads(chunk["trail"])),
+            "content_kind": ContentKind(chunk["content_kind"]),
+            "uploaded": bool(chunk["uploaded"]),
+        }
+    )
+    return StoredChunk(**own, provenance=provenance)
+
+
+DOCUMENT_VALUE_COLUMNS = (  # the columns document_values() fills, in order
+    "kind",
+    "size",
+    "mtime",
+    "content_hash",
+    "title",
+    "page_count",
+    "encoding",
+    "source_id",
+    "display_name",
+)
+
+
+def document_values(document: NewDocument) -> tuple[Any, ...]:
+    """The columns every write of a document sets, in ``DOCUMENT_VALUE_COLUMNS`` order."""
+    return (
+        document.kind,
+        document.size,
+        document.mtime,
+        document.content_hash,
+        document.title,
+        document.page_count,
+        document.encoding,
+        document.source_id,
+        document.display_name,
+    )
+
+
+def chunk_row(
+    chunk: Chunk, *, stored_id: str, document_id: str, kb_id: int, section_id: int
+) -> dict[str, Any]:
+    """The values of ``CHUNK_INSERT_SQL`` for one chunk, by column."""
+    position = chunk.position
+    return {
+        "id": stored_id,
+        "document_id": document_id,
+        "kb_id": kb_id,
+        "section_id": section_id,
+        "ordinal": chunk.ordinal,
+        "text": chunk.text,
+        "trail": trail_json(position.trail),
+        "start_offset": position.start,
+        "end_offset": position.end,
+        "line": position.line,
+        "page": position.page,
+        "page_end": position.page_end,
+        "content_kind": str(position.content_kind),
+        "language": position.language,
+        "symbol": position.symbol,
+        "tokens": chunk.tokens,
+        "content_hash": chunk.content_hash,
+    }
+
+
+def trail_json(trail: Sequence[str]) -> str:
+    return json.dumps(list(trail), ensure_ascii=False)
+
+
+def sections_of(chunks: Sequence[Chunk]) -> list[tuple[tuple[str, ...], list[int]]]:
+    """Runs of consecutive chunks that share a heading trail: ``(trail, chunk positions)``."""
+    runs: list[tuple[tuple[str, ...], list[int]]] = []
+    for position, chunk in enumerate(chunks):
+        trail = tuple(chunk.position.trail)
+        if runs and runs[-1][0] == trail:
+            runs[-1][1].append(position)
+        else:
+            runs.append((trail, [position]))
+    return runs
+
+
+def compress_text(text: str) -> bytes:
+    return zlib.compress(text.encode("utf-8"), TEXT_COMPRESSION_LEVEL)
+
+
+def decompress_text(blob: bytes | None) -> str:
+    return zlib.decompress(blob).decode("utf-8") if blob else ""
+
+
+def check_chunks(chunks: Sequence[Chunk]) -> None:
+    """Chunks of one document need distinct ordinals and ids (checked before writing)."""
+    if len({chunk.ordinal for chunk in chunks}) != len(chunks):
+        raise InvalidInput("two chunks of one document share an ordinal")
+    if len({chunk.id for chunk in chunks}) != len(chunks):
+        raise InvalidInput("two chunks of one document share an id")

@@ -1,0 +1,78 @@
+"""The terms of a keyword query and the fields a lexical index holds, for every backend.
+
+User text is split into terms here, the same way whatever index answers it: split on
+whitespace, terms without a letter or digit dropped, duplicates (ignoring case) dropped, stop
+words left out unless nothing else remains, at most ``MAX_QUERY_TERMS``. Each backend turns
+the terms into its own query syntax, escaping them (FTS5 strings, PostgreSQL tsquery lexemes).
+The fields and their BM25 weights are shared too, so both backends rank alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lorebase.stopwords import without_stop_words
+
+LEXICAL_FIELDS = ("title", "headings", "path", "symbol", "body")
+
+# BM25 field weights, in LEXICAL_FIELDS order. Words in a document's title, a heading or a code
+# symbol say more about a chunk than the same word in its body; reasonable, not tuned.
+TITLE_WEIGHT = 2.0
+HEADINGS_WEIGHT = 2.0
+PATH_WEIGHT = 1.0
+SYMBOL_WEIGHT = 2.0
+BODY_WEIGHT = 1.0
+FIELD_WEIGHTS = (TITLE_WEIGHT, HEADINGS_WEIGHT, PATH_WEIGHT, SYMBOL_WEIGHT, BODY_WEIGHT)
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+"""The BM25 parameters SQLite's FTS5 ``bm25()`` uses (fixed there); the PostgreSQL backend
+uses the same ones so the two rank alike."""
+
+MAX_QUERY_TERMS = 32
+"""Terms beyond this are dropped: OR queries cost grows with every term (FACTS.md)."""
+
+HEADINGS_SEPARATOR = " > "
+
+_DROPPED_CHARACTERS = {0: " "}
+"""NUL ends a string inside FTS5's query parser ("unterminated string") and cannot be sent to
+PostgreSQL in text; it becomes a space."""
+
+
+def query_terms(text: str, limit: int | None = MAX_QUERY_TERMS) -> list[str]:
+    """The distinct search terms of raw user text, in order, at most ``limit``.
+
+    Split on whitespace; a term without any letter or digit cannot match a token and is
+    dropped; duplicates (ignoring case) are dropped.
+    """
+    cleaned = "".join(ch for ch in text.translate(_DROPPED_CHARACTERS) if not is_surrogate(ch))
+    terms: list[str] = []
+    seen: set[str] = set()
+    for term in cleaned.split():
+        if not any(ch.isalnum() for ch in term):
+            continue
+        folded = term.casefold()
+        if folded in seen:
+            continue
+        seen.add(folded)
+        terms.append(term)
+        if limit is not None and len(terms) == limit:
+            break
+    return terms
+
+
+def search_terms(text: str) -> list[str]:
+    """The terms a keyword search uses: :func:`query_terms` without stop words (unless that
+    leaves nothing), at most ``MAX_QUERY_TERMS``. Stop words go *before* the cap, so a long
+    question keeps its content words (the cap used to cut half of CISI's questions short)."""
+    return without_stop_words(query_terms(text, limit=None))[:MAX_QUERY_TERMS]
+
+
+def headings_text(trail: Sequence[str]) -> str:
+    """What the headings field indexes: the trail, outermost first, joined by `` > ``."""
+    return HEADINGS_SEPARATOR.join(trail)
+
+
+def is_surrogate(ch: str) -> bool:
+    """Lone surrogates cannot be encoded as UTF-8 (for SQLite or PostgreSQL)."""
+    return "\ud800" <= ch <= "\udfff"
