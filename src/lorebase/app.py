@@ -148,7 +148,7 @@ def _postgres_backend(settings: Settings, url: str) -> Backend:
 
     database = PostgresDatabase(url, schema=settings.store_schema)
     try:
-        store = PostgresStore(database)
+        store = PostgresStore(database, owns_database=True)
         blob_storage = PostgresBlobStorage(database)
         # An evaluation's index (a schema of its own) announces nothing to the service's
         # clients: its base ids mean other bases there.

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from lorebase.ingest.queue import DEFAULT_QUEUE_SIZE, SWEEP_SECONDS, Job, QueueStats
+from lorebase.store.postgres.migrator import PgMigration, migrate
 
 if TYPE_CHECKING:
     from lorebase.store.postgres.database import PostgresDatabase
@@ -39,10 +40,9 @@ LEASE_SECONDS = 30.0
 MAX_ATTEMPTS = 3
 IDLE_POLL_SECONDS = 0.5
 _ADMIT_LOCK = 0x6C62_6A6F_6273  # pg_advisory_xact_lock key: admissions, one at a time
-_MIGRATE_LOCK = 0x6C62_6A6F_626D
 
-_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
-    (
+_MIGRATIONS = (
+    PgMigration(
         1,
         "jobs",
         (
@@ -67,25 +67,6 @@ _MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         ),
     ),
 )
-
-
-def migrate_jobs(database: PostgresDatabase) -> None:
-    """Create or upgrade the jobs table (once, whichever process gets there first)."""
-    with database.write() as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS job_migrations (number INTEGER PRIMARY KEY, "
-            "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        )
-        applied = {row[0] for row in conn.execute("SELECT number FROM job_migrations")}
-        for number, name, steps in _MIGRATIONS:
-            if number in applied:
-                continue
-            for step in steps:
-                conn.execute(step)
-            conn.execute(
-                "INSERT INTO job_migrations (number, name) VALUES (%s, %s)", (number, name)
-            )
 
 
 class PostgresJobQueue:
@@ -121,7 +102,7 @@ class PostgresJobQueue:
         self._held_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.stats = QueueStats()
-        migrate_jobs(database)
+        migrate(database, _MIGRATIONS, table="job_migrations")
 
     # -- admission -------------------------------------------------------------------------------
     @property

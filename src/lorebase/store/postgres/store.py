@@ -40,7 +40,9 @@ class PostgresStore(
 
     ``ranking`` chooses the keyword ranking (``bm25``, or ``ts_rank_cd`` to measure it);
     ``exact_search_rows`` the number of vectors up to which dense search scans instead of
-    using the HNSW index. Both are for tests and benchmarks, not settings."""
+    using the HNSW index. Both are for tests and benchmarks, not settings. ``owns_database``:
+    close the database with the store (default: only a database it opened itself) — how the
+    composition root hands the pool of every PostgreSQL part to the store's life."""
 
     def __init__(
         self,
@@ -48,15 +50,16 @@ class PostgresStore(
         *,
         ranking: lexical.Ranking = lexical.DEFAULT_RANKING,
         exact_search_rows: int = dense.EXACT_MAX_ROWS,
+        owns_database: bool | None = None,
     ) -> None:
         if ranking not in lexical.RANKINGS:
             raise ValueError(f"unknown ranking {ranking!r}")
         self._ranking = ranking
         self.exact_search_rows = exact_search_rows
         if isinstance(url_or_database, PostgresDatabase):
-            self._db, self._owns_db = url_or_database, False
+            self._db, self._owns_db = url_or_database, bool(owns_database)
         else:
-            self._db, self._owns_db = PostgresDatabase(url_or_database), True
+            self._db, self._owns_db = PostgresDatabase(url_or_database), owns_database is not False
         try:
             migrate(self._db)
         except BaseException:
