@@ -1,11 +1,14 @@
-"""Knowledge bases that follow folders: passes, life cycle, recovery, the ingestion lock."""
+"""Knowledge bases that follow folders: passes, life cycle, recovery, the ingestion lock — over
+the embedded SQLite store and over PostgreSQL."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,10 +17,30 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import Conflict, InvalidInput, Unavailable
 from lorebase.settings import ChunkSettings, Settings
 from lorebase.store.base import DocumentState, KbState
+from lorebase.vault.keys import DataKey
+
+DATA_KEY = DataKey.generate().to_base64()
+_STORE: dict[str, str | None] = {"url": None}
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test on both stores: folders are followed from the machine that has them,
+    whether the knowledge bases live in the embedded SQLite file or in PostgreSQL."""
+    _STORE["url"] = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    yield request.param
+    _STORE["url"] = None
+
+
+def settings(data: Path, **options: Any) -> Settings:
+    url = _STORE["url"]
+    if url is None:
+        return Settings(data_dir=data, **options)
+    return Settings(data_dir=data, store_url=url, data_key=DATA_KEY, **options)
 
 
 def make(data: Path, embedder: FakeEmbedder | None = None) -> Lorebase:
-    return open_lorebase(settings=Settings(data_dir=data), embedder=embedder or FakeEmbedder())
+    return open_lorebase(settings=settings(data), embedder=embedder or FakeEmbedder())
 
 
 def write(path: Path, text: str) -> Path:
@@ -316,8 +339,8 @@ def test_a_queued_pass_finds_its_base_when_another_shares_its_name(tmp_path: Pat
     for folder in (first, second):
         folder.mkdir()
         (folder / "a.md").write_text(f"# {folder.name}\n\nA note.\n")
-    settings = Settings(data_dir=tmp_path / "data", serve=ServeSettings(workers=1, watch=False))
-    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+    chosen = settings(tmp_path / "data", serve=ServeSettings(workers=1, watch=False))
+    with open_lorebase(settings=chosen, embedder=FakeEmbedder()) as lb:
         shared = lb.create_kb("notes", scope="global", sources=[first])
         lb.create_kb("notes", scope="personal", sources=[second])
         lb.start_serving()

@@ -115,6 +115,7 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
         kbs = lb.knowledge_bases()
         sources = {kb.name: lb.sources(kb.name) for kb in kbs}
         data_dir = lb.settings.data_dir
+        store = lb.store_location
     if as_json:
         payload = [
             render.kb_json(kb)
@@ -125,10 +126,14 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
             }
             for kb in kbs
         ]
-        render.print_json(render.console(), {"data_dir": str(data_dir), "knowledge_bases": payload})
+        render.print_json(
+            render.console(),
+            {"data_dir": str(data_dir), "store": store, "knowledge_bases": payload},
+        )
         return
     console = render.console()
     console.print(Text(f"data directory: {data_dir}"))
+    console.print(Text(f"store: {store}"))
     if not kbs:
         console.print(Text("no knowledge bases yet; add files with `lorebase add PATH`"))
     for block in render.status_blocks(kbs, sources):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,11 +16,8 @@ from rich.text import Text
 
 from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
-from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
+from lorebase.cli.common import CliContext, JsonOption, command_group, handles_errors, open_from
 from lorebase.errors import Conflict, InvalidInput
-
-if TYPE_CHECKING:
-    from lorebase.service import Lorebase
 
 users_app = command_group("Users of the HTTP service (operators only).")
 teams_app = command_group("Teams and their members.")
@@ -75,9 +73,9 @@ def serve(
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
     console = Console()
+    _needs_shared_store(ctx, no_ingest, "--no-ingest")
     _check_port(host, port)
     with open_from(ctx, holder="lorebase serve", serve=settings) as lb:
-        _needs_shared_store(lb, no_ingest, "--no-ingest")
         lb.data_key  # noqa: B018  (a missing or wrong data key stops here, said plainly)
         accounts = lb.accounts
         if settings.auth and not accounts.list_users():
@@ -130,9 +128,9 @@ def worker(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    _needs_shared_store(ctx, True, "`lorebase worker`")
     configure_logging()
     with open_from(ctx, holder="lorebase worker", serve=settings) as lb:
-        _needs_shared_store(lb, True, "`lorebase worker`")
         lb.start_serving()
         Console().print(
             Text(f"lorebase worker indexing with {settings.workers} threads; Ctrl-C stops it"),
@@ -142,8 +140,10 @@ def worker(
         lb.stop_serving()
 
 
-def _needs_shared_store(lb: Lorebase, asked: bool, what: str) -> None:
-    if asked and not lb.settings.shared_store:
+def _needs_shared_store(ctx: typer.Context, asked: bool, what: str) -> None:
+    """Refuse, before anything starts, what only a store shared by processes can do."""
+    options: CliContext = ctx.find_root().obj
+    if asked and not (options.store_url or os.environ.get("LOREBASE_STORE", "").strip()):
         raise InvalidInput(
             f"{what} needs a store that several processes share: give --store "
             "postgresql://... (or LOREBASE_STORE); with the embedded store `serve` indexes itself"

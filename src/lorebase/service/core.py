@@ -101,6 +101,16 @@ class Lorebase(Passes):
         )
 
     @property
+    def store_location(self) -> str:
+        """Where the knowledge bases live, for people: the SQLite file, or the PostgreSQL
+        database's URL without its password."""
+        if self.settings.store_url is None:
+            return str(self.settings.database)
+        from lorebase.store.postgres.database import redacted
+
+        return redacted(self.settings.store_url)
+
+    @property
     def accounts(self) -> AccountStore:
         """Users, teams, API keys and the audit log (opened on first use)."""
         if self._accounts is None:

@@ -42,7 +42,9 @@ class NewKeyOut(BaseModel):
 class StatusOut(BaseModel):
     version: str
     auth: bool
-    queue_depth: int
+    store: str = Field(description="`sqlite` (one file) or `postgresql` (shared by processes).")
+    ingest: bool = Field(description="Whether this process indexes (runs queue workers).")
+    queue_depth: int = Field(description="Jobs waiting (with PostgreSQL: of every process).")
     queue_size: int
     workers: int
     embedding_model: str | None = Field(description="The model's identity, or None if none.")
@@ -97,6 +99,8 @@ def server_status(lb: LbDep, caller: CallerDep) -> StatusOut:
     return StatusOut(
         version=__version__,
         auth=serve.auth,
+        store="postgresql" if lb.settings.shared_store else "sqlite",
+        ingest=serve.ingest,
         queue_depth=lb.queue.depth,
         queue_size=serve.queue_size,
         workers=serve.workers,

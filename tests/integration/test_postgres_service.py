@@ -1,0 +1,85 @@
+"""The service over a PostgreSQL store, as an operator meets it: what it needs (the shared
+data key), what it refuses (a worker without a shared store), what it says (the store, never
+its password), and uploads whose originals live in the database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lorebase.app import open_lorebase
+from lorebase.cli.main import app
+from lorebase.embed.fake import FakeEmbedder
+from lorebase.errors import InvalidInput, Unavailable
+from lorebase.settings import Settings
+from lorebase.store.base import DocumentState
+from lorebase.store.postgres.database import PostgresDatabase, redacted
+from lorebase.vault.keys import DataKey
+
+runner = CliRunner()
+
+
+def test_a_store_that_is_not_a_postgres_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="postgresql://"):
+        Settings(data_dir=tmp_path, store_url="mysql://somewhere/db")
+
+
+def test_messages_name_the_database_never_its_password() -> None:
+    assert redacted("postgresql://alice:s3cret@db.internal:6543/kb") == (
+        "postgresql://alice@db.internal:6543/kb"
+    )
+    with pytest.raises(Unavailable) as caught:
+        PostgresDatabase("postgresql://alice:s3cret@127.0.0.1:1/kb")
+    assert "s3cret" not in str(caught.value) and "127.0.0.1:1/kb" in str(caught.value)
+
+
+def test_uploads_over_postgres_need_the_shared_data_key(tmp_path: Path, postgres_url: str) -> None:
+    settings = Settings(data_dir=tmp_path, store_url=postgres_url)
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        kb = lb.create_kb("notes")
+        with pytest.raises(InvalidInput, match="LOREBASE_DATA_KEY"):
+            lb.upload(kb, "a.md", [b"# A\n\nalpha"])
+        assert not (tmp_path / "data.key").exists()  # no machine-local key was made
+
+
+def test_an_upload_is_stored_in_the_database_and_indexed(tmp_path: Path, postgres_url: str) -> None:
+    key = DataKey.generate().to_base64()
+    first = Settings(data_dir=tmp_path / "one", store_url=postgres_url, data_key=key)
+    with open_lorebase(settings=first, embedder=FakeEmbedder()) as lb:
+        kb = lb.create_kb("notes")
+        record, created = lb.upload(kb, "turbines.md", [b"# Turbines\n\nFilm cooling of blades."])
+        assert created
+    assert not (tmp_path / "one" / "blobs").exists()  # the original is not on this machine
+    # Another process, another machine's data directory: it finds the original and indexes it.
+    second = Settings(data_dir=tmp_path / "two", store_url=postgres_url, data_key=key)
+    with open_lorebase(settings=second, embedder=FakeEmbedder()) as lb:
+        lb.start_serving()
+        try:
+            assert lb.queue.join(timeout=30)
+        finally:
+            lb.stop_serving()
+        _, document = lb.document(record.id)
+        assert document.state is DocumentState.INDEXED
+        assert lb.display_name(document) == "turbines.md"
+        assert lb.search("film cooling", kb="notes").hits
+
+
+def test_status_names_the_store_without_its_password(tmp_path: Path, postgres_url: str) -> None:
+    options = ["--data-dir", str(tmp_path), "--embedder", "fake", "--store", postgres_url]
+    result = runner.invoke(app, [*options, "status"])
+    assert result.exit_code == 0, result.output
+    assert "store: postgresql://postgres@" in result.output
+    as_json = runner.invoke(app, [*options, "status", "--json"])
+    assert json.loads(as_json.output)["store"].startswith("postgresql://postgres@")
+
+
+@pytest.mark.parametrize(
+    "command", [["worker"], ["serve", "--no-ingest", "--port", "1"]], ids=["worker", "serve"]
+)
+def test_scale_out_commands_need_a_shared_store(tmp_path: Path, command: list[str]) -> None:
+    result = runner.invoke(app, ["--data-dir", str(tmp_path), "--embedder", "fake", *command])
+    assert result.exit_code == 2, result.output
+    assert "--store postgresql://" in result.output
