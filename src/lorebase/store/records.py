@@ -7,17 +7,21 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
-from lorebase.errors import InvalidInput
+from lorebase.errors import Conflict, InvalidInput
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import (
+    MAX_SOURCES,
     DocumentRecord,
     DocumentState,
     KbState,
     KnowledgeBase,
     NewDocument,
     Scope,
+    Source,
+    SourceKind,
     StoredChunk,
 )
 from lorebase.types import Chunk, ContentKind, Provenance
@@ -259,3 +263,60 @@ def check_chunks(chunks: Sequence[Chunk]) -> None:
         raise InvalidInput("two chunks of one document share an ordinal")
     if len({chunk.id for chunk in chunks}) != len(chunks):
         raise InvalidInput("two chunks of one document share an id")
+
+
+# -- the rules of a base's names and sources, for every backend ------------------------------
+def source_from_row(row: Sequence[Any]) -> Source:
+    return Source(
+        int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]), SourceKind(row[5])
+    )
+
+
+def new_source(path: str, kind: SourceKind, existing: Sequence[Source]) -> tuple[str, str]:
+    """The path to follow (absolute, normalised) and its label, checked against the sources a
+    base already follows: ``Conflict`` when it is, contains or lies inside one of them,
+    ``InvalidInput`` when relative or past ``MAX_SOURCES`` folders."""
+    followed = PurePosixPath(path)
+    if not followed.is_absolute():
+        raise InvalidInput(f"a source {kind} must be given as an absolute path")
+    for source in existing:
+        other = PurePosixPath(source.path)
+        if followed == other:
+            raise Conflict(f"this knowledge base already follows {path}")
+        if followed.is_relative_to(other) or other.is_relative_to(followed):
+            raise Conflict(
+                f"{path} overlaps {source.path}, which this knowledge base already "
+                "follows; sources may not lie inside one another"
+            )
+    folders = [s for s in existing if s.kind is SourceKind.FOLDER]
+    if kind is SourceKind.FOLDER and len(folders) >= MAX_SOURCES:
+        raise InvalidInput(f"a knowledge base follows at most {MAX_SOURCES} folders")
+    taken = {s.label for s in existing}
+    if kind is SourceKind.FILE:
+        return str(followed), free_label(followed.stem, taken, followed.suffix)
+    return str(followed), free_label(followed.name or "root", taken)
+
+
+def free_label(name: str, taken: set[str], suffix: str = "") -> str:
+    """The name, or ``name-2``, ``name-3``… when another source has it (a file's extension
+    stays last: ``notes-2.md``)."""
+    label, n = name + suffix, 1
+    while label in taken:
+        n += 1
+        label = f"{name}-{n}{suffix}"
+    return label
+
+
+def name_taken(name: str, scope: Scope, owner: str | None, held_by: int | None) -> str:
+    """The message for a name already used in the scope of the base being created (naming only
+    that scope's base: one its creator may see)."""
+    if scope is Scope.GLOBAL:
+        whose = "a global knowledge base"
+    elif scope is Scope.TEAM:
+        whose = "a knowledge base of this team"
+    else:
+        whose = (
+            "a personal knowledge base of yours" if owner else "an administrators' personal base"
+        )
+    held = f" (id {held_by})" if held_by is not None else ""
+    return f"{whose}{held} is already named {name!r}; choose another name"

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
-from pathlib import PurePosixPath
-from typing import Any
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import (
-    MAX_SOURCES,
     KbState,
     KnowledgeBase,
     Scope,
@@ -24,6 +20,7 @@ from lorebase.store.base import (
     SourceKind,
     ambiguous,
 )
+from lorebase.store.records import name_taken, new_source, source_from_row
 from lorebase.store.sqlite import fts, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import KB_COLUMNS, KB_TOTALS_SQL, kb_from_row, placeholders
@@ -184,34 +181,15 @@ class CatalogueMixin(SqliteRole):
 
     # -- sources -----------------------------------------------------------------------------
     def add_source(self, kb_id: int, path: str, kind: SourceKind = SourceKind.FOLDER) -> Source:
-        followed = PurePosixPath(path)
-        if not followed.is_absolute():
-            raise InvalidInput(f"a source {kind} must be given as an absolute path")
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
             rows = conn.execute(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE kb_id = ?", (kb_id,))
-            existing = [_source(row) for row in rows]
-            for source in existing:
-                other = PurePosixPath(source.path)
-                if followed == other:
-                    raise Conflict(f"this knowledge base already follows {path}")
-                if followed.is_relative_to(other) or other.is_relative_to(followed):
-                    raise Conflict(
-                        f"{path} overlaps {source.path}, which this knowledge base already "
-                        "follows; sources may not lie inside one another"
-                    )
-            folders = [s for s in existing if s.kind is SourceKind.FOLDER]
-            if kind is SourceKind.FOLDER and len(folders) >= MAX_SOURCES:
-                raise InvalidInput(f"a knowledge base follows at most {MAX_SOURCES} folders")
-            taken = {s.label for s in existing}
-            if kind is SourceKind.FILE:
-                label = _free_label(followed.stem, taken, followed.suffix)
-            else:
-                label = _free_label(followed.name or "root", taken)
+            existing = [source_from_row(row) for row in rows]
+            followed, label = new_source(path, kind, existing)
             created = time.time()
             source_id = conn.execute(
                 "INSERT INTO sources (kb_id, path, label, created_at, kind) VALUES (?, ?, ?, ?, ?)",
-                (kb_id, str(followed), label, created, kind.value),
+                (kb_id, followed, label, created, kind.value),
             ).lastrowid
             assert source_id is not None  # an INSERT always sets it
             if kind is SourceKind.FILE:  # a file added by path before files were followed
@@ -220,7 +198,7 @@ class CatalogueMixin(SqliteRole):
                     "AND source_id IS NULL AND display_name IS NULL",
                     (source_id, kb_id, label),
                 )
-            return Source(source_id, kb_id, str(followed), label, created, kind)
+            return Source(source_id, kb_id, followed, label, created, kind)
 
     def list_sources(self, kb_id: int) -> list[Source]:
         with self._read() as conn:
@@ -228,7 +206,7 @@ class CatalogueMixin(SqliteRole):
             rows = conn.execute(
                 f"SELECT {SOURCE_COLUMNS} FROM sources WHERE kb_id = ? ORDER BY label", (kb_id,)
             ).fetchall()
-        return [_source(row) for row in rows]
+        return [source_from_row(row) for row in rows]
 
     def remove_source(self, kb_id: int, source_id: int) -> int:
         with self._write() as conn:
@@ -250,38 +228,16 @@ class CatalogueMixin(SqliteRole):
 def _taken(
     conn: sqlite3.Connection, name: str, scope: Scope, owner: str | None, team_id: int | None
 ) -> str:
-    """Which base holds the name in the scope of the one being created (only that scope: the
-    base named is one its creator may see)."""
+    """Which base holds the name in the scope of the one being created."""
     params: tuple[object, ...] = ()
     if scope is Scope.GLOBAL:
-        where, whose = "", "a global knowledge base"
+        where = ""
     elif scope is Scope.TEAM:
         where, params = " AND ifnull(team_id, 0) = ?", (team_id or 0,)
-        whose = "a knowledge base of this team"
     else:
         where, params = " AND ifnull(owner, '') = ?", (owner or "",)
-        whose = (
-            "a personal knowledge base of yours" if owner else "an administrators' personal base"
-        )
     row = conn.execute(
         f"SELECT id FROM knowledge_bases WHERE name = ? AND scope = ?{where}",
         (name, str(scope), *params),
     ).fetchone()
-    held = f" (id {row[0]})" if row is not None else ""
-    return f"{whose}{held} is already named {name!r}; choose another name"
-
-
-def _source(row: Sequence[Any]) -> Source:
-    return Source(
-        int(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]), SourceKind(row[5])
-    )
-
-
-def _free_label(name: str, taken: set[str], suffix: str = "") -> str:
-    """The name, or ``name-2``, ``name-3``… when another source has it (a file's extension
-    stays last: ``notes-2.md``)."""
-    label, n = name + suffix, 1
-    while label in taken:
-        n += 1
-        label = f"{name}-{n}{suffix}"
-    return label
+    return name_taken(name, scope, owner, row[0] if row is not None else None)
