@@ -5,6 +5,7 @@ its password), and uploads whose originals live in the database."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,8 @@ from typer.testing import CliRunner
 from lorebase.app import open_lorebase
 from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
-from lorebase.errors import InvalidInput, Unavailable
-from lorebase.settings import Settings
+from lorebase.errors import InvalidInput, Overloaded, Unavailable
+from lorebase.settings import ServeSettings, Settings
 from lorebase.store.base import DocumentState
 from lorebase.store.postgres.database import PostgresDatabase, redacted
 from lorebase.vault.keys import DataKey
@@ -83,3 +84,39 @@ def test_scale_out_commands_need_a_shared_store(tmp_path: Path, command: list[st
     result = runner.invoke(app, ["--data-dir", str(tmp_path), "--embedder", "fake", *command])
     assert result.exit_code == 2, result.output
     assert "--store postgresql://" in result.output
+
+
+def test_the_queue_bound_holds_across_processes_and_nothing_is_lost(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Two API processes share one bound of waiting jobs; a refused upload is kept and
+    indexed once a worker drains the queue."""
+    key = DataKey.generate().to_base64()
+
+    def settings(name: str) -> Settings:
+        serve = ServeSettings(queue_size=2, workers=1, watch=False)
+        return Settings(data_dir=tmp_path / name, store_url=postgres_url, data_key=key, serve=serve)
+
+    with (
+        open_lorebase(settings=settings("api1"), embedder=FakeEmbedder()) as one,
+        open_lorebase(settings=settings("api2"), embedder=FakeEmbedder()) as two,
+    ):
+        kb = one.create_kb("notes")
+        one.upload(kb, "a.md", [b"# A\n\nalpha"])
+        two.upload(kb, "b.md", [b"# B\n\nbravo"])
+        with pytest.raises(Overloaded) as refused:
+            two.upload(kb, "c.md", [b"# C\n\ncharlie"])  # the third waiting job, anywhere
+        assert refused.value.retry_after > 0
+        assert one.queue.depth == 2
+    with open_lorebase(settings=settings("worker"), embedder=FakeEmbedder()) as worker:
+        worker.start_serving()
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                states = {d.state for d in worker.documents("notes")}
+                if states == {DocumentState.INDEXED}:
+                    break
+                time.sleep(0.1)
+        finally:
+            worker.stop_serving()
+        assert [d.state for d in worker.documents("notes")] == [DocumentState.INDEXED] * 3

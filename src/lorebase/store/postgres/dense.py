@@ -41,6 +41,11 @@ MAX_CANDIDATES = 1000
 rounding (or the graph's approximation) does not decide the order at the cut."""
 
 ITERATIVE_SCAN = "relaxed_order"
+MIN_EF_SEARCH = 100
+"""The graph's search breadth at least this (pgvector's default is 40): measured by
+``bench/pg_filtered.py`` on 135k clustered 384-d vectors in three bases, recall@10 against the
+exact answer was 0.96 at ef_search 40, whether the base searched held 74 % or 22 % of the
+identity's vectors (the iterative scan keeps a filter from costing recall)."""
 
 
 def candidates(limit: int) -> int:
@@ -79,7 +84,7 @@ def hnsw_settings_sql(ef_search: int) -> tuple[str, ...]:
     we know they hold many). :func:`after_hnsw_sql` allows sorts again."""
     return (
         f"SET LOCAL hnsw.iterative_scan = {ITERATIVE_SCAN}",
-        f"SET LOCAL hnsw.ef_search = {min(int(ef_search), MAX_CANDIDATES)}",
+        f"SET LOCAL hnsw.ef_search = {min(max(int(ef_search), MIN_EF_SEARCH), MAX_CANDIDATES)}",
         "SET LOCAL enable_sort = off",
     )
 
