@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from store_backends import StoreBackend
 
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
@@ -37,12 +38,14 @@ class Env:
         return {"Authorization": f"Bearer {self.keys[user]}"}
 
 
-def build(tmp_path: Path, *, start: bool = True, queue_size: int = 16) -> Env:
+def build(
+    tmp_path: Path, backend: StoreBackend, *, start: bool = True, queue_size: int = 16
+) -> Env:
     serve = ServeSettings(workers=1, watch=False, queue_size=queue_size)
     lb = open_lorebase(
-        settings=Settings(data_dir=tmp_path / "data", serve=serve),
+        settings=backend.settings(tmp_path / "data", serve=serve),
         embedder=FakeEmbedder(),
-        data_key=DataKey.generate(),
+        data_key=backend.data_key(),
     )
     accounts = lb.accounts
     keys = {}
@@ -62,8 +65,8 @@ def build(tmp_path: Path, *, start: bool = True, queue_size: int = 16) -> Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    environment = build(tmp_path)
+def env(tmp_path: Path, backend: StoreBackend) -> Iterator[Env]:
+    environment = build(tmp_path, backend)
     yield environment
     environment.lb.close()
 
@@ -243,15 +246,17 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
     assert "BLUEHERON" in text.json()["text"]
 
 
-def test_the_stored_original_is_encrypted_name_and_all(env: Env, tmp_path: Path) -> None:
+def test_the_stored_original_is_encrypted_name_and_all(
+    env: Env, tmp_path: Path, backend: StoreBackend
+) -> None:
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
     assert env.lb.queue.join(30)
-    blobs = list((tmp_path / "data" / "blobs").iterdir())
+    blobs = list(backend.blobs(tmp_path / "data").values())
     assert len(blobs) == 1
-    raw = blobs[0].read_bytes()
+    raw = blobs[0]
     assert b"BLUEHERON" not in raw and SECRET_NAME.encode() not in raw
-    db = (tmp_path / "data" / "lorebase.db").read_bytes()
+    db = backend.dump(tmp_path / "data")
     assert SECRET_NAME.encode() not in db
 
 
@@ -277,7 +282,9 @@ def test_identical_bytes_are_one_document(env: Env) -> None:
     assert len(listed.json()) == 2
 
 
-def test_delete_purges_every_row_and_the_blob(env: Env, tmp_path: Path) -> None:
+def test_delete_purges_every_row_and_the_blob(
+    env: Env, tmp_path: Path, backend: StoreBackend
+) -> None:
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     document = upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode()).json()["documents"][0]
     assert env.lb.queue.join(30)
@@ -285,22 +292,18 @@ def test_delete_purges_every_row_and_the_blob(env: Env, tmp_path: Path) -> None:
         env.client.delete(f"/v1/documents/{document['id']}", headers=env.as_("alice")).status_code
         == 204
     )
-    conn = sqlite3.connect(tmp_path / "data" / "lorebase.db")
-    try:
-        for table in ("documents", "chunks", "vectors", "sections"):
-            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
-        assert conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0] == 0
-    finally:
-        conn.close()
-    assert list((tmp_path / "data" / "blobs").glob("*")) == []
+    tables = ("documents", "chunks", "vectors", "sections", "document_texts")
+    for table in (*tables, "jobs") if backend.postgres else (*tables, "chunks_fts"):
+        assert backend.rows(tmp_path / "data", f"SELECT count(*) FROM {table}") == [(0,)], table
+    assert backend.blobs(tmp_path / "data") == {}
     assert (
         env.client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).status_code
         == 404
     )
 
 
-def test_a_full_queue_answers_503_and_loses_nothing(tmp_path: Path) -> None:
-    env = build(tmp_path, start=False, queue_size=1)  # no workers yet: the queue fills
+def test_a_full_queue_answers_503_and_loses_nothing(tmp_path: Path, backend: StoreBackend) -> None:
+    env = build(tmp_path, backend, start=False, queue_size=1)  # no workers yet: the queue fills
     try:
         kb_id = create_kb(env, "alice", "alice-private", "personal")
         assert upload(env, "alice", kb_id, "one.md", b"# One\n\nfirst file\n").status_code == 202
@@ -370,7 +373,9 @@ def test_binding_beyond_loopback_needs_keys() -> None:
 
 
 def test_rotating_the_data_key_keeps_every_upload_readable(tmp_path: Path) -> None:
-    env = build(tmp_path)
+    # SQLite only: the key lives in data.key; a shared store's key comes from
+    # LOREBASE_DATA_KEY (its rotation: tests/unit/test_postgres_blobs.py).
+    env = build(tmp_path, StoreBackend("sqlite"))
     kb_id = create_kb(env, "alice", "alice-private", "personal")
     document = upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode()).json()["documents"][0]
     assert env.lb.queue.join(30)
@@ -525,7 +530,7 @@ def json_with(body: dict | None, kb_id: int) -> dict | None:  # type: ignore[typ
 
 # -- one service: regressions of the split top layer ---------------------------------------------
 def test_deleting_a_base_through_the_library_removes_its_upload_blobs(
-    env: Env, tmp_path: Path
+    env: Env, tmp_path: Path, backend: StoreBackend
 ) -> None:
     """`lb.delete_kb` (the library and `lorebase kb delete`) used to leave the encrypted
     originals on disk; only the HTTP route removed them."""
@@ -533,10 +538,9 @@ def test_deleting_a_base_through_the_library_removes_its_upload_blobs(
     upload(env, "alice", kb_id, SECRET_NAME, SECRET_TEXT.encode())
     upload(env, "alice", kb_id, "other.md", b"# Other\n\nAnother upload.\n")
     assert env.lb.queue.join(30)
-    blobs = tmp_path / "data" / "blobs"
-    assert len([p for p in blobs.rglob("*") if p.is_file()]) == 2
+    assert len(backend.blobs(tmp_path / "data")) == 2
     env.lb.delete_kb("alice-private")
-    assert [p for p in blobs.rglob("*") if p.is_file()] == []
+    assert backend.blobs(tmp_path / "data") == {}
     assert env.lb.store.list_uploads() == []
 
 

@@ -2,7 +2,11 @@
 
 After every kill the database must be consistent — each document fully indexed (its chunks,
 lexical rows and vectors all there) or pending with nothing half-written — and a final sync
-must converge to exactly the index a clean run builds.
+must converge to exactly the index a clean run builds, every document indexed or failed. The
+tests run on both stores (``backend``; the lock's on SQLite only): the SQLite file (its WAL,
+its FTS index checked too), and PostgreSQL, where the server rolls back a killed process's
+open transaction. The clean run to compare with is always a SQLite one, so the two stores must
+also build the same index.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from pathlib import Path
 
 import pytest
 from serve_process import free_port, serve_command, wait_until_ready
+from store_backends import StoreBackend
 
-KILLS = 20
+# Rounds per store: a PostgreSQL round costs about twice a SQLite one (a server to connect to,
+# slower writes), and a killed process's transaction is rolled back whole by the server.
+KILLS = {"sqlite": 20, "postgres": 10}
 FILES = 240
-SIGTERM_FILES = 800
+SIGTERM_FILES = {"sqlite": 800, "postgres": 400}  # indexing on PostgreSQL is ~2x slower
 
 
 def corpus(root: Path, files: int = FILES) -> Path:
@@ -61,49 +68,67 @@ def lorebase(data: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "lorebase", "--data-dir", str(data), "--embedder", "fake", *args]
 
 
-def run(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(lorebase(data, *args), capture_output=True, text=True, timeout=300)
+SQLITE = StoreBackend("sqlite")
 
 
-def check_consistent(db: Path) -> None:
-    conn = sqlite3.connect(db)
+def run(data: Path, *args: str, backend: StoreBackend = SQLITE) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        lorebase(data, *args), capture_output=True, text=True, timeout=300, env=backend.environ()
+    )
+
+
+# How a vector row names its chunk, in each store.
+VECTOR_OF_CHUNK = {"sqlite": "c.rowid = v.chunk_rowid", "postgres": "c.seq = v.chunk_seq"}
+
+
+def check_consistent(backend: StoreBackend, data: Path) -> None:
+    rows = backend.rows(
+        data,
+        "SELECT d.id, d.state, d.chunk_count, "
+        "(SELECT count(*) FROM chunks c WHERE c.document_id = d.id), "
+        f"(SELECT count(*) FROM vectors v JOIN chunks c ON {VECTOR_OF_CHUNK[backend.name]} "
+        " WHERE c.document_id = d.id) FROM documents d",
+    )
+    for _, state, expected, chunks, vectors in rows:
+        assert state in ("indexed", "pending", "extracting", "embedding", "failed")
+        if state == "indexed":
+            assert chunks == expected == vectors and chunks > 0
+        elif chunks:  # a document being re-indexed keeps its whole previous version
+            assert chunks == expected == vectors
+    if backend.postgres:
+        # The lexical rows are the chunks' own columns; what BM25 sums per document must
+        # match them.
+        assert backend.rows(
+            data,
+            "SELECT count(*) FROM documents d WHERE d.lexical_tokens <> "
+            "(SELECT coalesce(sum(c.lexical_length), 0) FROM chunks c "
+            " WHERE c.document_id = d.id)",
+        ) == [(0,)]
+        return
+    conn = sqlite3.connect(data / "lorebase.db")
     try:
-        rows = conn.execute(
-            "SELECT d.id, d.state, d.chunk_count, "
-            "(SELECT count(*) FROM chunks c WHERE c.document_id = d.id), "
-            "(SELECT count(*) FROM vectors v JOIN chunks c ON c.rowid = v.chunk_rowid "
-            " WHERE c.document_id = d.id) FROM documents d"
-        ).fetchall()
-        for _, state, expected, chunks, vectors in rows:
-            assert state in ("indexed", "pending", "extracting", "embedding", "failed")
-            if state == "indexed":
-                assert chunks == expected == vectors and chunks > 0
-            elif chunks:  # a document being re-indexed keeps its whole previous version
-                assert chunks == expected == vectors
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
 
 
-def index_of(db: Path) -> set[tuple[str, int, str]]:
-    conn = sqlite3.connect(db)
-    try:
-        return set(
-            conn.execute(
-                "SELECT d.path, c.ordinal, c.content_hash FROM chunks c "
-                "JOIN documents d ON d.id = c.document_id"
-            ).fetchall()
+def index_of(backend: StoreBackend, data: Path) -> set[tuple[str, int, str]]:
+    return set(
+        backend.rows(
+            data,
+            "SELECT d.path, c.ordinal, c.content_hash FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id",
         )
-    finally:
-        conn.close()
+    )
 
 
 def clean_index_of(folder: Path, data: Path) -> set[tuple[str, int, str]]:
-    """The index a single uninterrupted run builds from the folder as it is now."""
+    """The index a single uninterrupted run builds from the folder as it is now (in a SQLite
+    store, whatever the store under test)."""
     result = run(data, "add", str(folder), "--kb", "docs")
     assert result.returncode == 0, result.stderr
-    return index_of(data / "lorebase.db")
+    return index_of(SQLITE, data)
 
 
 @pytest.fixture
@@ -112,28 +137,30 @@ def folder(tmp_path: Path) -> Path:
 
 
 def test_kill_9_at_random_moments_never_leaves_a_partial_document(
-    folder: Path, tmp_path: Path
+    folder: Path, tmp_path: Path, backend: StoreBackend
 ) -> None:
     data = tmp_path / "data"
-    assert run(data, "kb", "create", "docs", "--source", str(folder)).returncode == 0
+    created = run(data, "kb", "create", "docs", "--source", str(folder), backend=backend)
+    assert created.returncode == 0, created.stderr
     rng = random.Random(11)
     killed_mid_pass = 0
     window = 1.0  # seconds after the pass starts
-    for _ in range(KILLS):
+    for _ in range(KILLS[backend.name]):
         # Every round has work to interrupt: some files change, one appears, one goes.
         for n in rng.sample(range(FILES), 30):
             write_document(folder, n, rng)
         write_document(folder, FILES + rng.randint(0, 50), rng)
         rng.choice(sorted(folder.rglob("*.md"))).unlink()
-        before = _pass_started_at(data / "lorebase.db")
+        before = _pass_started_at(backend, data)
         process = subprocess.Popen(
             lorebase(data, "sync", "--kb", "docs"),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env=backend.environ(),
         )
         # Kill at a random moment after the pass began; the window adapts to the machine's
         # speed so that most kills land mid-pass on a fast machine as on a slow one.
-        _wait_for_pass(data / "lorebase.db", process, before)
+        _wait_for_pass(backend, data, process, before)
         time.sleep(rng.uniform(0, window))
         if process.poll() is None:
             killed_mid_pass += 1
@@ -141,40 +168,45 @@ def test_kill_9_at_random_moments_never_leaves_a_partial_document(
             window *= 0.6
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
-        check_consistent(data / "lorebase.db")
-    assert killed_mid_pass >= KILLS // 2, "the kills came too late to test anything"
-    final = run(data, "sync", "--kb", "docs")
+        check_consistent(backend, data)
+    assert killed_mid_pass >= KILLS[backend.name] // 2, "the kills came too late to test anything"
+    final = run(data, "sync", "--kb", "docs", backend=backend)
     assert final.returncode == 0, final.stderr
-    check_consistent(data / "lorebase.db")
-    assert index_of(data / "lorebase.db") == clean_index_of(folder, tmp_path / "clean")
+    check_consistent(backend, data)
+    assert _states(backend, data) <= {"indexed", "failed"}
+    assert index_of(backend, data) == clean_index_of(folder, tmp_path / "clean")
 
 
 def test_sigterm_finishes_the_current_document_and_leaves_the_rest_pending(
-    tmp_path: Path,
+    tmp_path: Path, backend: StoreBackend
 ) -> None:
-    folder = corpus(tmp_path / "docs", files=SIGTERM_FILES)  # enough work to interrupt
+    folder = corpus(
+        tmp_path / "docs", files=SIGTERM_FILES[backend.name]
+    )  # enough work to interrupt
     data = tmp_path / "data"
     process = subprocess.Popen(
         lorebase(data, "add", str(folder), "--kb", "docs"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=backend.environ(),
     )
-    db = data / "lorebase.db"
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _some_indexed(db):
+    while time.monotonic() < deadline and not _some_indexed(backend, data):
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
-    check_consistent(db)
-    states = _states(db)
+    check_consistent(backend, data)
+    states = _states(backend, data)
     if "pending" not in states:
         pytest.skip("the pass finished before the signal arrived")
     assert "indexed" in states
-    assert run(data, "sync").returncode == 0
-    assert index_of(db) == clean_index_of(folder, tmp_path / "clean")
+    assert run(data, "sync", backend=backend).returncode == 0
+    assert index_of(backend, data) == clean_index_of(folder, tmp_path / "clean")
 
 
+# SQLite only: the ingestion lock is a file of the data directory whatever the store (over
+# PostgreSQL, processes on other machines coordinate through the jobs table: test_scale_out).
 def test_a_second_process_is_refused_while_one_indexes(folder: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     assert run(data, "kb", "create", "docs", "--source", str(folder)).returncode == 0
@@ -196,74 +228,58 @@ def test_a_second_process_is_refused_while_one_indexes(folder: Path, tmp_path: P
         assert watcher.wait(timeout=60) == 0
 
 
-def _wait_for_pass(db: Path, process: subprocess.Popen[bytes], before: float | None) -> None:
+def _wait_for_pass(
+    backend: StoreBackend, data: Path, process: subprocess.Popen[bytes], before: float | None
+) -> None:
     """Until the knowledge base records a newer pass start (or the process is gone)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
-        started = _pass_started_at(db)
+        started = _pass_started_at(backend, data)
         if started is not None and started != before:
             return
         time.sleep(0.01)
 
 
-def _pass_started_at(db: Path) -> float | None:
+def _pass_started_at(backend: StoreBackend, data: Path) -> float | None:
     """The latest pass start recorded; None when there is none yet or the database is busy
     (the caller keeps waiting)."""
-    try:
-        conn = sqlite3.connect(db, timeout=5)
-        try:
-            row = conn.execute("SELECT max(pass_started_at) FROM knowledge_bases").fetchone()
-            return row[0]
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return None
+    rows = backend.rows_if_ready(data, "SELECT max(pass_started_at) FROM knowledge_bases")
+    return None if rows is None else rows[0][0]
 
 
-def _some_indexed(db: Path) -> bool:
-    return "indexed" in _states(db)
+def _some_indexed(backend: StoreBackend, data: Path) -> bool:
+    return "indexed" in _states(backend, data)
 
 
-def _states(db: Path) -> set[str]:
-    if not db.exists():
-        return set()
-    try:
-        conn = sqlite3.connect(db, timeout=5)
-        try:
-            return {row[0] for row in conn.execute("SELECT DISTINCT state FROM documents")}
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return set()
+def _states(backend: StoreBackend, data: Path) -> set[str]:
+    rows = backend.rows_if_ready(data, "SELECT DISTINCT state FROM documents")
+    return {row[0] for row in rows or ()}
 
 
 if os.name != "posix":  # pragma: no cover
     pytestmark = pytest.mark.skip(reason="signals and flock are POSIX")
 
 
-UPLOAD_KILLS = 6
+UPLOAD_KILLS = {"sqlite": 6, "postgres": 4}
 UPLOADS = 30
 
 
-def _serve(data: Path, port: int) -> subprocess.Popen[bytes]:
+def _serve(backend: StoreBackend, data: Path, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         serve_command(data, port, "--no-auth", "--workers", "1"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=backend.environ(),
     )
 
 
-def _phantoms(data: Path) -> list[str]:
+def _phantoms(backend: StoreBackend, data: Path) -> list[str]:
     """Uploads that are neither indexed-or-waiting with their original, nor failed with a
     reason: the documents a crash used to leave pending forever."""
-    blobs = {p.name for p in (data / "blobs").glob("*")} if (data / "blobs").is_dir() else set()
-    conn = sqlite3.connect(data / "lorebase.db")
-    try:
-        rows = conn.execute(
-            "SELECT id, state, reason FROM documents WHERE display_name IS NOT NULL"
-        ).fetchall()
-    finally:
-        conn.close()
+    blobs = set(backend.blobs(data))
+    rows = backend.rows(
+        data, "SELECT id, state, reason FROM documents WHERE display_name IS NOT NULL"
+    )
     return [
         i
         for i, state, reason in rows
@@ -273,7 +289,9 @@ def _phantoms(data: Path) -> list[str]:
 
 @pytest.mark.enable_socket
 @pytest.mark.allow_hosts(["127.0.0.1"])
-def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) -> None:
+def test_kill_9_while_uploading_never_leaves_a_phantom_upload(
+    tmp_path: Path, backend: StoreBackend
+) -> None:
     """`lorebase serve` killed at random moments of a stream of uploads (receiving a body,
     sealing the original, writing its row, queueing, indexing): after a restart every upload
     has its original or has failed with a reason, no original is left without its row, and
@@ -289,10 +307,10 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) ->
     ]
     rng = random.Random(5)
     kb_id: int | None = None
-    for _ in range(UPLOAD_KILLS):
+    for _ in range(UPLOAD_KILLS[backend.name]):
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        process = _serve(data, port)
+        process = _serve(backend, data, port)
         wait_until_ready(base, process)
         if kb_id is None:
             body = {"name": "up", "scope": "global"}
@@ -318,12 +336,16 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) ->
         process.wait(timeout=30)
         stop.set()
         uploader.join(timeout=30)
+    if backend.postgres:
+        # The killed servers' jobs wait for their leases to run out (30 s) before another
+        # worker takes them: let that time pass now.
+        backend.rows(data, "UPDATE jobs SET lease_until = now() RETURNING id")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    process = _serve(data, port)
+    process = _serve(backend, data, port)
     try:
         wait_until_ready(base, process)  # the start sweeps orphans and fails lost originals
-        assert _phantoms(data) == []
+        assert _phantoms(backend, data) == []
         url = f"{base}/v1/knowledge-bases/{kb_id}/documents"
         for name, data_bytes in files:
             response = httpx.post(url, files={"files": (name, data_bytes)}, timeout=30)
@@ -339,5 +361,4 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(tmp_path: Path) ->
     finally:
         process.terminate()
         process.wait(timeout=30)
-    blobs = {p.name for p in (data / "blobs").glob("*")}
-    assert blobs == {d["id"] for d in listed}  # no orphan original, none missing
+    assert set(backend.blobs(data)) == {d["id"] for d in listed}  # no orphan original, none missing
