@@ -3,6 +3,8 @@ Run against every backend."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from store_contract import (
@@ -204,6 +206,22 @@ def test_states_move_and_unfinished_work_is_reset(store: Store) -> None:
         "d.md": DocumentState.INDEXED,
     }
     assert store.reset_unfinished() == 0
+
+
+def test_a_reset_may_leave_uploads_in_flight_alone(store: Store) -> None:
+    """Over a shared store an upload being indexed is another process's job (held under its
+    lease): a folder pass resets only files of folders."""
+    kb = store.create_kb("docs")
+    store.mark_pending(kb.id, [new_doc("folder.md")])
+    store.set_document_state(kb.id, "folder.md", DocumentState.EXTRACTING)
+    upload = store.create_upload(
+        kb.id, dataclasses.replace(new_doc("uploads/x"), display_name="sealed")
+    )
+    store.set_document_state(kb.id, upload.path, DocumentState.EMBEDDING)
+    assert store.reset_unfinished(uploads=False) == 1
+    states = {d.path: d.state for d in store.list_documents(kb.id)}
+    assert states == {"folder.md": DocumentState.PENDING, "uploads/x": DocumentState.EMBEDDING}
+    assert store.reset_unfinished() == 1
 
 
 def test_touch_remembers_a_new_modification_time(store: Store) -> None:

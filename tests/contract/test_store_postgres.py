@@ -22,7 +22,7 @@ from lorebase.store.terms import BM25_B, BM25_K1
 
 pytest.importorskip("psycopg")
 
-from lorebase.store.postgres import PostgresStore, dense
+from lorebase.store.postgres import PostgresStore, dense, lexical
 from lorebase.store.postgres.schema import MIGRATIONS, MIGRATIONS_TABLE, migrate
 
 
@@ -221,6 +221,43 @@ def test_ts_rank_cd_ranks_the_same_matches(pg: PostgresStore) -> None:
     assert all(score > 0 for _, score in cover)
     with pytest.raises(ValueError):
         PostgresStore(pg.database, ranking="tf-idf")  # type: ignore[arg-type]
+
+
+def test_the_anchored_plan_scores_what_it_keeps_as_the_plain_plan_does(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a large selection only chunks holding a rare term are scored, each exactly as the
+    plain plan scores it (the frequent terms' frequencies counted or estimated, never left
+    out of a score); chunks holding only frequent terms are what it leaves out."""
+    kb = pg.create_kb("docs")
+    for n in range(40):
+        words = "alpha beta common words" + (" zebra" if n % 10 == 0 else "")
+        put(pg, kb, f"{n}.md", [words, f"beta only {n}"])
+    plain = dict(pg.keyword_search([kb.id], "alpha beta zebra", 100))
+    monkeypatch.setattr(lexical, "anchor_budget", lambda rows: 5)  # as if the base were huge
+    anchored = dict(pg.keyword_search([kb.id], "alpha beta zebra", 100))
+    assert len(anchored) == 4 < len(plain) == 80  # the four chunks holding "zebra"
+    for chunk_id, score in anchored.items():
+        assert score == pytest.approx(plain[chunk_id], rel=1e-6)
+    assert sorted(plain, key=lambda c: -plain[c])[:4] == list(anchored)
+    with pg.database.write() as conn:  # statistics now estimate the frequent terms
+        conn.execute("ANALYZE chunks")
+    estimated = pg.keyword_search([kb.id], "alpha beta zebra", 100)
+    assert [chunk_id for chunk_id, _ in estimated] == list(anchored)
+
+
+def test_anchors_are_the_rarest_terms_within_the_budget() -> None:
+    counted = [(1, ["what"], 101), (2, ["turbin"], 12), (3, ["blade"], 40), (4, ["film"], 60)]
+    stats = {"what": 0.7, "": 0.004}
+    plan = lexical.plan_anchors(counted, rows=10_000, cap=101, budget=100, estimated=stats)
+    assert plan is not None
+    assert plan.anchors == [2, 3]  # 12 + 40 fit the budget; + 60 would not
+    assert plan.dfs == [7000.0, 12.0, 40.0, 60.0]  # "what" from the statistics
+    unknown = [(1, ["what", "is"], 101), (2, ["turbin"], 12)]
+    assert lexical.plan_anchors(unknown, 10_000, 101, 100, stats).dfs[0] == 101  # at least cap
+    assert lexical.plan_anchors(counted, 10_000, 101, 100, None) is None  # count it in full
+    cheap = [(1, ["turbin"], 12), (2, ["blade"], 40)]
+    assert lexical.plan_anchors(cheap, 10_000, 101, 100, stats) is None  # the plain plan
 
 
 def test_text_postgresql_cannot_hold_is_stored_safely(pg: PostgresStore) -> None:

@@ -53,6 +53,13 @@ def serve(
             "PostgreSQL store only).",
         ),
     ] = False,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            help="With a PostgreSQL store: how long a job stays claimed without this "
+            "process's heartbeat."
+        ),
+    ] = 30.0,
 ) -> None:
     """Serve the web page (at /) and the REST API (OpenAPI at /docs) on HOST:PORT; it also
     indexes uploads and follows the knowledge bases' folders. The first start creates an admin
@@ -69,6 +76,7 @@ def serve(
         queue_size=queue_size,
         ingest=not no_ingest,
         watch=not no_ingest,
+        lease_seconds=lease_seconds,
     )
     if workers:
         settings = dataclasses.replace(settings, workers=workers)

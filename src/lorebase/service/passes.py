@@ -39,8 +39,8 @@ class Passes(Uploads):
         first = not self.lock.held
         self.lock.acquire()
         try:
-            if first:
-                self.store.reset_unfinished()
+            if first:  # over a shared store, uploads in flight are other processes' jobs
+                self.store.reset_unfinished(uploads=not self.settings.shared_store)
             yield
         finally:
             self.lock.release()

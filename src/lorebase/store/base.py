@@ -339,9 +339,11 @@ class Documents(Protocol):
         """Delete documents and all their rows in one transaction."""
         ...
 
-    def reset_unfinished(self) -> int:
+    def reset_unfinished(self, *, uploads: bool = True) -> int:
         """Documents left in ``extracting``/``chunking``/``embedding`` (a crash) go back to
-        ``pending``; returns how many. Call only while holding the ingestion lock."""
+        ``pending``; returns how many. Call only while holding the ingestion lock.
+        ``uploads=False``: files of folders only (over a shared store an upload in flight is
+        another process's job, held under its lease)."""
         ...
 
 

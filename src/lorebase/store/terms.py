@@ -34,6 +34,13 @@ MAX_QUERY_TERMS = 32
 
 HEADINGS_SEPARATOR = " > "
 
+# The split plan of large keyword searches (both backends: store/sqlite/fts.py says how).
+ANCHOR_SHARE = 0.01
+"""The anchors' summed document frequency may reach this share of the rows (10k at 1M): the
+rows the split plan scores, against all rows holding any term for the plain query."""
+SPLIT_FROM_ROWS = 50_000
+"""Below this many indexed rows the plain OR query is fast enough: no plan, no counting."""
+
 _DROPPED_CHARACTERS = {0: " "}
 """NUL ends a string inside FTS5's query parser ("unterminated string") and cannot be sent to
 PostgreSQL in text; it becomes a space."""

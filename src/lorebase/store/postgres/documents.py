@@ -191,10 +191,11 @@ class DocumentsMixin(PostgresRole):
             writes.lock_kb(conn, kb_id)
             writes.delete_documents(conn, kb_id, document_ids)
 
-    def reset_unfinished(self) -> int:
+    def reset_unfinished(self, *, uploads: bool = True) -> int:
+        folders_only = "" if uploads else " AND display_name IS NULL"
         with self._write() as conn:
             updated: int = conn.execute(
-                "UPDATE documents SET state = %s WHERE state = ANY(%s)",
+                "UPDATE documents SET state = %s WHERE state = ANY(%s)" + folders_only,
                 (str(DocumentState.PENDING), [str(s) for s in UNFINISHED]),
             ).rowcount
             return updated

@@ -37,7 +37,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from lorebase.store.terms import BM25_B, BM25_K1, FIELD_WEIGHTS, LEXICAL_FIELDS, search_terms
+from lorebase.store.terms import (
+    ANCHOR_SHARE,
+    BM25_B,
+    BM25_K1,
+    FIELD_WEIGHTS,
+    LEXICAL_FIELDS,
+    SPLIT_FROM_ROWS,
+    search_terms,
+)
 
 TS_CONFIG = "lorebase"
 TS_DICTIONARY = "lorebase_english"
@@ -145,7 +153,7 @@ _TERMS_CTE = (
 )
 
 
-def bm25_sql(*, with_documents: bool) -> str:
+def bm25_sql(*, with_documents: bool, anchored: bool = False) -> str:
     """BM25 over the chunks of some bases (parameters: ``terms`` text[], ``kbs`` bigint[],
     ``weights`` float4[], ``scale``, ``k1``, ``b``, ``limit`` [, ``documents`` text[]]).
     Statistics cover the bases; the document filter only narrows what is scored. Rows are
@@ -153,20 +161,36 @@ def bm25_sql(*, with_documents: bool) -> str:
 
     The matched chunks' lexemes are copied out of TOAST once (``|| ''``) and each term is
     scored against them once (``hits``): reading them from the table for every term cost
-    most of the time (a CISI question has ~17 terms)."""
+    most of the time (a CISI question has ~17 terms).
+
+    ``anchored`` (the plan for large selections, see :func:`plan_anchors`): only chunks holding
+    one of the terms numbered ``anchors`` (int[]) are scored, and each term's document
+    frequency comes in ``dfs`` (float8[], by term number) instead of being counted from the
+    hits: what the plain plan spends on a frequent term is its whole posting list."""
     documents = " WHERE m.document_id = ANY(%(documents)s)" if with_documents else ""
+    if anchored:
+        selector = (
+            "selector AS MATERIALIZED (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery "
+            "AS q FROM terms WHERE i = ANY(%(anchors)s)), "
+        )
+        frequency = "(%(dfs)s::float8[])[t.i] AS df "
+    else:
+        selector = "selector AS MATERIALIZED (SELECT q FROM any_term), "
+        frequency = "count(*) OVER (PARTITION BY t.i) AS df "
     return (
         "WITH "
         + _TERMS_CTE.format(config=TS_CONFIG)
-        + ", stats AS MATERIALIZED (SELECT sum(chunk_count)::float8 AS n, "
+        + ", "
+        + selector
+        + "stats AS MATERIALIZED (SELECT sum(chunk_count)::float8 AS n, "
         "sum(lexical_tokens)::float8 AS tokens FROM documents WHERE kb_id = ANY(%(kbs)s)), "
         "matched AS MATERIALIZED (SELECT c.seq, c.id, c.document_id, c.lexical_length, "
         "c.lexemes || ''::tsvector AS lexemes FROM chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
-        "AND c.lexemes @@ (SELECT q FROM any_term)), "
+        "AND c.lexemes @@ (SELECT q FROM selector)), "
         "hits AS MATERIALIZED (SELECT m.seq, "
         "ts_rank_cd(%(weights)s::float4[], m.lexemes, t.q, 0) * %(scale)s AS tf, "
-        "count(*) OVER (PARTITION BY t.i) AS df "
-        "FROM matched AS m JOIN terms AS t ON m.lexemes @@ t.q), "
+        + frequency
+        + "FROM matched AS m JOIN terms AS t ON m.lexemes @@ t.q), "
         "scored AS (SELECT m.seq, m.id, sum(greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), "
         "1e-6) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * "
         "(1 - %(b)s + %(b)s * m.lexical_length / (s.tokens / s.n)))) AS score "
@@ -174,6 +198,108 @@ def bm25_sql(*, with_documents: bool) -> str:
         f"{documents} GROUP BY m.seq, m.id) "
         "SELECT id, score FROM scored ORDER BY score DESC, seq LIMIT %(limit)s"
     )
+
+
+# -- the plan for large selections -------------------------------------------------------------
+#
+# The plain statement scores every chunk holding any term: at 100k chunks a question's
+# "what" or "has" matches three quarters of them, and scoring them is seconds. As the SQLite
+# backend does (store/sqlite/fts.py), past SPLIT_FROM_ROWS the rarest terms become anchors (as
+# many as fit ANCHOR_SHARE of the rows) and only chunks holding an anchor are scored — with
+# every term, so their scores are the plain plan's; what is left out is chunks holding only
+# frequent terms, which weigh least. A term's document frequency is counted through the GIN
+# index up to just past the anchors' budget; a term more frequent than that gets the frequency
+# ANALYZE measured for its lexeme (pg_stats' most common elements of chunks.lexemes), or, where
+# the statistics do not know it, the least frequency they record (a term they leave out is
+# rarer than every one they keep); only without any statistics is it counted in full.
+
+SELECTED_ROWS_SQL = "SELECT coalesce(sum(chunk_count), 0) FROM documents WHERE kb_id = ANY(%s)"
+
+
+def term_counts_sql() -> str:
+    """Each term's number, lexemes and document frequency among the bases, counted up to
+    ``cap`` (parameters: ``terms``, ``kbs``, ``cap``)."""
+    return (
+        "WITH "
+        + _TERMS_CTE.format(config=TS_CONFIG).partition("), any_term")[0]
+        + ") SELECT t.i, tsvector_to_array(to_tsvector('"
+        + TS_CONFIG
+        + "', u.term)), (SELECT count(*) FROM (SELECT 1 FROM chunks AS c "
+        "WHERE c.kb_id = ANY(%(kbs)s) AND c.lexemes @@ t.q LIMIT %(cap)s) AS capped) "
+        "FROM terms AS t JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, i) "
+        "ON u.i = t.i ORDER BY t.i"
+    )
+
+
+def full_count_sql() -> str:
+    """One term's document frequency among the bases, uncapped (parameters: ``term``,
+    ``kbs``)."""
+    return (
+        "SELECT count(*) FROM chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
+        f"AND c.lexemes @@ phraseto_tsquery('{TS_CONFIG}', %(term)s)"
+    )
+
+
+LEXEME_STATS_SQL = (
+    "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+    "WHERE schemaname = current_schema() AND tablename = 'chunks' AND attname = 'lexemes'"
+)
+
+
+def lexeme_frequencies(row: tuple[object, object] | None) -> dict[str, float] | None:
+    """pg_stats' most common lexemes of ``chunks.lexemes`` with the share of rows holding
+    each, and the least recorded share under the key ``""`` (None: never analysed)."""
+    if row is None or row[0] is None or row[1] is None:
+        return None
+    lexemes, shares = row
+    assert isinstance(lexemes, list) and isinstance(shares, list)
+    # The shares end with three more: the least and most share of any element, and nulls'.
+    recorded = [float(share) for share in shares[: len(lexemes)]]
+    frequencies = {str(lexeme): share for lexeme, share in zip(lexemes, recorded, strict=True)}
+    frequencies[""] = min(recorded) if recorded else 0.0
+    return frequencies
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorPlan:
+    """Which terms (by number) anchor the scored chunks, and every term's frequency."""
+
+    anchors: list[int]
+    dfs: list[float]
+
+
+def plan_anchors(
+    counted: Sequence[tuple[int, list[str], int]],
+    rows: int,
+    cap: int,
+    budget: int,
+    estimated: dict[str, float] | None,
+) -> AnchorPlan | None:
+    """The anchors for terms counted up to ``cap`` (``(number, lexemes, count)``), or None
+    when the plain plan is as cheap (every term fits the budget) or a frequency is unknown
+    (no statistics: the caller counts it in full and asks again). Pure."""
+    dfs = [0.0] * (max((number for number, _, _ in counted), default=0))
+    for number, lexemes, count in counted:
+        if count < cap:
+            dfs[number - 1] = float(count)
+            continue
+        if estimated is None:
+            return None
+        share = estimated.get(lexemes[0]) if len(lexemes) == 1 else None
+        dfs[number - 1] = max(float(cap), (share if share is not None else estimated[""]) * rows)
+    order = sorted(counted, key=lambda item: dfs[item[0] - 1])
+    if sum(dfs) <= budget:
+        return None
+    anchors: list[int] = []
+    spent = 0.0
+    for number, _, _ in order:
+        if anchors and spent + dfs[number - 1] > budget:
+            break
+        anchors.append(number)
+        spent += dfs[number - 1]
+    if len(anchors) == len(counted):
+        return None
+    return AnchorPlan(anchors, dfs)
 
 
 def ts_rank_cd_sql(*, with_documents: bool) -> str:
@@ -190,17 +316,39 @@ def ts_rank_cd_sql(*, with_documents: bool) -> str:
     )
 
 
+def anchor_budget(rows: int) -> int | None:
+    """How many chunks the anchors may hold among ``rows`` (None: the plain plan)."""
+    return int(ANCHOR_SHARE * rows) if rows >= SPLIT_FROM_ROWS else None
+
+
 def keyword_query(
     ranking: Ranking,
     terms: Sequence[str],
     kb_ids: Sequence[int],
     limit: int,
     document_ids: Sequence[str] | None,
+    plan: AnchorPlan | None = None,
 ) -> tuple[str, dict[str, object]]:
-    """The statement and parameters of one keyword search."""
+    """The statement and parameters of one keyword search (``plan``: BM25's anchored plan)."""
     if ranking not in RANKINGS:
         raise ValueError(f"unknown ranking {ranking!r}")
+    if plan is not None and ranking == "bm25":
+        sql = bm25_sql(with_documents=document_ids is not None, anchored=True)
+        params = _bm25_params(terms, kb_ids, limit, document_ids)
+        params.update(anchors=plan.anchors, dfs=plan.dfs)
+        return sql, params
     build = bm25_sql if ranking == "bm25" else ts_rank_cd_sql
+    params = _bm25_params(terms, kb_ids, limit, document_ids)
+    sql = build(with_documents=document_ids is not None)
+    if ranking != "bm25":
+        for unused in ("scale", "k1", "b"):
+            del params[unused]
+    return sql, params
+
+
+def _bm25_params(
+    terms: Sequence[str], kb_ids: Sequence[int], limit: int, document_ids: Sequence[str] | None
+) -> dict[str, object]:
     params: dict[str, object] = {
         "terms": list(terms),
         "kbs": list(kb_ids),
@@ -212,8 +360,4 @@ def keyword_query(
     }
     if document_ids is not None:
         params["documents"] = list(document_ids)
-    sql = build(with_documents=document_ids is not None)
-    if ranking != "bm25":
-        for unused in ("scale", "k1", "b"):
-            del params[unused]
-    return sql, params
+    return params

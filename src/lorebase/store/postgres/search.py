@@ -29,8 +29,40 @@ def keyword_search(
     terms = lexical.query_terms(query)
     if not terms or limit <= 0 or not kb_ids or document_ids == []:
         return []
-    sql, params = lexical.keyword_query(ranking, terms, kb_ids, limit, document_ids)
+    plan = anchor_plan(conn, terms, kb_ids) if ranking == "bm25" and len(terms) > 1 else None
+    sql, params = lexical.keyword_query(ranking, terms, kb_ids, limit, document_ids, plan)
     return [(str(chunk_id), float(score)) for chunk_id, score in conn.execute(sql, params)]
+
+
+def anchor_plan(
+    conn: Any, terms: Sequence[str], kb_ids: Sequence[int]
+) -> lexical.AnchorPlan | None:
+    """The anchored plan for a large selection (see :mod:`lexical`), None for the plain one."""
+    row = conn.execute(lexical.SELECTED_ROWS_SQL, (list(kb_ids),)).fetchone()
+    rows = int(row[0]) if row is not None else 0
+    budget = lexical.anchor_budget(rows)
+    if budget is None:
+        return None
+    cap = budget + 1
+    counts = {"terms": list(terms), "kbs": list(kb_ids), "cap": cap}
+    counted = [
+        (int(number), list(lexemes or []), int(count))
+        for number, lexemes, count in conn.execute(lexical.term_counts_sql(), counts)
+    ]
+    if len(counted) < 2:
+        return None
+    estimated = lexical.lexeme_frequencies(conn.execute(lexical.LEXEME_STATS_SQL).fetchone())
+    if estimated is None:  # never analysed: count the frequent terms in full
+        cap = rows + 1
+        for n, (number, lexemes, count) in enumerate(counted):
+            if count >= budget + 1:
+                full = {"term": terms[number - 1], "kbs": list(kb_ids)}
+                counted[n] = (
+                    number,
+                    lexemes,
+                    int(conn.execute(lexical.full_count_sql(), full).fetchone()[0]),
+                )
+    return lexical.plan_anchors(counted, rows, cap, budget, estimated)
 
 
 def dense_search(

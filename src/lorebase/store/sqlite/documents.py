@@ -185,11 +185,13 @@ class DocumentsMixin(SqliteRole):
             writes.delete_documents(conn, ids)
             writes.bump(conn, kb_id)
 
-    def reset_unfinished(self) -> int:
+    def reset_unfinished(self, *, uploads: bool = True) -> int:
         states = [str(s) for s in UNFINISHED]
+        folders_only = "" if uploads else " AND display_name IS NULL"
         with self._write() as conn:
             return conn.execute(
-                f"UPDATE documents SET state = ? WHERE state IN ({placeholders(len(states))})",
+                f"UPDATE documents SET state = ? WHERE state IN ({placeholders(len(states))})"
+                + folders_only,
                 (str(DocumentState.PENDING), *states),
             ).rowcount
 

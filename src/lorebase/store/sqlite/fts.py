@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lorebase.store.terms import ANCHOR_SHARE as ANCHOR_SHARE
 from lorebase.store.terms import FIELD_WEIGHTS, LEXICAL_FIELDS
 from lorebase.store.terms import HEADINGS_SEPARATOR as HEADINGS_SEPARATOR
 from lorebase.store.terms import MAX_QUERY_TERMS as MAX_QUERY_TERMS
+from lorebase.store.terms import SPLIT_FROM_ROWS as SPLIT_FROM_ROWS
 from lorebase.store.terms import headings_text as headings_text
 from lorebase.store.terms import query_terms as query_terms
 from lorebase.store.terms import search_terms as search_terms
@@ -70,14 +72,9 @@ def build_match_query(text: str) -> str | None:
 # frequent terms, which carry the least weight (BM25's idf falls with document frequency), and
 # the frequent terms' long row lists are only seeked into where an anchor is, never walked.
 
-ANCHOR_SHARE = 0.01
-"""The anchors' summed document frequency may reach this share of the rows (10k at 1M): the
-rows the split plan scores, against all rows holding any term for the plain query."""
 DF_CAP_SHARE = 0.1
 """Document frequencies are counted up to this share of the rows (a bounded walk); anything
 above is simply frequent."""
-SPLIT_FROM_ROWS = 50_000
-"""Below this many indexed rows the plain OR query is fast enough: no plan, no counting."""
 TERM_STATS_TABLE = "temp.lorebase_term_stats"
 
 
