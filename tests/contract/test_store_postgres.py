@@ -247,17 +247,15 @@ def test_the_anchored_plan_scores_what_it_keeps_as_the_plain_plan_does(
 
 
 def test_anchors_are_the_rarest_terms_within_the_budget() -> None:
-    counted = [(1, ["what"], 101), (2, ["turbin"], 12), (3, ["blade"], 40), (4, ["film"], 60)]
-    stats = {"what": 0.7, "": 0.004}
-    plan = lexical.plan_anchors(counted, rows=10_000, cap=101, budget=100, estimated=stats)
-    assert plan is not None
-    assert plan.anchors == [2, 3]  # 12 + 40 fit the budget; + 60 would not
-    assert plan.dfs == [7000.0, 12.0, 40.0, 60.0]  # "what" from the statistics
-    unknown = [(1, ["what", "is"], 101), (2, ["turbin"], 12)]
-    assert lexical.plan_anchors(unknown, 10_000, 101, 100, stats).dfs[0] == 101  # at least cap
-    assert lexical.plan_anchors(counted, 10_000, 101, 100, None) is None  # count it in full
-    cheap = [(1, ["turbin"], 12), (2, ["blade"], 40)]
-    assert lexical.plan_anchors(cheap, 10_000, 101, 100, stats) is None  # the plain plan
+    dfs = {1: 7000.0, 2: 12.0, 3: 40.0, 4: 60.0}
+    plan = lexical.plan_anchors(dfs, budget=100)
+    assert plan == lexical.AnchorPlan([2, 3], [7000.0, 12.0, 40.0, 60.0], None)
+    assert lexical.plan_anchors({1: 12.0, 2: 40.0}, budget=100) is None  # the plain plan
+    frequent = lexical.plan_anchors({1: 30_000.0, 2: 20_000.0}, budget=1000)
+    assert frequent is not None  # every term frequent: the shortest chunks of the rarest
+    assert frequent.anchors == [2] and frequent.prefilter == lexical.MAX_SCORED_ROWS
+    alone = lexical.plan_anchors({1: 30_000.0}, budget=1000)
+    assert alone is not None and alone.prefilter == lexical.MAX_SCORED_ROWS
 
 
 def test_text_postgresql_cannot_hold_is_stored_safely(pg: PostgresStore) -> None:

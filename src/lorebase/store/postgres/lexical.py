@@ -153,7 +153,7 @@ _TERMS_CTE = (
 )
 
 
-def bm25_sql(*, with_documents: bool, anchored: bool = False) -> str:
+def bm25_sql(*, with_documents: bool, anchored: bool = False, prefilter: bool = False) -> str:
     """BM25 over the chunks of some bases (parameters: ``terms`` text[], ``kbs`` bigint[],
     ``weights`` float4[], ``scale``, ``k1``, ``b``, ``limit`` [, ``documents`` text[]]).
     Statistics cover the bases; the document filter only narrows what is scored. Rows are
@@ -166,14 +166,23 @@ def bm25_sql(*, with_documents: bool, anchored: bool = False) -> str:
     ``anchored`` (the plan for large selections, see :func:`plan_anchors`): only chunks holding
     one of the terms numbered ``anchors`` (int[]) are scored, and each term's document
     frequency comes in ``dfs`` (float8[], by term number) instead of being counted from the
-    hits: what the plain plan spends on a frequent term is its whole posting list."""
-    documents = " WHERE m.document_id = ANY(%(documents)s)" if with_documents else ""
+    hits: what the plain plan spends on a frequent term is its whole posting list.
+    ``prefilter`` (with ``anchored``): of the chunks holding an anchor, only the ``prefilter``
+    (int) shortest are scored (see :data:`MAX_SCORED_ROWS`)."""
+    documents = " WHERE h.document_id = ANY(%(documents)s)" if with_documents else ""
+    shortest = ""
     if anchored:
         selector = (
             "selector AS MATERIALIZED (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery "
             "AS q FROM terms WHERE i = ANY(%(anchors)s)), "
         )
         frequency = "(%(dfs)s::float8[])[t.i] AS df "
+        if prefilter:
+            shortest = (
+                "shortest AS MATERIALIZED (SELECT p.seq FROM chunks AS p "
+                "WHERE p.kb_id = ANY(%(kbs)s) AND p.lexemes @@ (SELECT q FROM selector) "
+                "ORDER BY p.lexical_length, p.seq LIMIT %(prefilter)s), "
+            )
     else:
         selector = "selector AS MATERIALIZED (SELECT q FROM any_term), "
         frequency = "count(*) OVER (PARTITION BY t.i) AS df "
@@ -182,20 +191,28 @@ def bm25_sql(*, with_documents: bool, anchored: bool = False) -> str:
         + _TERMS_CTE.format(config=TS_CONFIG)
         + ", "
         + selector
+        + shortest
         + "stats AS MATERIALIZED (SELECT sum(chunk_count)::float8 AS n, "
         "sum(lexical_tokens)::float8 AS tokens FROM documents WHERE kb_id = ANY(%(kbs)s)), "
         "matched AS MATERIALIZED (SELECT c.seq, c.id, c.document_id, c.lexical_length, "
-        "c.lexemes || ''::tsvector AS lexemes FROM chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
-        "AND c.lexemes @@ (SELECT q FROM selector)), "
-        "hits AS MATERIALIZED (SELECT m.seq, "
+        "c.lexemes || ''::tsvector AS lexemes FROM "
+        + (
+            # the shortest chunks, fetched by key: they already hold an anchor
+            "shortest AS p JOIN chunks AS c ON c.seq = p.seq), "
+            if shortest
+            else "chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
+            "AND c.lexemes @@ (SELECT q FROM selector)), "
+        )
+        + "hits AS MATERIALIZED (SELECT m.seq, m.id, m.document_id, m.lexical_length, "
         "ts_rank_cd(%(weights)s::float4[], m.lexemes, t.q, 0) * %(scale)s AS tf, "
         + frequency
         + "FROM matched AS m JOIN terms AS t ON m.lexemes @@ t.q), "
-        "scored AS (SELECT m.seq, m.id, sum(greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), "
+        # Every value a score needs is in its hits: joining them back to ``matched`` made the
+        # planner (which expects a CTE of one row) loop over it once per hit.
+        "scored AS (SELECT h.seq, h.id, sum(greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), "
         "1e-6) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * "
-        "(1 - %(b)s + %(b)s * m.lexical_length / (s.tokens / s.n)))) AS score "
-        "FROM hits AS h JOIN matched AS m USING (seq) CROSS JOIN stats AS s"
-        f"{documents} GROUP BY m.seq, m.id) "
+        "(1 - %(b)s + %(b)s * h.lexical_length / (s.tokens / s.n)))) AS score "
+        "FROM hits AS h CROSS JOIN stats AS s" + documents + " GROUP BY h.seq, h.id) "
         "SELECT id, score FROM scored ORDER BY score DESC, seq LIMIT %(limit)s"
     )
 
@@ -209,9 +226,18 @@ def bm25_sql(*, with_documents: bool, anchored: bool = False) -> str:
 # every term, so their scores are the plain plan's; what is left out is chunks holding only
 # frequent terms, which weigh least. A term's document frequency is counted through the GIN
 # index up to just past the anchors' budget; a term more frequent than that gets the frequency
-# ANALYZE measured for its lexeme (pg_stats' most common elements of chunks.lexemes), or, where
-# the statistics do not know it, the least frequency they record (a term they leave out is
-# rarer than every one they keep); only without any statistics is it counted in full.
+# ANALYZE measured for its lexeme (pg_stats' most common elements of chunks.lexemes); one the
+# statistics do not list is counted on up to MAX_SCORED_ROWS, and past that gets the least
+# frequency they record (a term they leave out is rarer than every one they keep). Without
+# any statistics (never analysed) such a term is counted in full.
+
+MAX_SCORED_ROWS = 2_000
+"""The most chunks one keyword search scores. PostgreSQL spends ~10 µs fetching a chunk's
+lexemes and ~2 µs scoring it per term (bench/README.md), so a question whose every term is
+frequent ("how can", "what") would score tens of thousands at 100k chunks; past this many the
+shortest chunks holding its rarest term are scored — BM25 favours short chunks among those
+holding a term once, and such a question's terms weigh little anyway. Only in the plan for
+large selections (never below SPLIT_FROM_ROWS)."""
 
 SELECTED_ROWS_SQL = "SELECT coalesce(sum(chunk_count), 0) FROM documents WHERE kb_id = ANY(%s)"
 
@@ -231,12 +257,12 @@ def term_counts_sql() -> str:
     )
 
 
-def full_count_sql() -> str:
-    """One term's document frequency among the bases, uncapped (parameters: ``term``,
-    ``kbs``)."""
+def term_count_sql() -> str:
+    """One term's document frequency among the bases, counted up to ``cap`` (parameters:
+    ``term``, ``kbs``, ``cap``)."""
     return (
-        "SELECT count(*) FROM chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
-        f"AND c.lexemes @@ phraseto_tsquery('{TS_CONFIG}', %(term)s)"
+        "SELECT count(*) FROM (SELECT 1 FROM chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
+        f"AND c.lexemes @@ phraseto_tsquery('{TS_CONFIG}', %(term)s) LIMIT %(cap)s) AS capped"
     )
 
 
@@ -262,44 +288,32 @@ def lexeme_frequencies(row: tuple[object, object] | None) -> dict[str, float] | 
 
 @dataclass(frozen=True, slots=True)
 class AnchorPlan:
-    """Which terms (by number) anchor the scored chunks, and every term's frequency."""
+    """Which terms (by number) anchor the scored chunks, every term's frequency, and how many
+    of the chunks holding an anchor are scored at most (None: all of them)."""
 
     anchors: list[int]
     dfs: list[float]
+    prefilter: int | None = None
 
 
-def plan_anchors(
-    counted: Sequence[tuple[int, list[str], int]],
-    rows: int,
-    cap: int,
-    budget: int,
-    estimated: dict[str, float] | None,
-) -> AnchorPlan | None:
-    """The anchors for terms counted up to ``cap`` (``(number, lexemes, count)``), or None
-    when the plain plan is as cheap (every term fits the budget) or a frequency is unknown
-    (no statistics: the caller counts it in full and asks again). Pure."""
-    dfs = [0.0] * (max((number for number, _, _ in counted), default=0))
-    for number, lexemes, count in counted:
-        if count < cap:
-            dfs[number - 1] = float(count)
-            continue
-        if estimated is None:
-            return None
-        share = estimated.get(lexemes[0]) if len(lexemes) == 1 else None
-        dfs[number - 1] = max(float(cap), (share if share is not None else estimated[""]) * rows)
-    order = sorted(counted, key=lambda item: dfs[item[0] - 1])
-    if sum(dfs) <= budget:
+def plan_anchors(dfs: dict[int, float], budget: int) -> AnchorPlan | None:
+    """The anchors for these document frequencies (by term number): the rarest terms whose
+    chunks fit the budget (at least one), or None when the plain plan is as cheap (every term
+    fits the budget and the chunks they hold are few enough to score). Pure."""
+    if sum(dfs.values()) <= budget:
         return None
     anchors: list[int] = []
     spent = 0.0
-    for number, _, _ in order:
-        if anchors and spent + dfs[number - 1] > budget:
+    for number in sorted(dfs, key=lambda n: (dfs[n], n)):
+        if anchors and spent + dfs[number] > budget:
             break
         anchors.append(number)
-        spent += dfs[number - 1]
-    if len(anchors) == len(counted):
+        spent += dfs[number]
+    prefilter = MAX_SCORED_ROWS if spent > MAX_SCORED_ROWS else None
+    if len(anchors) == len(dfs) and prefilter is None:
         return None
-    return AnchorPlan(anchors, dfs)
+    frequencies = [dfs.get(n, 0.0) for n in range(1, max(dfs) + 1)]
+    return AnchorPlan(anchors, frequencies, prefilter)
 
 
 def ts_rank_cd_sql(*, with_documents: bool) -> str:
@@ -333,9 +347,13 @@ def keyword_query(
     if ranking not in RANKINGS:
         raise ValueError(f"unknown ranking {ranking!r}")
     if plan is not None and ranking == "bm25":
-        sql = bm25_sql(with_documents=document_ids is not None, anchored=True)
+        sql = bm25_sql(
+            with_documents=document_ids is not None,
+            anchored=True,
+            prefilter=plan.prefilter is not None,
+        )
         params = _bm25_params(terms, kb_ids, limit, document_ids)
-        params.update(anchors=plan.anchors, dfs=plan.dfs)
+        params.update(anchors=plan.anchors, dfs=plan.dfs, prefilter=plan.prefilter)
         return sql, params
     build = bm25_sql if ranking == "bm25" else ts_rank_cd_sql
     params = _bm25_params(terms, kb_ids, limit, document_ids)

@@ -29,7 +29,7 @@ def keyword_search(
     terms = lexical.query_terms(query)
     if not terms or limit <= 0 or not kb_ids or document_ids == []:
         return []
-    plan = anchor_plan(conn, terms, kb_ids) if ranking == "bm25" and len(terms) > 1 else None
+    plan = anchor_plan(conn, terms, kb_ids) if ranking == "bm25" else None
     sql, params = lexical.keyword_query(ranking, terms, kb_ids, limit, document_ids, plan)
     return [(str(chunk_id), float(score)) for chunk_id, score in conn.execute(sql, params)]
 
@@ -43,26 +43,26 @@ def anchor_plan(
     budget = lexical.anchor_budget(rows)
     if budget is None:
         return None
-    cap = budget + 1
-    counts = {"terms": list(terms), "kbs": list(kb_ids), "cap": cap}
-    counted = [
-        (int(number), list(lexemes or []), int(count))
-        for number, lexemes, count in conn.execute(lexical.term_counts_sql(), counts)
-    ]
-    if len(counted) < 2:
+    counts = {"terms": list(terms), "kbs": list(kb_ids), "cap": budget + 1}
+    counted = list(conn.execute(lexical.term_counts_sql(), counts))
+    if not counted:
         return None
-    estimated = lexical.lexeme_frequencies(conn.execute(lexical.LEXEME_STATS_SQL).fetchone())
-    if estimated is None:  # never analysed: count the frequent terms in full
-        cap = rows + 1
-        for n, (number, lexemes, count) in enumerate(counted):
-            if count >= budget + 1:
-                full = {"term": terms[number - 1], "kbs": list(kb_ids)}
-                counted[n] = (
-                    number,
-                    lexemes,
-                    int(conn.execute(lexical.full_count_sql(), full).fetchone()[0]),
-                )
-    return lexical.plan_anchors(counted, rows, cap, budget, estimated)
+    stats = lexical.lexeme_frequencies(conn.execute(lexical.LEXEME_STATS_SQL).fetchone())
+    dfs: dict[int, float] = {}
+    for number, lexemes, count in counted:
+        if count <= budget:
+            dfs[number] = float(count)
+            continue
+        share = stats.get(lexemes[0]) if stats is not None and len(lexemes or []) == 1 else None
+        if share is not None:
+            dfs[number] = max(float(budget + 1), share * rows)
+            continue
+        cap = rows + 1 if stats is None else lexical.MAX_SCORED_ROWS + 1
+        term = {"term": terms[number - 1], "kbs": list(kb_ids), "cap": cap}
+        recount = int(conn.execute(lexical.term_count_sql(), term).fetchone()[0])
+        known = stats[""] * rows if stats is not None else 0.0
+        dfs[number] = float(recount) if recount < cap else max(float(cap), known)
+    return lexical.plan_anchors(dfs, budget)
 
 
 def dense_search(
