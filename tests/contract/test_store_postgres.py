@@ -92,9 +92,7 @@ def test_processes_opening_a_fresh_database_at_once_all_succeed(postgres_url: st
 
 def test_a_newer_schema_is_refused(pg: PostgresStore, postgres_url: str) -> None:
     with pg.database.write() as conn:
-        conn.execute(
-            f"INSERT INTO {MIGRATIONS_TABLE} (number, name, applied_at) VALUES (999, 'x', 0)"
-        )
+        conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (number, name) VALUES (999, 'x')")
     with pytest.raises(Conflict, match="upgrade lorebase"):
         PostgresStore(postgres_url)
 

@@ -2,10 +2,11 @@
 recorded in ``store_migrations``.
 
 Several processes (on several machines) may open one database at once: each migration runs
-under a transaction-level advisory lock (:data:`MIGRATION_LOCK`), re-reads what is applied once
-it holds the lock, and commits the change and its record together, so every migration is
-applied exactly once and a crash leaves the database at a migration boundary. Opening a
-database that has every migration takes no lock. Never edit a released migration: append one.
+under a transaction-level advisory lock of the store's own, re-reads what is applied once it
+holds the lock, and commits the change and its record together, so every migration is applied
+exactly once and a crash leaves the database at a migration boundary (the procedure every
+PostgreSQL part shares: :mod:`lorebase.store.postgres.migrator`). Opening a database that has
+every migration takes no lock. Never edit a released migration: append one.
 
 Other parts of lorebase keep their own tables and their own migrations table in the same
 database (accounts, blobs, jobs, events): nothing here touches them.
@@ -13,30 +14,16 @@ database (accounts, blobs, jobs, events): nothing here touches them.
 
 from __future__ import annotations
 
-import hashlib
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from lorebase.errors import Conflict
-from lorebase.store.postgres import lexical
+from lorebase.store.postgres import lexical, migrator
+from lorebase.store.postgres.migrator import PgMigration as Migration
 
 if TYPE_CHECKING:
     from lorebase.store.postgres.database import PostgresDatabase
 
 MIGRATIONS_TABLE = "store_migrations"
-MIGRATION_LOCK = int.from_bytes(
-    hashlib.sha256(b"lorebase store migrations").digest()[:8], "big", signed=True
-)
-"""The advisory lock (one bigint key) every process takes to migrate the store."""
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    number: int
-    name: str
-    steps: tuple[str, ...]
 
 
 # Text that is compared or ordered (ids, paths, names, hashes) uses the C collation: byte order,
@@ -203,52 +190,7 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-def applied_migrations(conn: Any) -> set[int]:
-    """Numbers of the migrations recorded in this database."""
-    exists = conn.execute("SELECT to_regclass(%s)", (MIGRATIONS_TABLE,)).fetchone()
-    if exists is None or exists[0] is None:
-        return set()
-    return {row[0] for row in conn.execute(f"SELECT number FROM {MIGRATIONS_TABLE}")}
-
-
 def migrate(db: PostgresDatabase, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
-    """Apply the missing migrations in order, each in one transaction holding
-    :data:`MIGRATION_LOCK` (released at its commit); returns the numbers applied here."""
-    known = max((m.number for m in migrations), default=0)
-    with db.connection() as conn:
-        applied = applied_migrations(conn)
-        _refuse_newer(applied, known)
-        if applied.issuperset(m.number for m in migrations):
-            return []  # the common case: no lock taken just to open the database
-        done: list[int] = []
-        for migration in sorted(migrations, key=lambda m: m.number):
-            if migration.number in applied:
-                continue
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-                conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (number integer PRIMARY KEY, "
-                    "name text NOT NULL, applied_at double precision NOT NULL)"
-                )
-                applied = applied_migrations(conn)  # again: did another process migrate?
-                _refuse_newer(applied, known)
-                if migration.number in applied:
-                    continue
-                for step in migration.steps:
-                    conn.execute(step)
-                conn.execute(
-                    f"INSERT INTO {MIGRATIONS_TABLE} (number, name, applied_at) "
-                    "VALUES (%s, %s, %s)",
-                    (migration.number, migration.name, time.time()),
-                )
-                done.append(migration.number)
-        return done
-
-
-def _refuse_newer(applied: set[int], known: int) -> None:
-    newest = max(applied, default=0)
-    if newest > known:
-        raise Conflict(
-            f"this database has store schema version {newest}, newer than this lorebase knows "
-            f"({known}); upgrade lorebase to open it"
-        )
+    """Apply the missing migrations in order (see the module's docstring); returns the numbers
+    applied here."""
+    return migrator.migrate(db, migrations, table=MIGRATIONS_TABLE)
