@@ -78,12 +78,12 @@ def test_each_job_runs_once_among_competing_workers(database: PostgresDatabase) 
 
 def test_a_dead_workers_job_is_reclaimed_after_its_lease(database: PostgresDatabase) -> None:
     recorder = Recorder()
-    dead = queue(database, recorder, lease_seconds=0.5)
+    dead = queue(database, recorder, lease_seconds=2)
     dead.admit(1, "a")
     assert dead.claim() is not None  # claimed, then the process "dies": no heartbeat
-    alive = queue(database, recorder, lease_seconds=0.5)
+    alive = queue(database, recorder, lease_seconds=2)
     assert alive.claim() is None  # still leased
-    time.sleep(0.7)
+    time.sleep(2.2)
     assert alive.run_one()
     assert recorder.done == [(1, "a")]
     assert alive.depth == 0 and alive.join(timeout=1)
@@ -98,13 +98,13 @@ def test_a_heartbeat_keeps_a_long_job_leased(database: PostgresDatabase) -> None
         started.set()
         release.wait(10)
 
-    worker = PostgresJobQueue(database, slow, list, lease_seconds=0.6, workers=1)
-    other = PostgresJobQueue(database, slow, list, lease_seconds=0.6, workers=1)
+    worker = PostgresJobQueue(database, slow, list, lease_seconds=1.5, workers=1)
+    other = PostgresJobQueue(database, slow, list, lease_seconds=1.5, workers=1)
     worker.admit(1, "a")
     worker.start()
     try:
         assert started.wait(5)
-        time.sleep(1.5)  # well past one lease: the heartbeat renewed it
+        time.sleep(3.5)  # well past two leases: the heartbeat (every 0.5 s) renewed it
         assert other.claim() is None
     finally:
         release.set()
