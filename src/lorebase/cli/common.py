@@ -27,6 +27,7 @@ from lorebase.errors import (
     Unsupported,
     resolve,
 )
+from lorebase.settings import Settings
 
 if TYPE_CHECKING:
     from lorebase.service import Lorebase
@@ -120,22 +121,11 @@ def handles_errors(command: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def open_from(
-    ctx: typer.Context,
-    holder: str = "lorebase",
-    serve: ServeSettings | None = None,
-    *,
-    create: bool = True,
-) -> Lorebase:
-    """Open the lorebase the global options point at (``serve``: how `serve` runs it).
-    ``create=False`` for a command that only reads: where there is no lorebase it says so,
-    naming the data directory, and creates nothing."""
-    from lorebase.app import open_lorebase
-    from lorebase.settings import Settings
-
+def settings_from(ctx: typer.Context, serve: ServeSettings | None = None) -> Settings:
+    """The settings the global options and the environment give (``serve``: how `serve` or
+    `worker` runs). The options win over the environment before its settings are checked, so
+    that `--reranker none` works around an incomplete LOREBASE_RERANKER=http."""
     options: CliContext = ctx.find_root().obj
-    # The options win over the environment before its settings are checked, so that
-    # `--reranker none` works around an incomplete LOREBASE_RERANKER=http.
     environ = dict(os.environ)
     if options.embedder:
         environ["LOREBASE_EMBEDDER"] = options.embedder
@@ -144,8 +134,25 @@ def open_from(
     if options.store_url:
         environ["LOREBASE_STORE"] = options.store_url
     settings = Settings.from_env(options.data_dir, environ)
-    if serve is not None:
-        settings = dataclasses.replace(settings, serve=serve)
+    return dataclasses.replace(settings, serve=serve) if serve is not None else settings
+
+
+def open_from(
+    ctx: typer.Context,
+    holder: str = "lorebase",
+    serve: ServeSettings | None = None,
+    *,
+    create: bool = True,
+    settings: Settings | None = None,
+) -> Lorebase:
+    """Open the lorebase the global options point at (``serve``: how `serve` runs it;
+    ``settings``: ones :func:`settings_from` already built). ``create=False`` for a command
+    that only reads: where there is no lorebase it says so, naming the data directory, and
+    creates nothing."""
+    from lorebase.app import open_lorebase
+
+    if settings is None:
+        settings = settings_from(ctx, serve)
     if not create and not settings.shared_store and not settings.database.exists():
         raise NotFound(no_lorebase_message(settings.data_dir, Path.cwd()))
     return open_lorebase(settings=settings, holder=holder, create=create)

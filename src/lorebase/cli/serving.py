@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,8 +15,17 @@ from rich.text import Text
 
 from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
-from lorebase.cli.common import CliContext, JsonOption, command_group, handles_errors, open_from
+from lorebase.cli.common import (
+    JsonOption,
+    command_group,
+    handles_errors,
+    open_from,
+    settings_from,
+)
 from lorebase.errors import Conflict, InvalidInput
+
+if TYPE_CHECKING:
+    from lorebase.settings import Settings
 
 users_app = command_group("Users of the HTTP service (operators only).")
 teams_app = command_group("Teams and their members.")
@@ -81,9 +89,10 @@ def serve(
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
     console = Console()
-    _needs_shared_store(ctx, no_ingest, "--no-ingest")
+    chosen = settings_from(ctx, settings)
+    _needs_shared_store(chosen, no_ingest, "--no-ingest")
     _check_port(host, port)
-    with open_from(ctx, holder="lorebase serve", serve=settings) as lb:
+    with open_from(ctx, holder="lorebase serve", settings=chosen) as lb:
         lb.data_key  # noqa: B018  (a missing or wrong data key stops here, said plainly)
         accounts = lb.accounts
         if settings.auth and not accounts.list_users():
@@ -136,9 +145,10 @@ def worker(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    _needs_shared_store(ctx, True, "`lorebase worker`")
+    chosen = settings_from(ctx, settings)
+    _needs_shared_store(chosen, True, "`lorebase worker`")
     configure_logging()
-    with open_from(ctx, holder="lorebase worker", serve=settings) as lb:
+    with open_from(ctx, holder="lorebase worker", settings=chosen) as lb:
         lb.start_serving()
         Console().print(
             Text(f"lorebase worker indexing with {settings.workers} threads; Ctrl-C stops it"),
@@ -148,10 +158,9 @@ def worker(
         lb.stop_serving()
 
 
-def _needs_shared_store(ctx: typer.Context, asked: bool, what: str) -> None:
+def _needs_shared_store(settings: Settings, asked: bool, what: str) -> None:
     """Refuse, before anything starts, what only a store shared by processes can do."""
-    options: CliContext = ctx.find_root().obj
-    if asked and not (options.store_url or os.environ.get("LOREBASE_STORE", "").strip()):
+    if asked and not settings.shared_store:
         raise InvalidInput(
             f"{what} needs a store that several processes share: give --store "
             "postgresql://... (or LOREBASE_STORE); with the embedded store `serve` indexes itself"

@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lorebase.ingest.queue import DEFAULT_QUEUE_SIZE, SWEEP_SECONDS, Job, QueueStats
 from lorebase.store.postgres.migrator import PgMigration, migrate
@@ -40,6 +40,8 @@ LEASE_SECONDS = 30.0
 MAX_ATTEMPTS = 3
 IDLE_POLL_SECONDS = 0.5
 _ADMIT_LOCK = 0x6C62_6A6F_6273  # pg_advisory_xact_lock key: admissions, one at a time
+_WAITING_SQL = "SELECT count(*) FROM jobs WHERE leased_by IS NULL"
+Admission = Literal["queued", "waiting", "full"]
 
 _MIGRATIONS = (
     PgMigration(
@@ -109,30 +111,28 @@ class PostgresJobQueue:
     def depth(self) -> int:
         """Jobs waiting for a worker, in every process."""
         with self._db.read() as conn:
-            return int(
-                conn.execute("SELECT count(*) FROM jobs WHERE leased_by IS NULL").fetchone()[0]
-            )
+            return int(conn.execute(_WAITING_SQL).fetchone()[0])
 
     def admit(self, kb_id: int, document_id: str | None = None) -> bool:
         """Queue a document (or a pass over the base's folders) unless it is already on its
         way (True: it is, or now is); False when the queue is full."""
+        return self._admit(kb_id, document_id) != "full"
+
+    def _admit(self, kb_id: int, document_id: str | None) -> Admission:
         machine = self.machine if document_id is None else None
         with self._db.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADMIT_LOCK,))
             if self._waiting(conn, kb_id, document_id):
-                return True
-            waiting = conn.execute("SELECT count(*) FROM jobs WHERE leased_by IS NULL").fetchone()[
-                0
-            ]
-            if waiting >= self._size:
+                return "waiting"
+            if conn.execute(_WAITING_SQL).fetchone()[0] >= self._size:
                 self.stats.rejected += 1
-                return False
+                return "full"
             conn.execute(
                 "INSERT INTO jobs (kb_id, document_id, machine) VALUES (%s, %s, %s)",
                 (kb_id, document_id, machine),
             )
         self.stats.accepted += 1
-        return True
+        return "queued"
 
     @staticmethod
     def _waiting(conn: Any, kb_id: int, document_id: str | None) -> bool:
@@ -151,12 +151,10 @@ class PostgresJobQueue:
         """Admit pending uploads that have no job yet; returns how many were admitted."""
         admitted = 0
         for kb_id, document_id in self._pending():
-            with self._db.read() as conn:
-                if self._waiting(conn, kb_id, document_id):
-                    continue
-            if not self.admit(kb_id, document_id):
+            admission = self._admit(kb_id, document_id)
+            if admission == "full":
                 break
-            admitted += 1
+            admitted += admission == "queued"
         return admitted
 
     # -- workers ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from lorebase.errors import Conflict, InvalidInput
+from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import (
     MAX_SOURCES,
@@ -23,6 +23,7 @@ from lorebase.store.base import (
     Source,
     SourceKind,
     StoredChunk,
+    ambiguous,
 )
 from lorebase.types import Chunk, ContentKind, Provenance
 
@@ -320,3 +321,23 @@ def name_taken(name: str, scope: Scope, owner: str | None, held_by: int | None) 
         )
     held = f" (id {held_by})" if held_by is not None else ""
     return f"{whose}{held} is already named {name!r}; choose another name"
+
+
+def kb_list(kb_ids: Sequence[int]) -> list[int]:
+    """Knowledge base ids as a statement's parameter."""
+    return [int(kb_id) for kb_id in kb_ids]
+
+
+def document_list(document_ids: Sequence[str] | None) -> list[str] | None:
+    """Document ids as a statement's parameter (None: no filter)."""
+    return None if document_ids is None else [str(d) for d in document_ids]
+
+
+def one_named(name: str, named: Sequence[KnowledgeBase]) -> KnowledgeBase:
+    """The one base of ``named`` (every base called ``name``): ``NotFound`` when there is
+    none, ``InvalidInput`` listing their ids and scopes when several share the name."""
+    if len(named) > 1:
+        raise InvalidInput(ambiguous(name, named))
+    if not named:
+        raise NotFound(f"no knowledge base named {name!r}; list them to see the names")
+    return named[0]

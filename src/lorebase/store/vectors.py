@@ -183,3 +183,16 @@ def checked_vectors(
     if not np.isfinite(matrix).all():
         raise InvalidInput("vectors hold NaN or infinite values; check the embedder")
     return matrix
+
+
+def checked_query(vector: np.ndarray, identity: EmbedderIdentity) -> np.ndarray:
+    """A query vector as every backend searches with it: float32, flat, of the identity's
+    dimension and finite (``InvalidInput`` otherwise)."""
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if query.shape[0] != identity.dim:
+        raise InvalidInput(
+            f"the query vector has {query.shape[0]} dimensions; {identity.key} has {identity.dim}"
+        )
+    if not np.isfinite(query).all():
+        raise InvalidInput("the query vector holds NaN or infinite values")
+    return query

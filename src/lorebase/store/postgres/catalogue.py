@@ -14,7 +14,6 @@ from lorebase.store.base import (
     Scope,
     Source,
     SourceKind,
-    ambiguous,
 )
 from lorebase.store.postgres import writes
 from lorebase.store.postgres.role import PostgresRole
@@ -23,6 +22,7 @@ from lorebase.store.records import (
     kb_from_row,
     name_taken,
     new_source,
+    one_named,
     source_from_row,
 )
 
@@ -80,12 +80,8 @@ class CatalogueMixin(PostgresRole):
             return writes.load_kb(conn, "id", row[0])
 
     def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
-        named = self.kbs_named(name, totals=False)
-        if len(named) > 1:
-            raise InvalidInput(ambiguous(name, named))
-        if not named:
-            raise NotFound(f"no knowledge base named {name!r}; list them to see the names")
-        return self.get_kb_by_id(named[0].id) if totals else named[0]
+        found = one_named(name, self.kbs_named(name, totals=False))
+        return self.get_kb_by_id(found.id) if totals else found
 
     def kbs_named(self, name: str, *, totals: bool = False) -> list[KnowledgeBase]:
         with self._read() as conn:

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.errors import Conflict, NotFound
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, Scored, StoredChunk
 from lorebase.store.postgres import search, writes
 from lorebase.store.postgres.role import PostgresRole, lookup_identity
-from lorebase.store.records import decompress_text
-from lorebase.store.vectors import VECTOR_DTYPE, checked_vectors
+from lorebase.store.records import decompress_text, document_list, kb_list
+from lorebase.store.vectors import VECTOR_DTYPE, checked_query, checked_vectors
 from lorebase.types import Chunk
 
 
@@ -31,7 +31,7 @@ class LexicalMixin(PostgresRole):
     ) -> Scored:
         with self._read() as conn:
             return search.keyword_search(
-                conn, _ids(kb_ids), query, limit, _docs(document_ids), self._ranking
+                conn, kb_list(kb_ids), query, limit, document_list(document_ids), self._ranking
             )
 
 
@@ -46,15 +46,8 @@ class VectorsMixin(PostgresRole):
         limit: int,
         document_ids: Sequence[str] | None = None,
     ) -> Scored:
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != identity.dim:
-            raise InvalidInput(
-                f"the query vector has {query.shape[0]} dimensions; {identity.key} has "
-                f"{identity.dim}"
-            )
-        if not np.isfinite(query).all():
-            raise InvalidInput("the query vector holds NaN or infinite values")
-        documents = _docs(document_ids)
+        query = checked_query(vector, identity)
+        documents = document_list(document_ids)
         if limit <= 0 or not kb_ids or documents == []:
             return []
         with self._read() as conn:
@@ -63,7 +56,7 @@ class VectorsMixin(PostgresRole):
                 return []
             return search.dense_search(
                 conn,
-                _ids(kb_ids),
+                kb_list(kb_ids),
                 identity_id,
                 identity.dim,
                 query,
@@ -136,11 +129,11 @@ class ChunksMixin(PostgresRole):
 
     def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
         with self._read() as conn:
-            return search.get_chunks(conn, _ids(kb_ids), [str(c) for c in chunk_ids])
+            return search.get_chunks(conn, kb_list(kb_ids), [str(c) for c in chunk_ids])
 
     def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
         with self._read() as conn:
-            return search.neighbors(conn, _ids(kb_ids), chunk_id, window)
+            return search.neighbors(conn, kb_list(kb_ids), chunk_id, window)
 
     def document_chunks(
         self, kb_id: int, document_id: str, start: int, limit: int
@@ -160,11 +153,3 @@ class ChunksMixin(PostgresRole):
         if row is None:
             raise NotFound(writes.NO_DOCUMENT)
         return decompress_text(row[0])
-
-
-def _ids(kb_ids: Sequence[int]) -> list[int]:
-    return [int(kb_id) for kb_id in kb_ids]
-
-
-def _docs(document_ids: Sequence[str] | None) -> list[str] | None:
-    return None if document_ids is None else [str(d) for d in document_ids]

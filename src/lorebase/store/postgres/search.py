@@ -45,8 +45,8 @@ def anchor_plan(
         return None
     counts = {"terms": list(terms), "kbs": list(kb_ids), "cap": budget + 1}
     counted = list(conn.execute(lexical.term_counts_sql(), counts))
-    if not counted:
-        return None
+    if sum(count for _, _, count in counted) <= budget:
+        return None  # every term counted, and scoring them all is cheap: the plain plan
     stats = lexical.lexeme_frequencies(conn.execute(lexical.LEXEME_STATS_SQL).fetchone())
     dfs: dict[int, float] = {}
     for number, lexemes, count in counted:

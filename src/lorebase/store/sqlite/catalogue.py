@@ -18,9 +18,8 @@ from lorebase.store.base import (
     Scope,
     Source,
     SourceKind,
-    ambiguous,
 )
-from lorebase.store.records import name_taken, new_source, source_from_row
+from lorebase.store.records import name_taken, new_source, one_named, source_from_row
 from lorebase.store.sqlite import fts, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import KB_COLUMNS, KB_TOTALS_SQL, kb_from_row, placeholders
@@ -74,12 +73,8 @@ class CatalogueMixin(SqliteRole):
             return writes.load_kb(conn, "id", kb_id)
 
     def get_kb(self, name: str, *, totals: bool = True) -> KnowledgeBase:
-        named = self.kbs_named(name, totals=False)
-        if len(named) > 1:
-            raise InvalidInput(ambiguous(name, named))
-        if not named:
-            raise NotFound(f"no knowledge base named {name!r}; list them to see the names")
-        return self.get_kb_by_id(named[0].id) if totals else named[0]
+        found = one_named(name, self.kbs_named(name, totals=False))
+        return self.get_kb_by_id(found.id) if totals else found
 
     def kbs_named(self, name: str, *, totals: bool = False) -> list[KnowledgeBase]:
         with self._read() as conn:

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.errors import Conflict, NotFound
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, Scored, StoredChunk
+from lorebase.store.records import document_list, kb_list
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import batches, decompress_text, placeholders
-from lorebase.store.vectors import VECTOR_DTYPE, from_blob
+from lorebase.store.vectors import VECTOR_DTYPE, checked_query, from_blob
 from lorebase.types import Chunk
 
 
@@ -30,7 +31,9 @@ class LexicalMixin(SqliteRole):
         document_ids: Sequence[str] | None = None,
     ) -> Scored:
         with self._read() as conn:
-            return search.keyword_search(conn, _ids(kb_ids), query, limit, _docs(document_ids))
+            return search.keyword_search(
+                conn, kb_list(kb_ids), query, limit, document_list(document_ids)
+            )
 
 
 class VectorsMixin(SqliteRole):
@@ -46,20 +49,15 @@ class VectorsMixin(SqliteRole):
     ) -> Scored:
         """Indexes are fetched (and reloaded when stale) under a lock of their own; the matrix
         products run outside it, so concurrent searches overlap."""
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != identity.dim:
-            raise InvalidInput(
-                f"the query vector has {query.shape[0]} dimensions; {identity.key} has "
-                f"{identity.dim}"
-            )
-        document_ids = _docs(document_ids)
+        query = checked_query(vector, identity)
+        document_ids = document_list(document_ids)
         if limit <= 0 or not kb_ids or document_ids == []:
             return []
         with self._read() as conn, self._dense_lock:
             identity_id = writes.identity_row(conn, identity, create=False)
             if identity_id is None:
                 return []
-            indexes = self._dense.indexes_for(conn, _ids(kb_ids), identity_id, identity.dim)
+            indexes = self._dense.indexes_for(conn, kb_list(kb_ids), identity_id, identity.dim)
         return search.merge_top(
             [index.search(query, limit, document_ids) for index in indexes], limit
         )
@@ -123,11 +121,11 @@ class ChunksMixin(SqliteRole):
 
     def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
         with self._read() as conn:
-            return search.get_chunks(conn, _ids(kb_ids), list(chunk_ids))
+            return search.get_chunks(conn, kb_list(kb_ids), list(chunk_ids))
 
     def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
         with self._read() as conn:
-            return search.neighbors(conn, _ids(kb_ids), chunk_id, window)
+            return search.neighbors(conn, kb_list(kb_ids), chunk_id, window)
 
     def document_chunks(
         self, kb_id: int, document_id: str, start: int, limit: int
@@ -147,11 +145,3 @@ class ChunksMixin(SqliteRole):
         if row is None:
             raise NotFound(writes.NO_DOCUMENT)
         return decompress_text(row[0])
-
-
-def _ids(kb_ids: Sequence[int]) -> list[int]:
-    return [int(kb_id) for kb_id in kb_ids]
-
-
-def _docs(document_ids: Sequence[str] | None) -> list[str] | None:
-    return None if document_ids is None else [str(d) for d in document_ids]
