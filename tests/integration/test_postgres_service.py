@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from typer.testing import CliRunner
@@ -19,6 +20,9 @@ from lorebase.settings import ServeSettings, Settings
 from lorebase.store.base import DocumentState
 from lorebase.store.postgres.database import PostgresDatabase, redacted
 from lorebase.vault.keys import DataKey
+
+if TYPE_CHECKING:
+    from postgres_server import PostgresServer
 
 runner = CliRunner()
 
@@ -120,3 +124,38 @@ def test_the_queue_bound_holds_across_processes_and_nothing_is_lost(
         finally:
             worker.stop_serving()
         assert [d.state for d in worker.documents("notes")] == [DocumentState.INDEXED] * 3
+
+
+def test_a_database_without_the_extensions_says_what_to_ask_for(
+    postgres_server: PostgresServer,
+) -> None:
+    """A role that may not create the extensions (not a superuser, no CREATE on the database)
+    is told which one is missing and what its administrator should run."""
+    import psycopg
+
+    name = "no_extensions"
+    with psycopg.connect(postgres_server.admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        conn.execute("DROP ROLE IF EXISTS plain_user")
+        conn.execute("CREATE ROLE plain_user LOGIN")
+    url = postgres_server.url(name).replace("postgres@", "plain_user@", 1)
+    try:
+        with pytest.raises(Unavailable, match="CREATE EXTENSION vector"):
+            PostgresDatabase(url)
+    finally:
+        postgres_server.drop_database(postgres_server.url(name))
+
+
+def test_an_upload_whose_workers_keep_dying_fails_with_a_reason(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    key = DataKey.generate().to_base64()
+    settings = Settings(data_dir=tmp_path, store_url=postgres_url, data_key=key)
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        kb = lb.create_kb("notes")
+        record, _ = lb.upload(kb, "a.md", [b"# A\n\nalpha"])
+        lb.abandon_upload(kb.id, record.id)  # what the jobs table does at the fourth claim
+        _, document = lb.document(record.id)
+        assert document.state is DocumentState.FAILED and document.reason == "worker_lost"
+        lb.abandon_upload(kb.id, "0" * 32)  # deleted meanwhile: nothing to fail, no error
