@@ -124,6 +124,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=["cranfield", "cisi"])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "--lexical",
+        default="tantivy",
+        help="the keyword engine (tantivy or fts5); the same index serves both",
+    )
     parser.add_argument("--analyse", action="store_true")
     parser.add_argument("--null", action="store_true")
     parser.add_argument("--fusion", default="rrf", help="rrf (default) or relative")
@@ -134,7 +139,7 @@ def main() -> None:
     tasks: dict[str, EvalTask] = {}
     for name in args.sets:
         data_dir = args.data_dir / name
-        with open_lorebase(settings=Settings(data_dir=data_dir)) as lb:
+        with open_lorebase(settings=Settings(data_dir=data_dir, lexical=args.lexical)) as lb:
             started = time.perf_counter()
             task = prepare_beir(lb, IR / name)
             indexed = time.perf_counter() - started

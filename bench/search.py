@@ -188,19 +188,25 @@ def exact_top(
     return out, times
 
 
-def measure(db: Path, texts: list[str], modes: Sequence[Mode] = MODES) -> dict[str, Any]:
-    """Everything measured on one built store (run in its own process). Keyword work (the
-    keyword and hybrid modes, the plan comparison) is left out unless ``modes`` has it."""
+def measure(
+    db: Path, texts: list[str], modes: Sequence[Mode] = MODES, lexical: str = "tantivy"
+) -> dict[str, Any]:
+    """Everything measured on one built store (run in its own process) with one keyword
+    engine. Keyword work (the keyword and hybrid modes, the plan comparison) is left out
+    unless ``modes`` has it."""
     embedder = QueryEmbedder(texts)
-    store = SqliteStore(db)
+    started = time.perf_counter()
+    store = SqliteStore(db, lexical=lexical)  # switching engines drops or rebuilds FTS5
     service = SearchService(store, embedder)
     kb = store.get_kb(KB)
-    service.search(SearchRequest(texts[0], (KB,), TOP_K, Mode.KEYWORD))
+    service.search(SearchRequest(texts[0], (KB,), TOP_K, Mode.KEYWORD))  # a Tantivy build
+    lexical_ready_seconds = time.perf_counter() - started
     rss_before = rss_bytes()
     started = time.perf_counter()
     store.dense_search([kb.id], embedder.identity, embedder.embed_query(texts[0]), TOP_K)
     load_seconds = time.perf_counter() - started
     memory: dict[str, Any] = {
+        "lexical_ready_seconds": lexical_ready_seconds,
         "dense_load_seconds": load_seconds,
         "rss_growth_bytes": rss_bytes() - rss_before,
         "peak_rss_bytes": peak_rss_bytes(),
@@ -231,11 +237,14 @@ def measure(db: Path, texts: list[str], modes: Sequence[Mode] = MODES) -> dict[s
         if Mode.KEYWORD in modes:
             keyword_ids[text] = [c for c, _ in store.keyword_search([kb.id], text, TOP_K)]
     keyword_plan = (
-        compare_keyword_plans(store, db, kb.id, texts, keyword_ids) if Mode.KEYWORD in modes else {}
+        compare_keyword_plans(store, db, kb.id, texts, keyword_ids)
+        if Mode.KEYWORD in modes and lexical == "fts5"
+        else {}
     )
     store.close()
     service.close()
     result: dict[str, Any] = {
+        "lexical": lexical,
         "memory": memory,
         "latency_ms": {mode: percentiles(values) for mode, values in latency.items()},
         "cpu_ms": {mode: percentiles(values) for mode, values in cpu.items()},
@@ -299,10 +308,10 @@ def compare_keyword_plans(
     }
 
 
-def measure_in_child(db: Path, count: int, modes: str) -> dict[str, Any]:
+def measure_in_child(db: Path, count: int, modes: str, lexical: str) -> dict[str, Any]:
     command = [sys.executable, __file__, "--measure", str(db), "--queries", str(count)]
     out = subprocess.run(
-        [*command, "--modes", modes],
+        [*command, "--modes", modes, "--lexical", lexical],
         capture_output=True,
         text=True,
         check=False,
@@ -314,6 +323,12 @@ def measure_in_child(db: Path, count: int, modes: str) -> dict[str, Any]:
 
 def db_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in db.parent.glob("lorebase.db*"))
+
+
+def lexical_bytes(db: Path) -> int:
+    """The Tantivy side indexes (and their record) beside the database."""
+    folder = db.with_suffix(".lexical")
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
 def main() -> None:
@@ -331,11 +346,16 @@ def main() -> None:
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--modes", default=",".join(str(m) for m in MODES))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--lexical",
+        default="tantivy",
+        help="keyword engines to measure, comma-separated (tantivy, fts5), on the same store",
+    )
     args = parser.parse_args()
     texts = queries(args.queries)
     modes = [Mode(m) for m in args.modes.split(",")]
     if args.measure:
-        print(json.dumps(measure(args.measure, texts, modes)))
+        print(json.dumps(measure(args.measure, texts, modes, args.lexical)))
         return
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
@@ -347,19 +367,24 @@ def main() -> None:
                 db, size, KB, SEED
             )
         info = json.loads(marker.read_text())
-        measured = measure_in_child(db, args.queries, args.modes)
-        chunks = info["chunks"]
-        results.append(
-            {
-                "size": size,
-                "build": info,
-                "disk_bytes_per_chunk": db_bytes(db) / chunks,
-                "disk_breakdown_per_chunk": {k: v / chunks for k, v in disk_breakdown(db).items()},
-                "memory_bytes_per_chunk": measured["memory"]["rss_growth_bytes"] / chunks,
-                **measured,
-            }
-        )
-        print(json.dumps(results[-1]), file=sys.stderr)
+        for lexical in args.lexical.split(","):
+            measured = measure_in_child(db, args.queries, args.modes, lexical)
+            chunks = info["chunks"]
+            breakdown = {k: v / chunks for k, v in disk_breakdown(db).items()}
+            breakdown["lexical_side_index"] = (
+                lexical_bytes(db) / chunks if lexical == "tantivy" else 0
+            )
+            results.append(
+                {
+                    "size": size,
+                    "build": info,
+                    "disk_bytes_per_chunk": db_bytes(db) / chunks + breakdown["lexical_side_index"],
+                    "disk_breakdown_per_chunk": breakdown,
+                    "memory_bytes_per_chunk": measured["memory"]["rss_growth_bytes"] / chunks,
+                    **measured,
+                }
+            )
+            print(json.dumps(results[-1]), file=sys.stderr)
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -379,7 +404,7 @@ def print_tables(results: list[dict[str, Any]]) -> None:
             arm = steps.get("dense" if mode is Mode.DENSE else "keyword", {})
             cells = [
                 f"{r['size']:,}",
-                str(mode),
+                f"{mode} ({r['lexical']})",
                 f"{row['p50']:.1f}",
                 f"{row['p95']:.1f}",
                 f"{row['max']:.1f}",

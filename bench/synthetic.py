@@ -309,7 +309,8 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     conn.execute("COMMIT")
     rows_seconds = time.perf_counter() - started
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute(fts.rebuild_fts_sql())
+    if fts.fts_present(conn):  # FTS5 is the engine; Tantivy builds at the first search
+        conn.execute(fts.rebuild_fts_sql())
     writes.bump(conn, kb.id)
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -128,7 +128,7 @@ def build_backend(settings: Settings, *, create: bool = True) -> Backend:
     if not create and not settings.database.is_file():
         raise NotFound(f"there is no lorebase in {settings.data_dir} yet")
     private_data_dir(settings.data_dir, settings.database)
-    store = SqliteStore(settings.database)
+    store = SqliteStore(settings.database, lexical=settings.lexical)
 
     def accounts() -> AccountStore:
         from lorebase.accounts.sqlite import SqliteAccounts

@@ -171,6 +171,7 @@ class ServeSettings:
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+LEXICAL_ENGINES = ("tantivy", "fts5")
 DEFAULT_CHAT_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible API
 
 
@@ -207,8 +208,16 @@ class Settings:
     # A schema of that database to keep everything in (an evaluation's own index); None: the
     # database's default.
     store_schema: str | None = None
+    # The embedded store's keyword engine (``LOREBASE_LEXICAL``): ``tantivy`` (a side index
+    # per base, the default) or ``fts5`` (inside the SQLite file); see store/sqlite/lexical.py.
+    lexical: str = "tantivy"
 
     def __post_init__(self) -> None:
+        if self.lexical not in LEXICAL_ENGINES:
+            raise InvalidInput(
+                f"unknown lexical engine {self.lexical!r} (LOREBASE_LEXICAL); choose one of "
+                f"{', '.join(LEXICAL_ENGINES)}"
+            )
         if self.store_url is not None and not self.store_url.startswith(POSTGRES_SCHEMES):
             raise InvalidInput(
                 "the store must be a postgresql:// URL (LOREBASE_STORE or --store); without "
@@ -244,7 +253,8 @@ class Settings:
         still count as local), ``LOREBASE_ALLOW_CLOUD_MODEL_ACCESS`` (1/0);
         ``LOREBASE_DATA_KEY`` (the data key, base64; default: ``data.key`` in the data
         directory); ``LOREBASE_STORE`` (a ``postgresql://`` URL; default: the SQLite file in
-        the data directory).
+        the data directory); ``LOREBASE_LEXICAL`` (tantivy | fts5: the SQLite store's keyword
+        engine).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -282,4 +292,5 @@ class Settings:
             chat=chat,
             data_key=env.get("LOREBASE_DATA_KEY", "").strip() or None,
             store_url=env.get("LOREBASE_STORE", "").strip() or None,
+            lexical=env.get("LOREBASE_LEXICAL", "").strip() or "tantivy",
         )

@@ -58,13 +58,24 @@ def _sqlite(store: Store) -> SqliteStore:
     return store
 
 
+_SQLITE_TABLES = ("documents", "document_texts", "sections", "chunks", "vectors")
+
+
 def _sqlite_row_counts(store: Store) -> dict[str, int]:
+    """The tables, and what the Tantivy index finds (after catching up with them)."""
+    with _sqlite(store).database.read() as conn:
+        counts = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in _SQLITE_TABLES
+        }
+        kb_ids = [row[0] for row in conn.execute("SELECT id FROM knowledge_bases")]
+    counts["lexical(index)"] = len(store.keyword_search(kb_ids, "zebra alpha tulip", 100_000))
+    return counts
+
+
+def _fts5_row_counts(store: Store) -> dict[str, int]:
     tables = (
-        "documents",
-        "document_texts",
-        "sections",
-        "chunks",
-        "vectors",
+        *_SQLITE_TABLES,
         "chunks_fts",
         "chunks_fts_docsize",  # one row per indexed chunk (segments may keep tombstones)
     )
@@ -79,6 +90,15 @@ def _sqlite_row_counts(store: Store) -> dict[str, int]:
 
 
 def _sqlite_check_index(store: Store) -> None:
+    from lorebase.store.sqlite.tantivy_index import TantivyIndexes
+
+    lexical = _sqlite(store)._lexical
+    assert isinstance(lexical, TantivyIndexes)
+    with _sqlite(store).database.read() as conn:
+        lexical.check(conn)
+
+
+def _fts5_check_index(store: Store) -> None:
     from lorebase.store.sqlite.fts import integrity_check_sql
 
     with _sqlite(store).database.write() as conn:
@@ -101,6 +121,12 @@ def _open_sqlite(tmp_path: Path) -> Store:
     from lorebase.store.sqlite import SqliteStore
 
     return SqliteStore(tmp_path / "lorebase.db")
+
+
+def _open_fts5(tmp_path: Path) -> Store:
+    from lorebase.store.sqlite import SqliteStore
+
+    return SqliteStore(tmp_path / "lorebase.db", lexical="fts5")
 
 
 class PostgresDatabases:
@@ -238,6 +264,7 @@ def _postgres_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], N
 
 BACKENDS = {
     "sqlite": Backend(_open_sqlite, _sqlite_row_counts, _sqlite_check_index, _sqlite_after_chunks),
+    "sqlite-fts5": Backend(_open_fts5, _fts5_row_counts, _fts5_check_index, _sqlite_after_chunks),
     "postgres": Backend(
         _open_postgres,
         _postgres_row_counts,

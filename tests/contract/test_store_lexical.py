@@ -6,6 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_contract import (
+    BACKENDS,
+    Backend,
     ids_of,
     put,
 )
@@ -111,3 +113,23 @@ def populated(store: Store) -> tuple[Store, KnowledgeBase]:
     put(store, kb, "docs/a.md", ["Configuração do servidor", "ERR_4711 AND NEAR(x)"], title="Ä")
     put(store, kb, "b.py", ["def run(): pass"], symbol="run", trails=[("mod", "run")])
     return store, kb
+
+
+def test_a_base_is_ranked_by_its_own_statistics(store: Store, backend: Backend) -> None:
+    """A small base's scores do not move when another base fills with its query's words
+    (FTS5 keeps one set of statistics per table: skipped there)."""
+    if backend is BACKENDS["sqlite-fts5"]:
+        pytest.skip("FTS5 keeps BM25 statistics per table, not per base")
+    small = store.create_kb("small")
+    put(store, small, "a.md", ["glacier melt rates", "alpine glacier survey"])
+    put(store, small, "b.md", ["river delta sediment"])
+    before = store.keyword_search([small.id], "glacier sediment", 10)
+    big = store.create_kb("big")
+    for n in range(30):
+        put(store, big, f"g{n}.md", [f"glacier glacier note {n}", f"glacier survey {n}"])
+    after = store.keyword_search([small.id], "glacier sediment", 10)
+    assert ids_of(after) == ids_of(before)
+    assert [round(s, 4) for _, s in after] == [round(s, 4) for _, s in before]
+    # "sediment" is rarer in the small base than "glacier": its chunk leads.
+    assert len(before) == 3
+    assert store.get_chunks([small.id], [before[0][0]])[0].text == "river delta sediment"

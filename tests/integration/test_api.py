@@ -293,7 +293,7 @@ def test_delete_purges_every_row_and_the_blob(
         == 204
     )
     tables = ("documents", "chunks", "vectors", "sections", "document_texts")
-    for table in (*tables, "jobs") if backend.postgres else (*tables, "chunks_fts"):
+    for table in (*tables, "jobs") if backend.postgres else tables:
         assert backend.rows(tmp_path / "data", f"SELECT count(*) FROM {table}") == [(0,)], table
     assert backend.blobs(tmp_path / "data") == {}
     assert (

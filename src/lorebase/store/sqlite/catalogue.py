@@ -113,10 +113,12 @@ class CatalogueMixin(SqliteRole):
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
             # The index rows go first, while the rows they were built from still exist.
-            conn.execute(fts.fts_delete_sql("kb_id"), (kb_id,))
+            if fts.fts_present(conn):
+                conn.execute(fts.fts_delete_sql("kb_id"), (kb_id,))
             conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))  # cascades
         with self._dense_lock:
             self._dense.forget({kb_id})
+        self._lexical.forget(kb_id)
 
     def set_kb_identity(self, kb_id: int, identity: EmbedderIdentity) -> None:
         with self._write() as conn:

@@ -14,6 +14,7 @@ select from the same view, by document or by knowledge base, inside the write tr
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 
 from lorebase.store.terms import ANCHOR_SHARE as ANCHOR_SHARE
@@ -213,6 +214,35 @@ def keyword_search_sql(*, with_documents: bool) -> str:
         f"WHERE {FTS_TABLE} MATCH ? AND c.kb_id IN (SELECT value FROM json_each(?))"
         f"{documents} ORDER BY score DESC, c.rowid LIMIT ?"
     )
+
+
+def fts_present(conn: sqlite3.Connection) -> bool:
+    """Whether this database keeps the FTS5 index (the ``fts5`` lexical engine): writes
+    maintain it only then. Reads the schema SQLite holds in memory."""
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (FTS_TABLE,)
+    ).fetchone()
+    return found is not None
+
+
+def use_fts(conn: sqlite3.Connection, keep: bool) -> None:
+    """Create and fill the FTS5 index (``keep``) or drop it, in one write transaction, when
+    the database is not that way already. The index is derived from the chunks table either
+    way, so switching engines loses nothing."""
+    if fts_present(conn) == keep:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if fts_present(conn) != keep:  # again, under the write lock: another process?
+            if keep:
+                conn.execute(create_fts_sql())
+                conn.execute(rebuild_fts_sql())
+            else:
+                conn.execute(f"DROP TABLE {FTS_TABLE}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _filter_column(by: str) -> str:

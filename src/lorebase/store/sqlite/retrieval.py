@@ -21,7 +21,8 @@ from lorebase.types import Chunk
 
 
 class LexicalMixin(SqliteRole):
-    """:class:`~lorebase.store.base.LexicalIndex` over SQLite FTS5."""
+    """:class:`~lorebase.store.base.LexicalIndex` over the store's lexical engine (Tantivy or
+    FTS5, :mod:`.lexical`)."""
 
     def keyword_search(
         self,
@@ -31,7 +32,7 @@ class LexicalMixin(SqliteRole):
         document_ids: Sequence[str] | None = None,
     ) -> Scored:
         with self._read() as conn:
-            return search.keyword_search(
+            return self._lexical.search(
                 conn, kb_list(kb_ids), query, limit, document_list(document_ids)
             )
 

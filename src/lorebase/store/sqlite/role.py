@@ -1,6 +1,6 @@
 """What every role of :class:`~lorebase.store.sqlite.store.SqliteStore` shares: the database
-(its transactions) and the in-memory dense indexes. Each role is a mixin over this base, one
-module per role (``catalogue``, ``documents``, ``uploads``, ``retrieval``)."""
+(its transactions), the in-memory dense indexes and the lexical engine. Each role is a mixin
+over this base, one module per role (``catalogue``, ``documents``, ``uploads``, ``retrieval``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lorebase.store.sqlite.database import SqliteDatabase
     from lorebase.store.sqlite.dense import DenseIndexes
+    from lorebase.store.sqlite.lexical import LexicalEngine
 
 
 class SqliteRole:
@@ -20,6 +21,7 @@ class SqliteRole:
     _db: SqliteDatabase
     _dense: DenseIndexes
     _dense_lock: threading.Lock
+    _lexical: LexicalEngine
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         """One write transaction; anything raised inside rolls all of it back."""

@@ -1,5 +1,5 @@
-"""The embedded store: one SQLite file (WAL) holding knowledge bases, documents, chunks, an
-external-content FTS5 index and float32 vectors.
+"""The embedded store: one SQLite file (WAL) holding knowledge bases, documents, chunks and
+float32 vectors, with a lexical index beside it (Tantivy, :mod:`.lexical`) or inside it (FTS5).
 
 :class:`SqliteStore` is the composition of one mixin per role of :class:`Store` (modules
 ``catalogue``, ``documents``, ``uploads``, ``retrieval``) over one :class:`SqliteDatabase`
@@ -24,6 +24,7 @@ from lorebase.store.sqlite.database import (
     connect_reader,
 )
 from lorebase.store.sqlite.documents import DocumentsMixin, MetricsMixin
+from lorebase.store.sqlite.lexical import DEFAULT_LEXICAL, open_engine
 from lorebase.store.sqlite.retrieval import ChunksMixin, LexicalMixin, VectorsMixin
 from lorebase.store.sqlite.schema import migrate
 from lorebase.store.sqlite.uploads import UploadsMixin
@@ -53,12 +54,13 @@ class SqliteStore(
     the same file. ``database`` is public so that other SQLite-backed stores (the accounts)
     can share its connections and transactions."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, lexical: str = DEFAULT_LEXICAL) -> None:
         self.path = Path(path)
         self._db = SqliteDatabase(self.path)
         try:
             with self._db.schema() as conn:
                 migrate(conn)
+                self._lexical = open_engine(lexical, conn, self.path)
         except BaseException:
             self._db.close()
             raise

@@ -197,7 +197,8 @@ def write_text(conn: sqlite3.Connection, document_id: str, text: bytes | None) -
 
 def purge_chunks(conn: sqlite3.Connection, document_id: str) -> None:
     """Delete a document's index rows, chunks, vectors and sections (in that order)."""
-    conn.execute(fts.fts_delete_sql("document_id"), (document_id,))
+    if fts.fts_present(conn):
+        conn.execute(fts.fts_delete_sql("document_id"), (document_id,))
     conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
     conn.execute("DELETE FROM sections WHERE document_id = ?", (document_id,))
 
@@ -239,7 +240,7 @@ def write_chunks(
                 )
             )
     conn.executemany(CHUNK_INSERT_SQL, rows)
-    if lexical:
+    if lexical and fts.fts_present(conn):
         conn.execute(fts.fts_insert_sql("document_id"), (document_id,))
     return stored_ids
 

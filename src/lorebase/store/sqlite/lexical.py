@@ -1,0 +1,75 @@
+"""The keyword arm's engines over one SQLite database, behind one seam.
+
+``tantivy`` (the default) keeps a Tantivy side index per knowledge base
+(:mod:`.tantivy_index`); ``fts5`` keeps SQLite's FTS5 index inside the database
+(:mod:`.fts`, :mod:`.search`). Measured on the same chunks and queries (bench/README.md,
+"Search latency"): Tantivy answers the keyword arm in milliseconds at 100k and 1M chunks where
+FTS5 takes hundreds, ranks Cranfield and CISI as well, and costs fewer bytes per chunk; FTS5
+needs nothing beside the database file. The engine is chosen when the store opens: the FTS5
+index exists exactly while the database uses it (writes maintain it only then), so opening
+with the other engine drops or rebuilds it; both are derived from the chunks table.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from lorebase.errors import InvalidInput
+from lorebase.settings import LEXICAL_ENGINES
+from lorebase.store.base import Scored
+from lorebase.store.sqlite import fts, search
+
+TANTIVY, FTS5 = LEXICAL_ENGINES
+DEFAULT_LEXICAL = TANTIVY
+
+
+class LexicalEngine(Protocol):
+    """BM25 over the chunks of some bases, inside the search's read transaction ``conn``."""
+
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        kb_ids: Sequence[int],
+        query: str,
+        limit: int,
+        document_ids: Sequence[str] | None,
+    ) -> Scored: ...
+
+    def forget(self, kb_id: int) -> None:
+        """A base was deleted (an index kept outside the database lets it go)."""
+
+
+class Fts5Engine:
+    """FTS5 inside the database, maintained by the write transactions themselves."""
+
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        kb_ids: Sequence[int],
+        query: str,
+        limit: int,
+        document_ids: Sequence[str] | None,
+    ) -> Scored:
+        return search.keyword_search(conn, kb_ids, query, limit, document_ids)
+
+    def forget(self, kb_id: int) -> None:
+        """Its rows went in the delete's own transaction."""
+
+
+def open_engine(name: str, conn: sqlite3.Connection, database: Path | None) -> LexicalEngine:
+    """The engine called ``name`` over the database ``conn`` is connected to (outside any
+    transaction), the database made to keep FTS5 exactly when that engine is FTS5. The
+    Tantivy indexes live in ``<database>.lexical/`` (in memory without a file)."""
+    if name not in LEXICAL_ENGINES:
+        raise InvalidInput(
+            f"unknown lexical engine {name!r}; choose one of {', '.join(LEXICAL_ENGINES)}"
+        )
+    fts.use_fts(conn, keep=name == FTS5)
+    if name == FTS5:
+        return Fts5Engine()
+    from lorebase.store.sqlite.tantivy_index import TantivyIndexes
+
+    return TantivyIndexes(None if database is None else database.with_suffix(".lexical"))

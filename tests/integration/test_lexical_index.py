@@ -1,0 +1,220 @@
+"""The Tantivy side index of the SQLite store: derived data that catches up with the chunks
+table, survives losing its folder, a crash between its commit and its record, a kill -9
+mid-build, and other stores on the same file; a search sees a document whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lorebase.errors import Conflict
+from lorebase.store.sqlite import SqliteStore
+from lorebase.store.sqlite import tantivy_index as ti
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "contract"))
+from store_contract import ids_of, make_chunks, put, stored_ids
+
+
+def _check(store: SqliteStore) -> None:
+    lexical = store._lexical
+    assert isinstance(lexical, ti.TantivyIndexes)
+    with store.database.read() as conn:
+        lexical.check(conn)
+
+
+def _fill(store: SqliteStore, documents: int = 3) -> int:
+    kb = store.create_kb("docs")
+    for n in range(documents):
+        put(store, kb, f"d{n}.md", [f"glacier survey {n}", f"river sediment {n}"])
+    return kb.id
+
+
+def test_the_index_lives_beside_the_database_and_catches_up(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb_id = _fill(store)
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+        assert (tmp_path / "lorebase.lexical" / f"kb{kb_id}" / "meta.json").is_file()
+        kb = store.get_kb_by_id(kb_id, totals=False)
+        put(store, kb, "d9.md", ["glacier again"])
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 4
+        put(store, kb, "d9.md", ["nothing frozen here"])  # replaced: its old chunk goes
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+        store.delete_documents(kb_id, [store.list_documents(kb_id)[0].id])
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 2
+        _check(store)
+        # The FTS5 index is not kept beside it.
+        with store.database.read() as conn:
+            assert not conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'"
+            ).fetchone()
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbage", "record"])
+def test_a_lost_or_damaged_index_is_rebuilt_from_the_chunks(tmp_path: Path, damage: str) -> None:
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb_id = _fill(store)
+        before = store.keyword_search([kb_id], "glacier sediment", 10)
+    folder = tmp_path / "lorebase.lexical"
+    if damage == "deleted":
+        import shutil
+
+        shutil.rmtree(folder / f"kb{kb_id}")
+    elif damage == "garbage":
+        (folder / f"kb{kb_id}" / "meta.json").write_text("{ not json")
+    else:
+        (folder / "state.sqlite").unlink()
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        assert store.keyword_search([kb_id], "glacier sediment", 10) == before
+        _check(store)
+
+
+def test_a_crash_between_the_commit_and_its_record_is_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tantivy committed, the record did not: the next catch-up deletes and adds the same
+    documents again, and no chunk is held twice."""
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb_id = _fill(store)
+        original = ti.TantivyIndexes._apply
+
+        def crash_after_commit(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            original(self, *args, **kwargs)
+            raise RuntimeError("crash after the index committed")
+
+        monkeypatch.setattr(ti.TantivyIndexes, "_apply", crash_after_commit)
+        with pytest.raises(RuntimeError):
+            store.keyword_search([kb_id], "glacier", 10)
+        monkeypatch.undo()
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+        _check(store)
+
+
+def test_a_build_killed_midway_leaves_a_usable_index(tmp_path: Path) -> None:
+    """kill -9 while a large catch-up is adding documents: the next process rebuilds or
+    finishes it, and the index holds exactly the chunks."""
+    database = tmp_path / "lorebase.db"
+    with SqliteStore(database) as store:
+        kb = store.create_kb("docs")
+        words = ["glacier", "river", "sediment", "survey", "melt", "alpine", "delta", "basin"]
+        for n in range(400):
+            put(store, kb, f"d{n}.md", [f"{words[n % 8]} {n} " * 40 for _ in range(20)])
+    script = textwrap.dedent(
+        f"""
+        from lorebase.store.sqlite import SqliteStore
+        from lorebase.store.sqlite import tantivy_index as ti
+        import sys
+        original = ti.TantivyIndexes._apply
+        def announced(self, *args, **kwargs):
+            print("building", flush=True)
+            return original(self, *args, **kwargs)
+        ti.TantivyIndexes._apply = announced
+        store = SqliteStore({str(database)!r})
+        store.keyword_search([{kb.id}], "glacier", 10)
+        print("done", flush=True)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "building"
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    with SqliteStore(database) as store:
+        assert len(store.keyword_search([kb.id], "glacier", 1000)) == 50 * 20
+        _check(store)
+
+
+def test_two_stores_on_one_file_see_each_others_writes(tmp_path: Path) -> None:
+    database = tmp_path / "lorebase.db"
+    with SqliteStore(database) as first, SqliteStore(database) as second:
+        kb_id = _fill(first)
+        assert len(second.keyword_search([kb_id], "glacier", 10)) == 3
+        kb = second.get_kb_by_id(kb_id, totals=False)
+        put(second, kb, "new.md", ["glacier from the second store"])
+        assert len(first.keyword_search([kb_id], "glacier", 10)) == 4
+        first.delete_kb(kb_id)
+        fresh = second.create_kb("docs")  # may reuse the id: a new, empty index
+        put(second, fresh, "other.md", ["tulip"])
+        assert second.keyword_search([fresh.id], "glacier", 10) == []
+        assert len(first.keyword_search([fresh.id], "tulip", 10)) == 1
+        _check(first)
+        _check(second)
+
+
+def test_a_search_sees_a_document_whole_or_not_at_all(tmp_path: Path) -> None:
+    """A writer keeps replacing one document with a new version of four chunks; concurrent
+    searches find the four chunks of one version, never a mix or a part."""
+    texts = [[f"marker v{version} part{p}" for p in range(4)] for version in range(30)]
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb = store.create_kb("docs")
+        record, _ = put(store, kb, "doc.md", texts[0])
+        versions = {
+            frozenset(stored_ids(record.id, make_chunks(version, salt="doc.md"))): n
+            for n, version in enumerate(texts)
+        }
+        stop = threading.Event()
+        seen: list[int] = []
+        failures: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                for version in texts[1:]:
+                    put(store, kb, "doc.md", version)
+                    time.sleep(0.01)  # room for searches between versions
+            except BaseException as exc:  # pragma: no cover - reported below
+                failures.append(exc)
+            finally:
+                stop.set()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        while not stop.is_set():
+            found = frozenset(ids_of(store.keyword_search([kb.id], "marker", 50)))
+            assert found in versions, f"{len(found)} chunks of no single version"
+            seen.append(versions[found])
+        writer.join()
+        assert not failures
+        assert len(store.keyword_search([kb.id], "marker", 50)) == 4
+        assert len(set(seen)) > 1  # the searches did see the document change
+
+
+def test_check_reports_an_index_that_disagrees(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb_id = _fill(store)
+        _check(store)
+        lexical = store._lexical
+        assert isinstance(lexical, ti.TantivyIndexes)
+        with store.database.read() as conn:
+            (index,) = lexical.indexes_for(conn, [kb_id])
+        writer = index.writer(heap_size=16_000_000, num_threads=1)
+        writer.delete_all_documents()
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        with pytest.raises(Conflict, match=r"delete .* to rebuild it"):
+            _check(store)
+
+
+def test_switching_engines_keeps_every_chunk_findable(tmp_path: Path) -> None:
+    database = tmp_path / "lorebase.db"
+    with SqliteStore(database) as store:
+        kb_id = _fill(store)
+        expected = ids_of(store.keyword_search([kb_id], "glacier", 10))
+    with SqliteStore(database, lexical="fts5") as store:
+        assert sorted(ids_of(store.keyword_search([kb_id], "glacier", 10))) == sorted(expected)
+        kb = store.get_kb_by_id(kb_id, totals=False)
+        put(store, kb, "more.md", ["glacier added while FTS5 kept the index"])
+    with SqliteStore(database) as store:  # back to Tantivy: it catches up with that write
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 4
+        _check(store)
