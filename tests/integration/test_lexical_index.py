@@ -163,7 +163,7 @@ def test_a_search_sees_a_document_whole_or_not_at_all(tmp_path: Path) -> None:
             frozenset(stored_ids(record.id, make_chunks(version, salt="doc.md"))): n
             for n, version in enumerate(texts)
         }
-        stop = threading.Event()
+        stop, searched = threading.Event(), threading.Event()
         seen: list[int] = []
         failures: list[BaseException] = []
 
@@ -171,7 +171,8 @@ def test_a_search_sees_a_document_whole_or_not_at_all(tmp_path: Path) -> None:
             try:
                 for version in texts[1:]:
                     put(store, kb, "doc.md", version)
-                    time.sleep(0.01)  # room for searches between versions
+                    searched.clear()
+                    searched.wait(5)  # a search between versions, however loaded the machine
             except BaseException as exc:  # pragma: no cover - reported below
                 failures.append(exc)
             finally:
@@ -183,6 +184,7 @@ def test_a_search_sees_a_document_whole_or_not_at_all(tmp_path: Path) -> None:
             found = frozenset(ids_of(store.keyword_search([kb.id], "marker", 50)))
             assert found in versions, f"{len(found)} chunks of no single version"
             seen.append(versions[found])
+            searched.set()
         writer.join()
         assert not failures
         assert len(store.keyword_search([kb.id], "marker", 50)) == 4
@@ -218,3 +220,24 @@ def test_switching_engines_keeps_every_chunk_findable(tmp_path: Path) -> None:
     with SqliteStore(database) as store:  # back to Tantivy: it catches up with that write
         assert len(store.keyword_search([kb_id], "glacier", 10)) == 4
         _check(store)
+
+
+def test_writes_are_followed_in_the_background(tmp_path: Path) -> None:
+    """Once writes pause, the index catches up by itself: the next search finds it current."""
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb_id = _fill(store)
+        lexical = store._lexical
+        assert isinstance(lexical, ti.TantivyIndexes)
+        with store.database.read() as conn:
+            (generation,) = conn.execute(
+                "SELECT generation FROM knowledge_bases WHERE id = ?", (kb_id,)
+            ).fetchone()
+        deadline = time.monotonic() + ti.QUIET_S + 30
+        while time.monotonic() < deadline:
+            slot = lexical._slots.get(kb_id)
+            if slot is not None and slot.generation >= generation:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the index did not catch up after the writes paused")
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3

@@ -1,7 +1,14 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lorebase.search.snippets import SNIPPET_CHARS, fold, snippet
+from lorebase.search.snippets import (
+    SNIPPET_CHARS,
+    best_sentence,
+    best_sentence_by_words,
+    fold,
+    query_terms,
+    snippet,
+)
 
 LONG = (
     "The cafeteria opens at eight. Lunch is served between noon and two. "
@@ -41,3 +48,14 @@ def test_snippet_is_bounded_and_comes_from_the_text(text: str, query: str) -> No
     assert len(result) <= SNIPPET_CHARS
     flat = " ".join(text.split())
     assert result.strip("…") in flat
+
+
+ascii_text = st.text(alphabet="abcdefgh_1 .!?\n", min_size=0, max_size=600)
+
+
+@given(ascii_text, st.text(alphabet="abcdefgh_1 ", max_size=40))
+def test_the_fast_sentence_finder_agrees_with_counting_every_word(text: str, query: str) -> None:
+    flat = " ".join(text.split())
+    terms = frozenset(query_terms(query))
+    stems = frozenset(t[:5] for t in terms if len(t) > 4)
+    assert best_sentence(flat, terms, stems) == best_sentence_by_words(flat, terms, stems)

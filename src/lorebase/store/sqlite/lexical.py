@@ -13,7 +13,8 @@ with the other engine drops or rebuilds it; both are derived from the chunks tab
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
@@ -24,6 +25,8 @@ from lorebase.store.sqlite import fts, search
 
 TANTIVY, FTS5 = LEXICAL_ENGINES
 DEFAULT_LEXICAL = TANTIVY
+
+Reader = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 
 class LexicalEngine(Protocol):
@@ -40,6 +43,12 @@ class LexicalEngine(Protocol):
 
     def forget(self, kb_id: int) -> None:
         """A base was deleted (an index kept outside the database lets it go)."""
+
+    def written(self) -> None:
+        """A write transaction committed (an index kept outside the database may follow)."""
+
+    def close(self) -> None:
+        """The store closes."""
 
 
 class Fts5Engine:
@@ -58,11 +67,20 @@ class Fts5Engine:
     def forget(self, kb_id: int) -> None:
         """Its rows went in the delete's own transaction."""
 
+    def written(self) -> None:
+        """Its rows were written in the transaction itself."""
 
-def open_engine(name: str, conn: sqlite3.Connection, database: Path | None) -> LexicalEngine:
+    def close(self) -> None:
+        """Nothing of its own to close."""
+
+
+def open_engine(
+    name: str, conn: sqlite3.Connection, database: Path | None, reader: Reader | None = None
+) -> LexicalEngine:
     """The engine called ``name`` over the database ``conn`` is connected to (outside any
     transaction), the database made to keep FTS5 exactly when that engine is FTS5. The
-    Tantivy indexes live in ``<database>.lexical/`` (in memory without a file)."""
+    Tantivy indexes live in ``<database>.lexical/`` (in memory without a file) and, given a
+    ``reader`` (read transactions on the database), catch up in the background after writes."""
     if name not in LEXICAL_ENGINES:
         raise InvalidInput(
             f"unknown lexical engine {name!r}; choose one of {', '.join(LEXICAL_ENGINES)}"
@@ -72,4 +90,4 @@ def open_engine(name: str, conn: sqlite3.Connection, database: Path | None) -> L
         return Fts5Engine()
     from lorebase.store.sqlite.tantivy_index import TantivyIndexes
 
-    return TantivyIndexes(None if database is None else database.with_suffix(".lexical"))
+    return TantivyIndexes(None if database is None else database.with_suffix(".lexical"), reader)

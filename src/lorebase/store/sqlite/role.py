@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,9 +24,13 @@ class SqliteRole:
     _dense_lock: threading.Lock
     _lexical: LexicalEngine
 
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        """One write transaction; anything raised inside rolls all of it back."""
-        return self._db.write()
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; anything raised inside rolls all of it back. Once it
+        commits, the lexical engine hears of it (an index beside the database follows)."""
+        with self._db.write() as conn:
+            yield conn
+        self._lexical.written()
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         """One read transaction (a snapshot) on a pooled connection."""

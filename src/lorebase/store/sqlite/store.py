@@ -60,7 +60,7 @@ class SqliteStore(
         try:
             with self._db.schema() as conn:
                 migrate(conn)
-                self._lexical = open_engine(lexical, conn, self.path)
+                self._lexical = open_engine(lexical, conn, self.path, self._db.read)
         except BaseException:
             self._db.close()
             raise
@@ -72,6 +72,7 @@ class SqliteStore(
         return self._db
 
     def close(self) -> None:
+        self._lexical.close()
         with self._dense_lock:
             self._dense = dense.DenseIndexes()
         self._db.close()

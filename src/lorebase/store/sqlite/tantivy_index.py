@@ -39,10 +39,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +71,16 @@ WRITER_HEAP = (16_000_000, 96_000_000)
 """Tantivy's writer heap (bytes, shared by its threads) for small and large catch-ups."""
 STATE_TIMEOUT_S = 60.0
 """How long a catch-up waits for another process's catch-up of the same folder."""
+QUIET_S = 1.0
+"""After writes, the indexes catch up in the background once the writes pause this long, so
+the first search after a pass does not pay for it (a Tantivy commit syncs its files: ~0.2 s
+on this loaded machine, plus the indexing itself)."""
+MAX_LAG_S = 30.0
+"""While writes keep coming, the background catch-up still runs this often."""
+
+log = logging.getLogger(__name__)
+
+Reader = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 
 def _tantivy() -> Any:
@@ -152,13 +165,78 @@ class TantivyIndexes:
     catch-ups are serialised by a lock (and by the state record across processes); searches
     run on immutable searchers outside it."""
 
-    def __init__(self, folder: Path | None) -> None:
+    def __init__(self, folder: Path | None, reader: Reader | None = None) -> None:
+        """``reader`` opens a read transaction on the database: with it, writes are followed
+        by a catch-up in the background (see :meth:`written`)."""
         self.folder = folder
         self._slots: dict[int, _Slot] = {}
         self._lock = threading.Lock()
         self._schema = schema()
         self._analyzer = analyzer()
         self._memory_state: sqlite3.Connection | None = None
+        self._reader = reader
+        self._wake = threading.Condition()
+        self._first_write: float | None = None
+        self._last_write = 0.0
+        self._closed = False
+        self._follower: threading.Thread | None = None
+
+    # -- following writes -----------------------------------------------------------------
+
+    def written(self) -> None:
+        """A write transaction committed: catch up in the background once writes pause."""
+        if self._reader is None:
+            return
+        with self._wake:
+            if self._closed:
+                return
+            now = time.monotonic()
+            self._last_write = now
+            if self._first_write is None:
+                self._first_write = now
+            if self._follower is None:
+                self._follower = threading.Thread(
+                    target=self._follow, name="lorebase-lexical", daemon=True
+                )
+                self._follower.start()
+            self._wake.notify()
+
+    def close(self) -> None:
+        """Stop the background catch-up (an index is left as its last commit made it)."""
+        with self._wake:
+            self._closed = True
+            follower, self._follower = self._follower, None
+            self._wake.notify()
+        if follower is not None and follower is not threading.current_thread():
+            follower.join()
+
+    def _follow(self) -> None:
+        while True:
+            with self._wake:
+                while not self._closed:
+                    if self._first_write is None:
+                        self._wake.wait()
+                        continue
+                    now = time.monotonic()
+                    due = min(self._last_write + QUIET_S, self._first_write + MAX_LAG_S)
+                    if now >= due:
+                        break
+                    self._wake.wait(due - now)
+                if self._closed:
+                    return
+                self._first_write = None
+            self._catch_up_all()
+
+    def _catch_up_all(self) -> None:
+        """Every base's index brought to the database's current generation (errors are
+        logged by kind: the next search catches up and reports them itself)."""
+        assert self._reader is not None
+        try:
+            with self._reader() as conn:
+                kb_ids = [row[0] for row in conn.execute("SELECT id FROM knowledge_bases")]
+                self.indexes_for(conn, kb_ids)
+        except Exception as exc:
+            log.warning("background lexical catch-up failed: %s", type(exc).__name__)
 
     # -- searching ------------------------------------------------------------------------
 
