@@ -83,6 +83,10 @@ def test_a_crash_between_the_commit_and_its_record_is_repaired(
     documents again, and no chunk is held twice."""
     with SqliteStore(tmp_path / "lorebase.db") as store:
         kb_id = _fill(store)
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3  # built and recorded
+        kb = store.get_kb_by_id(kb_id, totals=False)
+        put(store, kb, "d1.md", ["glacier changed", "and more glacier"])  # a catch-up to do
+        put(store, kb, "d7.md", ["glacier new"])
         original = ti.TantivyIndexes._apply
 
         def crash_after_commit(self, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -93,7 +97,7 @@ def test_a_crash_between_the_commit_and_its_record_is_repaired(
         with pytest.raises(RuntimeError):
             store.keyword_search([kb_id], "glacier", 10)
         monkeypatch.undo()
-        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 5
         _check(store)
 
 

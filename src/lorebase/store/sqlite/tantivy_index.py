@@ -319,8 +319,8 @@ class TantivyIndexes:
     def check(self, conn: sqlite3.Connection) -> None:
         """Raise :class:`Conflict` when an index, caught up, does not hold exactly its base's
         chunks (the integrity check FTS5 has built in)."""
-        kb_ids = [row[0] for row in conn.execute("SELECT id FROM knowledge_bases")]
-        for kb_id, index in zip(kb_ids, self.indexes_for(conn, kb_ids), strict=True):
+        for (kb_id,) in conn.execute("SELECT id FROM knowledge_bases").fetchall():
+            (index,) = self.indexes_for(conn, [kb_id])
             searcher = index.searcher()
             everything = _tantivy().Query.all_query()
             found = searcher.search(everything, max(1, searcher.num_docs), count=False).hits
@@ -413,7 +413,9 @@ class TantivyIndexes:
         large = chunks > SMALL_CATCH_UP
         writer = index.writer(heap_size=WRITER_HEAP[large], num_threads=2 if large else 1)
         try:
-            for document_id in (*gone, *(doc for doc in changed if doc in known)):
+            # Every changed document, not only those recorded: after a crash between a commit
+            # and its record, the index may hold a document the record does not name.
+            for document_id in (*gone, *changed):
                 writer.delete_documents_by_term("document", document_id)
             for start in range(0, len(changed), WRITE_BATCH_DOCUMENTS):
                 batch = changed[start : start + WRITE_BATCH_DOCUMENTS]
