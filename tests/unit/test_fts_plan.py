@@ -20,7 +20,7 @@ RARE = ("beta", "delta", "omega")
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    with SqliteStore(tmp_path / "lorebase.db") as opened:
+    with SqliteStore(tmp_path / "lorebase.db", lexical="fts5") as opened:
         kb = opened.create_kb("kb")
         for number in range(12):
             texts = []
