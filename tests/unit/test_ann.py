@@ -20,7 +20,7 @@ from lorebase.store.sqlite.store import SqliteStore, connect
 from lorebase.store.vectors import ExactIndex
 
 if ann.import_usearch() is None:  # imports usearch after onnxruntime (see import_usearch)
-    pytest.skip("usearch is not installed: pip install 'lorebase[ann]'", allow_module_level=True)
+    pytest.skip("usearch is not installed: pip install 'usearch>=2.12'", allow_module_level=True)
 
 DIM = 32
 ROWS = 1500

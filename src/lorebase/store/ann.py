@@ -1,9 +1,9 @@
 """Approximate nearest-neighbour search (HNSW, via usearch) behind the :class:`VectorIndex` seam.
 
-Exact search costs one pass over the matrix per query: ~8 ms at 100k x 384 but ~94 ms at 1M
-(FACTS.md), over the 30 ms budget of a hybrid search. An HNSW graph answers in ~1-2 ms. It is
-used only when a knowledge base and identity hold at least ``ANN_THRESHOLD`` vectors; below,
-exact search is both fast enough and free of recall loss.
+Exact search costs one pass over the matrix per query: ~1 ms at 10k x 384, ~12 ms of CPU at
+100k and ~94 ms at 1M (FACTS.md), over the 15 ms and 30 ms budgets of a hybrid search there. An
+HNSW graph answers in ~1-2 ms. It is used only when a knowledge base and identity hold at least
+``ANN_THRESHOLD`` vectors; below, exact search is both fast enough and free of recall loss.
 
 How the pieces fit:
 
@@ -25,8 +25,8 @@ How the pieces fit:
   generation it reflects; correctness never depends on it, since the key diff is always
   taken against the rows just loaded from the vectors table.
 
-usearch is an optional dependency (``pip install 'lorebase[ann]'``); without it every index
-is exact and a warning says how to install it.
+usearch is a dependency of lorebase; an environment without it (installed by hand with
+``--no-deps``) searches every index exactly, and a warning says how to install it.
 """
 
 from __future__ import annotations
@@ -49,8 +49,11 @@ from lorebase.store.vectors import VECTOR_DTYPE, ExactIndex, VectorIndex, inner_
 
 log = logging.getLogger(__name__)
 
-ANN_THRESHOLD = 200_000
-"""Rows from which a knowledge base and identity get a graph (exact is ~16 ms at 200k)."""
+ANN_THRESHOLD = 20_000
+"""Rows from which a knowledge base and identity get a graph. Exact search costs ~0.12 ms of
+CPU per thousand 384-d rows (einsum, memory-bound): 1.2 ms at 10k but ~12 ms at 100k, most of a
+15 ms hybrid budget there (bench/README.md, "Search latency"); the graph answers in ~1 ms and
+builds in the background in seconds at these sizes, exact search answering meanwhile."""
 CONNECTIVITY = 16  # HNSW M
 EXPANSION_ADD = 128  # efConstruction
 EXPANSION_SEARCH = 512
@@ -75,7 +78,7 @@ SAVE_SHARE = 0.01
 """The side file is rewritten once this share of rows changed since it was saved; smaller
 differences are cheap to apply again at the next load."""
 SIDE_FILE_VERSION = 1
-INSTALL_HINT = "pip install 'lorebase[ann]'"
+INSTALL_HINT = "pip install 'usearch>=2.12'"
 _KEY_MASK = np.uint64((1 << 63) - 1)
 
 Loader = Callable[[], Any]
@@ -119,7 +122,7 @@ def import_usearch() -> Any | None:
     except ImportError:
         log.warning(
             "usearch is not installed, so large knowledge bases use exact vector search "
-            "(slower past ~200k chunks); install it with: %s",
+            "(slower past ~20k chunks); install it with: %s",
             INSTALL_HINT,
         )
         return None
