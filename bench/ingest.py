@@ -9,6 +9,12 @@ int8, quantised and warmed up before any clock starts):
 2. **raw**: ``embedder.embed_documents`` on exactly the chunk texts the pass produced
    (``embed_text`` of every chunk, re-chunked with the same functions), in one call.
 
+Each arm also reports the process's peak resident memory while it ran (``VmHWM``, reset before
+the arm through ``/proc/self/clear_refs``; onnxruntime keeps what an earlier arm grew, so the
+first arm's figure, lorebase's in round one, is the one to quote). ``--max-tokens-per-call`` and
+``--memory-pattern`` set the embedder's memory settings (``--max-tokens-per-call 8192
+--memory-pattern`` is how it ran before issue 15).
+
 The figure to quote is the ratio lorebase/raw of chunks per second (goal >= 0.9): everything
 lorebase adds on top of the model (I/O, extraction, chunking, SQLite, batching) shows in it.
 The arms run minutes apart on a shared machine, so the ratio of process CPU time is reported
@@ -19,7 +25,8 @@ real folder); ``cranfield`` writes each record of ``../shared/data/ir/cranfield/
 as one ``.txt`` file (title, blank line, text) into a temporary folder.
 
     python bench/ingest.py [--corpus docs|cranfield|all] [--limit N] [--repeat N]
-                           [--threads N] [--profile FILE] [--json]
+                           [--threads N] [--max-tokens-per-call N] [--memory-pattern]
+                           [--profile FILE] [--json]
 
 ``--limit N`` keeps files (smallest first, so many kinds stay in) until about N chunks, to
 make a quick run; the full docs set is ~6,800 chunks (~4 min per arm on 2 cores).
@@ -45,7 +52,7 @@ from typing import Any
 from lorebase.app import open_lorebase
 from lorebase.chunk import chunk_document
 from lorebase.embed.base import EmbedKind
-from lorebase.embed.onnx import OnnxEmbedder
+from lorebase.embed.onnx import DEFAULT_MAX_TOKENS_PER_CALL, OnnxEmbedder
 from lorebase.errors import ExtractionFailed
 from lorebase.extract import extract_file
 from lorebase.extract.registry import document_kind
@@ -123,6 +130,24 @@ def subsample(folder: Path, limit: int, target: Path) -> Corpus:
     return Corpus(folder.name, target / folder.name, kept)
 
 
+def reset_peak_rss() -> None:
+    """Start a new peak: writing 5 to ``clear_refs`` resets ``VmHWM`` (Linux 4.0+)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+    except OSError:
+        pass  # then the peak is the process's since it started
+
+
+def peak_rss_mb() -> float:
+    """The peak resident memory (``VmHWM``) since the last reset, in MB."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 class ModelClock:
     """Sums the time an embedder spends in ``embed_batch`` (the model call itself)."""
 
@@ -154,6 +179,7 @@ def lorebase_pass(
         with open_lorebase(settings=settings, embedder=embedder) as lb:
             clock.reset()
             profiler = cProfile.Profile() if profile else None
+            reset_peak_rss()
             start, cpu_start = time.perf_counter(), time.process_time()
             if profiler:
                 profiler.enable()
@@ -162,6 +188,7 @@ def lorebase_pass(
                 profiler.disable()
             seconds = time.perf_counter() - start
             cpu_seconds = time.process_time() - cpu_start
+            peak = peak_rss_mb()
             if profiler and profile:
                 profiler.dump_stats(profile)
         files = {p.name: p.stat().st_size for p in Path(data).glob("lorebase.db*")}
@@ -176,17 +203,20 @@ def lorebase_pass(
         "model_seconds": clock.seconds,
         "model_batches": clock.batches,
         "db_bytes": db_bytes,
+        "peak_rss_mb": peak,
     }
 
 
 def raw_pass(texts: list[str], embedder: OnnxEmbedder, clock: ModelClock) -> dict[str, float]:
     """The raw embedder alone on the given texts, one call."""
     clock.reset()
+    reset_peak_rss()
     start, cpu_start = time.perf_counter(), time.process_time()
     embedder.embed_documents(texts)
     return {
         "seconds": time.perf_counter() - start,
         "cpu_seconds": time.process_time() - cpu_start,
+        "peak_rss_mb": peak_rss_mb(),
         "model_seconds": clock.seconds,
         "model_batches": clock.batches,
     }
@@ -246,6 +276,9 @@ def measure(
         "lorebase_model_vs_raw_model": last["model_seconds"]
         / rounds[-1]["raw_unique"]["model_seconds"],
         "db_bytes_per_chunk": last["db_bytes"] / max(1, len(every)),
+        "lorebase_peak_rss_mb": max(r["lorebase"]["peak_rss_mb"] for r in rounds),
+        "raw_peak_rss_mb": max(r["raw"]["peak_rss_mb"] for r in rounds),
+        "first_arm_peak_rss_mb": rounds[0]["lorebase"]["peak_rss_mb"],
         "rounds": rounds,
     }
 
@@ -261,13 +294,20 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="about this many chunks per corpus")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--max-tokens-per-call", type=int, default=DEFAULT_MAX_TOKENS_PER_CALL)
+    parser.add_argument("--memory-pattern", action="store_true")
     parser.add_argument("--profile", type=Path, help="cProfile an extra pass: FILE.<corpus>.prof")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="lorebase-ingest-src-") as scratch:
         root = Path(scratch)
-        embedder = OnnxEmbedder(root / "models", threads=args.threads)
+        embedder = OnnxEmbedder(
+            root / "models",
+            threads=args.threads,
+            max_tokens_per_call=args.max_tokens_per_call,
+            memory_pattern=args.memory_pattern,
+        )
         if embedder.variant != "int8":
             sys.exit(f"the int8 model did not build: {embedder.fallback_reason}")
         embedder.embed_documents(["warm up " * n for n in range(WARMUP_TEXTS)])
@@ -298,15 +338,16 @@ def main() -> None:
     else:
         print(
             "| corpus | files | chunks | lorebase chunks/s | raw chunks/s | lorebase/raw |"
-            " model share of pass | bytes/chunk on disk |"
+            " model share of pass | bytes/chunk on disk | peak RSS MB lorebase, raw |"
         )
-        print("|" + " --- |" * 8)
+        print("|" + " --- |" * 9)
         for r in results:
             print(
                 f"| {r['corpus']} | {r['files']} | {r['chunks']} | "
                 f"{r['lorebase_chunks_per_s']:.1f} | {r['raw_chunks_per_s']:.1f} | "
                 f"{r['ratio']:.3f} | {r['lorebase_model_share']:.1%} | "
-                f"{r['db_bytes_per_chunk']:.0f} |"
+                f"{r['db_bytes_per_chunk']:.0f} | "
+                f"{r['lorebase_peak_rss_mb']:.0f}, {r['raw_peak_rss_mb']:.0f} |"
             )
         for r in results:
             verdict = "meets" if r["ratio"] >= GOAL_RATIO else "misses"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lorebase.embed.onnx import (
+    DEFAULT_MAX_LENGTH,
     INSTALL_MODEL,
     OnnxEmbedder,
     default_model_path,
@@ -194,3 +195,11 @@ def test_bad_settings() -> None:
         OnnxEmbedder(max_length=1000)
     with pytest.raises(InvalidInput):
         OnnxEmbedder(threads=0)
+
+
+def test_calls_cut_by_the_token_budget_give_the_same_vectors(installed: None) -> None:
+    """fp32 (no per-batch activation scales): one call per text or one for all, same vectors."""
+    texts = quality_texts()
+    one_by_one = OnnxEmbedder(quantize=False, max_tokens_per_call=DEFAULT_MAX_LENGTH)
+    all_at_once = OnnxEmbedder(quantize=False, max_tokens_per_call=len(texts) * 512)
+    assert np.allclose(one_by_one.embed(texts), all_at_once.embed(texts), atol=1e-4)
