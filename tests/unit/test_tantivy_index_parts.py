@@ -4,11 +4,12 @@ tokens, and how hits are named from the snapshot."""
 from __future__ import annotations
 
 import math
-import sqlite3
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lorebase.store import stored_chunk_id
 from lorebase.store.sqlite import tantivy_index as ti
 
 
@@ -46,20 +47,16 @@ def test_idf_boost_turns_lucene_idf_into_fts5_idf(frequency: int, extra: int) ->
     assert math.isclose(boosted, max(math.log(ratio), ti.MIN_IDF), rel_tol=1e-9, abs_tol=1e-12)
 
 
-def test_chunk_keys_are_63_bits_of_the_id() -> None:
-    assert ti.chunk_key("f" * 32) == (1 << 63) - 1
-    assert ti.chunk_key("0123456789abcdef" + "0" * 16) == 0x0123456789ABCDEF
-    assert 0 <= ti.chunk_key("not hex at all") < 1 << 63
-    assert ti.chunk_key("not hex at all") != ti.chunk_key("not hex at all!")
+@given(st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
+def test_a_chunk_id_is_two_64_bit_words(chunk_id: str) -> None:
+    high, low = ti.id_words(chunk_id)
+    assert 0 <= high < 1 << 64 and 0 <= low < 1 << 64
+    assert ti.id_of(high, low) == chunk_id
 
 
-def test_hits_are_named_from_the_snapshot_and_a_reused_rowid_is_left_out() -> None:
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE chunks (rowid INTEGER PRIMARY KEY, id TEXT)")
-    conn.executemany("INSERT INTO chunks VALUES (?, ?)", [(1, "a" * 32), (2, "b" * 32)])
-    found = [
-        (3.0, 2, ti.chunk_key("b" * 32)),
-        (2.0, 1, ti.chunk_key("c" * 32)),  # rowid 1 now holds another chunk
-        (1.0, 9, ti.chunk_key("d" * 32)),  # gone
-    ]
-    assert ti.TantivyIndexes._named(conn, found) == [("b" * 32, 3.0)]
+def test_only_stored_chunk_ids_have_words() -> None:
+    assert ti.id_of(*ti.id_words(stored_chunk_id("doc", "chunk"))) == stored_chunk_id(
+        "doc", "chunk"
+    )
+    with pytest.raises(ValueError, match="not a stored chunk id"):
+        ti.id_words("abc")

@@ -38,7 +38,6 @@ and OR-ed; BM25 with Tantivy's k1 = 1.2, b = 0.75, the values FTS5 uses.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import math
@@ -53,11 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from lorebase.errors import Conflict
+from lorebase.store import STORED_CHUNK_ID_HEX_CHARS
 from lorebase.store.base import Scored
 from lorebase.store.sqlite.fts import PATH_TEXT_SQL
 from lorebase.store.terms import FIELD_WEIGHTS, search_terms
 
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 """Of the schema, analyser and field composition below: an index of another version is
 rebuilt."""
 ANALYZER = "lorebase"
@@ -108,11 +108,11 @@ def analyzer() -> Any:
 def schema() -> Any:
     t = _tantivy()
     builder = t.SchemaBuilder()
-    # A hit names its chunk by SQLite rowid and a 63-bit key of the chunk id (fast fields:
-    # bit-packed columns, read for the hits only): storing the 32-character id took ~65 bytes
-    # a chunk, and reading it a stored-document fetch per hit.
-    builder.add_unsigned_field("rowid", stored=False, indexed=False, fast=True)
-    builder.add_unsigned_field("key", stored=False, indexed=False, fast=True)
+    # A hit's chunk id (32 hex digits, 128 bits) as two 64-bit fast fields, columns read for
+    # the hits only: a stored id took ~65 bytes a chunk and a stored-document fetch per hit,
+    # and naming hits by rowid cost a SQLite page read per hit (0.5 ms at 10k).
+    builder.add_unsigned_field("id_high", stored=False, indexed=False, fast=True)
+    builder.add_unsigned_field("id_low", stored=False, indexed=False, fast=True)
     builder.add_text_field("document", stored=False, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="freq")
     return builder.build()
@@ -157,32 +157,27 @@ def query_tokens(text: str, analyse: Any) -> dict[str, int]:
     return tokens
 
 
-def chunk_key(chunk_id: str) -> int:
-    """63 bits of a stored chunk id (hex: its first 16 digits; anything else: hashed), which
-    tells a hit's chunk from another chunk given the same rowid later. Pure."""
-    try:
-        if len(chunk_id) >= 16:
-            return int(chunk_id[:16], 16) & _KEY_MASK
-    except ValueError:
-        pass
-    digest = hashlib.blake2b(chunk_id.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") & _KEY_MASK
+def id_words(chunk_id: str) -> tuple[int, int]:
+    """A stored chunk id (:func:`lorebase.store.stored_chunk_id`: 32 hex digits) as two
+    64-bit words, and back with :func:`id_of`. Pure."""
+    if len(chunk_id) != STORED_CHUNK_ID_HEX_CHARS:
+        raise ValueError(f"not a stored chunk id: {len(chunk_id)} characters")
+    return int(chunk_id[:16], 16), int(chunk_id[16:], 16)
 
 
-_KEY_MASK = (1 << 63) - 1
+def id_of(high: int, low: int) -> str:
+    return f"{high:016x}{low:016x}"
+
 
 _CHUNK_FIELDS_SQL = (
-    "SELECT c.rowid, c.id, c.document_id, coalesce(d.title, ''), s.headings, "
+    "SELECT c.id, c.document_id, coalesce(d.title, ''), s.headings, "
     f"{PATH_TEXT_SQL}, coalesce(c.symbol, ''), c.text "
     "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
     "JOIN sections AS s ON s.id = c.section_id "
     "WHERE c.document_id IN (SELECT value FROM json_each(?))"
 )
 
-_BASE_CHUNKS_SQL = "SELECT rowid, id FROM chunks WHERE kb_id = ?"
-_CHUNKS_BY_ROWID_SQL = (
-    "SELECT rowid, id FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))"
-)
+_BASE_CHUNKS_SQL = "SELECT id FROM chunks WHERE kb_id = ?"
 
 _STATE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS bases (kb_id INTEGER PRIMARY KEY, created_at REAL NOT NULL, "
@@ -294,34 +289,14 @@ class TantivyIndexes:
         tokens = query_tokens(query, self._analyzer)
         if not tokens or limit <= 0 or not kb_ids or document_ids == []:
             return []
-        found: list[tuple[float, int, int]] = []
+        hits: list[tuple[str, float]] = []
         for index in self.indexes_for(conn, kb_ids):
             searcher = index.searcher()
             query_of_base = self._query(searcher, tokens, document_ids)
-            hits = searcher.search(query_of_base, limit, count=False).hits
-            addresses = [address for _, address in hits]
-            rowids = searcher.fast_field_values("rowid", addresses)
-            keys = searcher.fast_field_values("key", addresses)
-            found.extend(
-                (float(score), rowid, key)
-                for (score, _), rowid, key in zip(hits, rowids, keys, strict=True)
-            )
-        found.sort(key=lambda hit: -hit[0])
-        return self._named(conn, found[:limit])
-
-    @staticmethod
-    def _named(conn: sqlite3.Connection, found: Sequence[tuple[float, int, int]]) -> Scored:
-        """Hits as (chunk id, score), the ids read from this snapshot by rowid. A rowid whose
-        chunk is not the one indexed (an index ahead of this snapshot, after SQLite gave a
-        deleted chunk's rowid to a new one) is left out, as is a chunk gone since."""
-        if not found:
-            return []
-        ids = dict(conn.execute(_CHUNKS_BY_ROWID_SQL, (json.dumps([r for _, r, _ in found]),)))
-        return [
-            (ids[rowid], score)
-            for score, rowid, key in found
-            if rowid in ids and chunk_key(ids[rowid]) == key
-        ]
+            found = searcher.search(query_of_base, limit, count=False).hits
+            hits.extend(zip(_ids(searcher, found), (float(s) for s, _ in found), strict=True))
+        hits.sort(key=lambda hit: -hit[1])
+        return hits[:limit]
 
     def _query(
         self, searcher: Any, tokens: dict[str, int], document_ids: Sequence[str] | None
@@ -366,18 +341,8 @@ class TantivyIndexes:
             searcher = index.searcher()
             everything = _tantivy().Query.all_query()
             found = searcher.search(everything, max(1, searcher.num_docs), count=False).hits
-            addresses = [address for _, address in found]
-            indexed = list(
-                zip(
-                    searcher.fast_field_values("rowid", addresses),
-                    searcher.fast_field_values("key", addresses),
-                    strict=True,
-                )
-            )
-            stored = {
-                (rowid, chunk_key(chunk_id))
-                for rowid, chunk_id in conn.execute(_BASE_CHUNKS_SQL, (kb_id,))
-            }
+            indexed = _ids(searcher, found)
+            stored = {row[0] for row in conn.execute(_BASE_CHUNKS_SQL, (kb_id,))}
             if len(indexed) != len(set(indexed)) or set(indexed) != stored:
                 raise Conflict(
                     f"the lexical index of base {kb_id} holds {len(indexed)} chunks where the "
@@ -471,12 +436,13 @@ class TantivyIndexes:
                 writer.delete_documents_by_term("document", document_id)
             for start in range(0, len(changed), WRITE_BATCH_DOCUMENTS):
                 batch = changed[start : start + WRITE_BATCH_DOCUMENTS]
-                for rowid, chunk_id, document_id, *fields in conn.execute(
+                for chunk_id, document_id, *fields in conn.execute(
                     _CHUNK_FIELDS_SQL, (json.dumps(batch),)
                 ):
                     document = t.Document(document=document_id, text=weighted_text(fields))
-                    document.add_unsigned("rowid", rowid)  # a keyword argument makes an i64
-                    document.add_unsigned("key", chunk_key(chunk_id))
+                    high, low = id_words(chunk_id)
+                    document.add_unsigned("id_high", high)  # a keyword argument makes an i64
+                    document.add_unsigned("id_low", low)
                     writer.add_document(document)
             writer.commit()
         except BaseException:
@@ -552,6 +518,14 @@ class TantivyIndexes:
         finally:
             if close:
                 conn.close()
+
+
+def _ids(searcher: Any, hits: Sequence[tuple[float, Any]]) -> list[str]:
+    """The chunk ids of search hits, from their fast fields."""
+    addresses = [address for _, address in hits]
+    highs = searcher.fast_field_values("id_high", addresses)
+    lows = searcher.fast_field_values("id_low", addresses)
+    return [id_of(high, low) for high, low in zip(highs, lows, strict=True)]
 
 
 def _state_connection(path: str) -> sqlite3.Connection:
