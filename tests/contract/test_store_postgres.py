@@ -185,7 +185,7 @@ def test_bm25_scores_match_sqlite(pg: PostgresStore, tmp_path: Path) -> None:
         "pumps.md": (["pump pressure and flow", "the flow of water"], None),
         "notes/water.md": (["water water everywhere", "nothing here"], "Water"),
     }
-    with SqliteStore(tmp_path / "lorebase.db") as lite:
+    with SqliteStore(tmp_path / "lorebase.db", lexical="fts5") as lite:
         stores: list[Store] = [lite, pg]
         for store in stores:
             kb = store.create_kb("docs")

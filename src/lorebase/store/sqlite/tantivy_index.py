@@ -136,12 +136,15 @@ def idf_boost(frequency: int, rows: int) -> float:
     """The factor that turns Tantivy's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, into
     FTS5's, ``ln((N - n + 0.5) / (n + 0.5))`` floored at ``MIN_IDF``. Lucene's form never
     lets a word's weight fall to zero; FTS5's makes a word in most chunks count for almost
-    nothing, which on long questions (CISI's) ranks better: keyword nDCG@10 .331 with
-    Tantivy's idf against .356 with FTS5's on the same chunks. Pure."""
+    nothing (keyword nDCG@10 +.0015 on CISI, on top of the term counts below). ``n`` may
+    exceed ``N`` for a moment (a term's frequency still counts deleted chunks that a merge
+    has not dropped yet): it is taken as ``N`` then. Pure."""
     if frequency <= 0 or rows <= 0:
         return 1.0
+    frequency = min(frequency, rows)
     ratio = (rows - frequency + 0.5) / (frequency + 0.5)
-    return max(math.log(ratio), MIN_IDF) / math.log1p(ratio)
+    idf = math.log(ratio) if ratio > 1.0 else 0.0
+    return max(idf, MIN_IDF) / math.log1p(ratio)
 
 
 def query_tokens(text: str, analyse: Any) -> dict[str, int]:
