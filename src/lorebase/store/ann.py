@@ -84,7 +84,7 @@ Loader = Callable[[], Any]
 def chunk_keys(chunk_ids: list[str], content_hashes: list[str]) -> np.ndarray:
     """Graph keys: the stored chunk id and the hash of the text it embeds, folded into 63 bits
     (usearch reserves the all-ones key). Same key, same embedded text, so the same vector under
-    one identity (the embedding cache relies on the same fact); a chunk re-written with other
+    one identity (the reuse by content hash relies on the same fact); a chunk re-written with other
     text under the same id gets a new key. Both ids are sha256 hex, so the keys are uniformly
     spread (a collision among a million has odds of ~3e-8, and is detected by the caller)."""
     keys: np.ndarray = (_hex64(chunk_ids) ^ _hex64(content_hashes)) & _KEY_MASK
