@@ -145,9 +145,9 @@ def disk_breakdown(db: Path) -> dict[str, int]:
     for name, size in rows:
         if name.startswith("chunks_fts"):
             families["fts"] += size
-        elif "embedding_cache" in name:
+        elif "embedding_cache" in name:  # stores made before migration 9
             families["embedding_cache"] += size
-        elif "vectors" in name:
+        elif "vectors" in name or name == "chunks_content_hash":  # the reuse lookup's index
             families["vectors"] += size
         elif "chunks" in name:
             families["chunks"] += size
