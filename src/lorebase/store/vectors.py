@@ -274,19 +274,24 @@ def from_blob(blob: bytes, dim: int) -> np.ndarray:
     return vector
 
 
+def records_from_blobs(blobs: list[bytes], dim: int) -> np.ndarray:
+    """Stored vectors as a structured array (``scale``, ``codes``) over their joined bytes,
+    without a Python loop over values; ``InvalidInput`` when one does not fit ``dim``."""
+    joined = b"".join(blobs)
+    layout = blob_dtype(dim)
+    if len(joined) != len(blobs) * layout.itemsize:
+        raise InvalidInput(f"stored vectors do not all have {dim} dimensions")
+    return np.frombuffer(joined, dtype=layout)
+
+
 def matrix_from_blobs(blobs: list[bytes], dim: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Many stored vectors as one ``(len(blobs), dim)`` float32 matrix, without a Python loop
-    over values: the blobs are joined and reinterpreted in one go, and decoded straight into
+    """Many stored vectors as one ``(len(blobs), dim)`` float32 matrix, decoded straight into
     ``out`` when given (no float32 temporary the size of the batch)."""
     if out is None:
         out = np.empty((len(blobs), dim), dtype=np.float32)
     if not blobs:
         return out
-    joined = b"".join(blobs)
-    layout = blob_dtype(dim)
-    if len(joined) != len(blobs) * layout.itemsize:
-        raise InvalidInput(f"stored vectors do not all have {dim} dimensions")
-    records = np.frombuffer(joined, dtype=layout)
+    records = records_from_blobs(blobs, dim)
     np.multiply(records["codes"], records["scale"][:, None], out=out, dtype=np.float32)
     return out
 

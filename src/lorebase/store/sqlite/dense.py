@@ -42,9 +42,9 @@ from lorebase.store.vectors import (
     VECTOR_DTYPE,
     Int8Rows,
     VectorIndex,
-    blob_dtype,
     build_index,
     matrix_from_blobs,
+    records_from_blobs,
 )
 
 LOAD_BATCH_ROWS = 5_000
@@ -325,11 +325,7 @@ def load_vectors(
         "SELECT coalesce(sum(chunk_count), 0) FROM documents WHERE kb_id = ?", (kb_id,)
     ).fetchone()[0]
     want_keys = capacity >= keys_from
-    layout = blob_dtype(dim)
-    int8 = Int8Rows(
-        np.empty((capacity if want_keys else 0, dim), dtype=np.int8),
-        np.empty(capacity if want_keys else 0, dtype=np.float32),
-    )
+    int8 = _int8_rows(capacity if want_keys else 0, dim)
     matrix = np.empty((0 if want_keys else capacity, dim), dtype=VECTOR_DTYPE)
     chunk_ids = PackedIds()
     code_of: dict[str, int] = {}
@@ -339,20 +335,17 @@ def load_vectors(
     while batch := cursor.fetchmany(LOAD_BATCH_ROWS):
         start, end = len(chunk_ids), len(chunk_ids) + len(batch)
         blobs = [row[2] for row in batch]
-        if want_keys:
+        if want_keys:  # kept as stored
             if end > len(int8):  # counts disagree: grow (never expected)
-                grown = Int8Rows(np.empty((len(batch), dim), np.int8), np.empty(len(batch)))
+                more = _int8_rows(len(batch), dim)
                 int8 = Int8Rows(
-                    np.concatenate([int8.codes, grown.codes]),
-                    np.concatenate([int8.scales, grown.scales]).astype(np.float32),
+                    np.concatenate([int8.codes, more.codes]),
+                    np.concatenate([int8.scales, more.scales]),
                 )
-            joined = b"".join(blobs)
-            if len(joined) != len(blobs) * layout.itemsize:
-                matrix_from_blobs(blobs, dim)  # raises the usual error
-            records = np.frombuffer(joined, dtype=layout)
+            records = records_from_blobs(blobs, dim)
             int8.codes[start:end] = records["codes"]
             int8.scales[start:end] = records["scale"]
-        else:
+        else:  # decoded
             if end > matrix.shape[0]:
                 matrix = np.concatenate([matrix, np.empty((len(batch), dim), VECTOR_DTYPE)])
             matrix_from_blobs(blobs, dim, out=matrix[start:end])
@@ -378,6 +371,10 @@ def load_vectors(
         codes=np.asarray(codes, dtype=np.int32),
         keys=np.concatenate(keys) if with_keys and keys else None,
     )
+
+
+def _int8_rows(count: int, dim: int) -> Int8Rows:
+    return Int8Rows(np.empty((count, dim), dtype=np.int8), np.empty(count, dtype=np.float32))
 
 
 _DOCUMENT_VECTORS_SQL = (
