@@ -3,6 +3,7 @@ base and identity, reuse by content hash, identity switches) and chunk hydration
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 
@@ -15,18 +16,21 @@ from lorebase.store.base import DocumentState, Scored, StoredChunk
 from lorebase.store.records import document_list, kb_list
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
-from lorebase.store.sqlite.rows import batches, decompress_text, placeholders
+from lorebase.store.sqlite.rows import batches, decompress_text
 from lorebase.store.sqlite.schema import CONTENT_HASH_PREFIX
 from lorebase.store.vectors import blob_bytes, checked_query, from_blob
 from lorebase.types import Chunk
 
 _CACHED_VECTORS_SQL = (
-    "SELECT c.content_hash, v.vector FROM chunks AS c "
+    "SELECT w.value, (SELECT v.vector FROM chunks AS c "
     "JOIN vectors AS v ON v.chunk_rowid = c.rowid AND v.identity_id = ? "
-    f"WHERE substr(c.content_hash, 1, {CONTENT_HASH_PREFIX}) IN ({{marks}})"
+    f"WHERE substr(c.content_hash, 1, {CONTENT_HASH_PREFIX}) = "
+    f"substr(w.value, 1, {CONTENT_HASH_PREFIX}) AND c.content_hash = w.value LIMIT 1) "
+    "FROM json_each(?) AS w"
 )
-"""Through the index on the content hashes' prefix (``chunks_content_hash``); a prefix shared
-by another content is told apart by the full hash."""
+"""One stored vector per wanted content hash, through the index on the hashes' prefix
+(``chunks_content_hash``); ``LIMIT 1`` stops at the first chunk holding it, however many
+copies of that text the bases hold."""
 
 
 class LexicalMixin(SqliteRole):
@@ -80,23 +84,14 @@ class VectorsMixin(SqliteRole):
         looks up before it replaces a document's chunks, and a sync drops vanished files
         after the pass, so edits, copies and moves reuse their vectors)."""
         found: dict[str, np.ndarray] = {}
-        wanted = set(content_hashes)
         with self._read() as conn:
             identity_id = writes.identity_row(conn, identity, create=False)
             if identity_id is None:
                 return found
-            prefixes = list(dict.fromkeys(h[:CONTENT_HASH_PREFIX] for h in content_hashes))
-            for batch in batches(prefixes):
-                rows = conn.execute(
-                    _CACHED_VECTORS_SQL.format(marks=placeholders(len(batch))),
-                    (identity_id, *batch),
-                )
+            for batch in batches(list(dict.fromkeys(content_hashes))):
+                rows = conn.execute(_CACHED_VECTORS_SQL, (identity_id, json.dumps(batch)))
                 for content_hash, blob in rows:
-                    if (
-                        content_hash in wanted
-                        and content_hash not in found
-                        and len(blob) == blob_bytes(identity.dim)
-                    ):
+                    if blob is not None and len(blob) == blob_bytes(identity.dim):
                         found[content_hash] = from_blob(blob, identity.dim)
         return found
 
