@@ -5,8 +5,8 @@ Stores are built from synthetic chunks cut from real text (see ``bench/synthetic
 **fake-embedder vectors at 384 dimensions**, and kept in ``--data-dir`` so later runs reuse
 them. Up to 100k chunks they are written through the product's write path
 (``SqliteStore.replace_document``, one transaction per document of 10-50 chunks, vectors and
-the embedding reuse cache included); the 1M store is written by ``synthetic.bulk_build`` (the
-product's row helpers, no embedding cache, FTS5 built once at the end), which is ~10x faster.
+stored once as int8); the 1M store is written by ``synthetic.bulk_build`` (the
+product's row helpers, FTS5 built once at the end), which is ~10x faster.
 
 Each size is measured in a fresh process (so resident-memory growth belongs to that store):
 open the store, time the first dense search (it loads the in-memory matrix, or the ANN index),
@@ -53,7 +53,7 @@ from lorebase.stopwords import without_stop_words
 from lorebase.store.ann import ANN_THRESHOLD
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.store import SqliteStore
-from lorebase.store.vectors import ExactIndex
+from lorebase.store.vectors import ExactIndex, matrix_from_blobs
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("/tmp/lorebase-bench-search")
@@ -145,9 +145,9 @@ def disk_breakdown(db: Path) -> dict[str, int]:
     for name, size in rows:
         if name.startswith("chunks_fts"):
             families["fts"] += size
-        elif "embedding_cache" in name:
+        elif "embedding_cache" in name:  # stores made before migration 9
             families["embedding_cache"] += size
-        elif "vectors" in name:
+        elif "vectors" in name or name == "chunks_content_hash":  # the reuse lookup's index
             families["vectors"] += size
         elif "chunks" in name:
             families["chunks"] += size
@@ -172,12 +172,12 @@ def exact_top(
         (kb_id,),
     )
     ids: list[str] = []
-    parts: list[np.ndarray] = []
+    parts: list[np.ndarray] = []  # decoded as the store decodes them
     while batch := rows.fetchmany(50_000):
         ids.extend(r[0] for r in batch)
-        parts.append(np.frombuffer(b"".join(r[1] for r in batch), dtype="<f4"))
+        parts.append(matrix_from_blobs([r[1] for r in batch], synthetic.DIM))
     conn.close()
-    matrix = np.concatenate(parts).reshape(len(ids), synthetic.DIM)
+    matrix = np.concatenate(parts)
     index = ExactIndex(matrix)
     out, times = {}, []
     for query, vector in vectors.items():

@@ -40,6 +40,7 @@ from lorebase.settings import ExtractSettings
 from lorebase.store.base import NewDocument
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.store import SqliteStore
+from lorebase.store.vectors import to_blobs
 from lorebase.types import Chunk, ContentKind, Position
 
 REPO = Path(__file__).resolve().parents[1]
@@ -249,9 +250,9 @@ def build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
 def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     """The 1M store, faster than a transaction per document: the product's own row helpers
     (``upsert_document``, ``chunk_row``, ``sections_of``), many documents per transaction,
-    vectors without the embedding reuse cache (a second 1.5 GB copy nothing here reads), and
-    the FTS5 index built once at the end with the product's ``rebuild`` statement instead of
-    row by row. The search path measured afterwards is the product's, unchanged."""
+    vectors (encoded as the store keeps them), and the FTS5 index built once at the end with
+    the product's ``rebuild`` statement instead of row by row. The search path measured
+    afterwards is the product's, unchanged."""
     from lorebase.store.base import DocumentState
     from lorebase.store.sqlite import writes
     from lorebase.store.sqlite.rows import compress_text
@@ -292,8 +293,8 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
         conn.executemany(
             "INSERT INTO vectors (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
             [
-                (rowid_of[sid], identity_id, row.tobytes())
-                for sid, row in zip(stored, doc.vectors, strict=True)
+                (rowid_of[sid], identity_id, blob)
+                for sid, blob in zip(stored, to_blobs(doc.vectors), strict=True)
             ],
         )
         made += 1
@@ -317,7 +318,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     conn.close()
     write_seconds = time.perf_counter() - started
     info = {
-        "loader": "bulk (no embedding cache, FTS rebuilt once)",
+        "loader": "bulk (FTS rebuilt once)",
         "chunks": written,
         "documents": made,
         "sentences_in_pool": len(pool.sentences),

@@ -42,6 +42,10 @@ class Backend:
     after_chunks: Callable[[pytest.MonkeyPatch, Callable[[], None]], None]
     """Make ``replace_document`` call this hook once it has written chunks and index rows (in
     its transaction, before the vectors); a hook that raises makes the write fail half-way."""
+    reuse_outlives_chunks: bool = False
+    """Whether the reuse lookup (``cached_vectors``) still finds the vector of content no chunk
+    holds any more: PostgreSQL keeps a reuse cache keyed by content; SQLite stores each vector
+    once, with its chunk, and finds it by the chunk's content hash."""
     example_share: float = 1.0
     """The share of its examples a hypothesis test that opens a store per example runs here
     (a PostgreSQL database per example costs ~0.1 s; that backend keeps nothing in memory,
@@ -270,6 +274,7 @@ BACKENDS = {
         _postgres_row_counts,
         _postgres_check_index,
         _postgres_after_chunks,
+        reuse_outlives_chunks=True,
         example_share=0.25,
     ),
 }
@@ -316,6 +321,20 @@ def new_doc(path: str, text: str = "", *, title: str | None = None, size: int = 
     return NewDocument(
         path=path, kind=kind, size=size, content_hash=digest, title=title, text=text, mtime=1.5
     )
+
+
+STORED_VECTOR_STEP = 1 / 127
+"""How far a stored vector may come back from what was written, per component, as a share of
+its largest component: SQLite keeps int8 codes with one scale per vector (half a code step of
+rounding, plus the rescaling that keeps its length), PostgreSQL float32."""
+
+
+def assert_stored_vector(found: np.ndarray, written: np.ndarray) -> None:
+    """A vector read back is the one written, within the store's quantisation."""
+    assert found.dtype == np.float32
+    peak = float(np.abs(written).max())
+    np.testing.assert_allclose(found, written, rtol=0, atol=peak * STORED_VECTOR_STEP)
+    assert float(found @ written) / float(np.linalg.norm(found) * np.linalg.norm(written)) > 0.999
 
 
 def unit(seed: int, dim: int = DIM) -> np.ndarray:

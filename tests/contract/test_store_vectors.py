@@ -12,6 +12,7 @@ from store_contract import (
     IDENTITY,
     OTHER_IDENTITY,
     Backend,
+    assert_stored_vector,
     ids_of,
     make_chunks,
     new_doc,
@@ -137,20 +138,35 @@ def test_dense_search_filters_documents_and_merges_bases(store: Store) -> None:
 
 
 # -- embedding reuse ---------------------------------------------------------------------------
-def test_cached_vectors_round_trip_and_outlive_documents(store: Store) -> None:
-    kb = store.create_kb("docs")
+def test_cached_vectors_round_trip_while_a_chunk_holds_them(store: Store, backend: Backend) -> None:
+    kb, other = store.create_kb("docs"), store.create_kb("other")
     texts = [f"text {i}" for i in range(600)]  # more hashes than one IN list holds
     vectors = np.stack([unit(i) for i in range(600)])
     doc, chunks = put(store, kb, "a.md", texts, vectors=vectors)
     hashes = [c.content_hash for c in chunks]
     cached = store.cached_vectors(IDENTITY, [*hashes, "missing", hashes[0]])
     assert set(cached) == set(hashes)
-    np.testing.assert_array_equal(cached[hashes[599]], vectors[599])
-    assert cached[hashes[0]].dtype == np.float32
+    assert_stored_vector(cached[hashes[599]], vectors[599])
     assert store.cached_vectors(OTHER_IDENTITY, hashes) == {}
     assert store.cached_vectors(IDENTITY, []) == {}
+    # A copy in another base keeps its content's vector after the first goes.
+    put(store, other, "copy.md", texts[:1], vectors=vectors[:1])
     store.delete_document(kb.id, doc.id)
-    assert len(store.cached_vectors(IDENTITY, hashes)) == 600
+    after = store.cached_vectors(IDENTITY, hashes)
+    assert_stored_vector(after[hashes[0]], vectors[0])
+    assert len(after) == (600 if backend.reuse_outlives_chunks else 1)
+
+
+def test_a_reused_vector_is_stored_as_it_was_found(store: Store) -> None:
+    """Reading a stored vector and writing it again changes nothing: a vector reused across
+    many re-syncs never drifts from the one first embedded."""
+    kb = store.create_kb("docs")
+    _, chunks = put(store, kb, "a.md", ["alpha"], vectors=unit(7)[None, :])
+    first = store.cached_vectors(IDENTITY, [chunks[0].content_hash])[chunks[0].content_hash]
+    put(store, kb, "b.md", ["alpha"], vectors=first[None, :])
+    store.delete_document(kb.id, store.get_document(kb.id, "a.md").id)  # type: ignore[union-attr]
+    again = store.cached_vectors(IDENTITY, [chunks[0].content_hash])[chunks[0].content_hash]
+    np.testing.assert_array_equal(again, first)
 
 
 # -- identity switches -------------------------------------------------------------------------

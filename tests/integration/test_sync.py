@@ -109,6 +109,22 @@ def test_a_file_touched_without_change_is_not_processed_again(tmp_path: Path, fo
         assert doc.mtime == 1_000_000  # remembered: the next pass will not even hash it
 
 
+def test_a_moved_or_renamed_file_reuses_its_vectors(tmp_path: Path, folder: Path) -> None:
+    """The old document goes after the pass, so its vectors are still there to be found by
+    content when the file turns up under its new name."""
+    embedder = FakeEmbedder()
+    with make(tmp_path / "data", embedder) as lb:
+        lb.add([folder], kb="notes")
+        before = embedder.texts_embedded
+        (folder / "note1.md").rename(folder / "sub" / "renamed.md")
+        report = lb.sync("notes")["notes"]
+        assert (report.added, report.removed, report.embedded) == (1, 1, 0)
+        assert embedder.texts_embedded == before
+        paths = {d.path for d in lb.documents("notes")}
+        assert "notes/sub/renamed.md" in paths and "notes/note1.md" not in paths
+        assert lb.search("item1", kb="notes", mode="dense").hits
+
+
 def test_failed_files_are_not_retried_until_they_change(tmp_path: Path, folder: Path) -> None:
     broken = folder / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4 nothing here")

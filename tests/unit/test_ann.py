@@ -17,7 +17,7 @@ from lorebase.store import ann
 from lorebase.store.ann import AnnIndex, GraphSlot, SideFile, build_ann_index, chunk_keys
 from lorebase.store.sqlite.dense import DenseIndexes
 from lorebase.store.sqlite.store import SqliteStore, connect
-from lorebase.store.vectors import ExactIndex
+from lorebase.store.vectors import ExactIndex, Int8ExactIndex, Int8Rows
 
 if ann.import_usearch() is None:  # imports usearch after onnxruntime (see import_usearch)
     pytest.skip("usearch is not installed: pip install 'usearch>=2.12'", allow_module_level=True)
@@ -75,6 +75,38 @@ def test_results_match_exact_search_with_exact_scores() -> None:
         assert list(scores) == sorted(scores, reverse=True)
         recall.append(len(set(positions.tolist()) & set(exact_top(matrix, query, 10))) / 10)
     assert np.mean(recall) >= 0.95
+
+
+def test_int8_rows_as_the_store_loads_them_rank_like_their_decoded_matrix() -> None:
+    """An ANN-sized base keeps its rows in the stored int8 form: the graph is built from them
+    (decoded a batch at a time) and candidates are rescored against them, with the scores an
+    exact search over the decoded rows gives."""
+    rows = Int8Rows.of(clustered())
+    decoded = rows.decode()
+    index = build_ann_index(rows, keys(ROWS), slot(), generation=1)
+    assert isinstance(index, AnnIndex)
+    recall = []
+    for query in clustered(30, seed=7):
+        positions, scores = index.search(query, 10)
+        np.testing.assert_allclose(scores, decoded[positions] @ query, rtol=1e-5, atol=1e-6)
+        recall.append(len(set(positions.tolist()) & set(exact_top(decoded, query, 10))) / 10)
+        allowed = np.zeros(ROWS, dtype=bool)
+        allowed[::40] = True  # a selective filter: answered exactly over int8 rows
+        filtered, _ = index.search(query, 5, allowed)
+        assert filtered.tolist() == ExactIndex(decoded).search(query, 5, allowed)[0].tolist()
+    assert np.mean(recall) >= 0.95
+
+
+def test_int8_exact_index_answers_like_the_decoded_matrix() -> None:
+    rows = Int8Rows.of(clustered())
+    decoded = rows.decode()
+    index = Int8ExactIndex(rows)
+    assert (index.size, index.dim) == (ROWS, DIM)
+    for query in clustered(10, seed=3):
+        positions, scores = index.search(query, 10)
+        expected, expected_scores = ExactIndex(decoded).search(query, 10)
+        assert positions.tolist() == expected.tolist()
+        np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-6)
 
 
 def test_rows_the_graph_lacks_are_searched_exactly() -> None:

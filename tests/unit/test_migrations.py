@@ -118,7 +118,7 @@ def test_an_older_sqlite_without_drop_column_empties_the_text_column(
         (zlib.compress(LEGACY_TEXT.encode()),),
     )
     monkeypatch.setattr(schema.sqlite3, "sqlite_version_info", (3, 31, 1))
-    assert migrate(conn) == [6, 7, 8]
+    assert migrate(conn) == [m.number for m in MIGRATIONS[5:]]
     assert conn.execute("SELECT text FROM documents").fetchall() == [(None,)]
     conn.close()
     monkeypatch.undo()
@@ -357,4 +357,71 @@ def test_names_per_scope_rebuilds_the_table_keeping_rows_ids_and_cascades(
                 (9,),
             ]
     rows, version = _recorded(path)
-    assert rows[-1] == (8, "base names unique per scope") and version == 8
+    assert (8, "base names unique per scope") in rows and version == MIGRATIONS[-1].number
+
+
+def test_migration_9_stores_vectors_once_as_int8(tmp_path: Path) -> None:
+    """float32 vectors become int8 with a scale (dim + 4 bytes), the reuse cache's copies go,
+    and the vectors are still searched and found by content."""
+    import numpy as np
+
+    from lorebase.embed.base import EmbedderIdentity
+    from lorebase.store.vectors import blob_bytes
+
+    identity = EmbedderIdentity("model", "d" * 64, 4)
+    path = tmp_path / "before-9.db"
+    conn = connect(path)
+    migrate(conn, MIGRATIONS[:8])
+    conn.execute(
+        "INSERT INTO knowledge_bases (id, name, scope, chunk_size, max_tokens, overlap, "
+        "created_at, updated_at, state) VALUES (1, 'old', 'personal', 1200, 320, 200, 0, 0, "
+        "'ready')"
+    )
+    conn.execute(
+        "INSERT INTO documents (id, kb_id, path, kind, size, content_hash, state, chunk_count, "
+        "identity_key, created_at, updated_at) "
+        "VALUES ('d1', 1, 'a.md', 'md', 10, 'h', 'indexed', 3, ?, 0, 0)",
+        (identity.key,),
+    )
+    conn.execute(
+        "INSERT INTO sections (id, document_id, ordinal, trail, headings) "
+        "VALUES (1, 'd1', 0, '[]', '')"
+    )
+    conn.execute(
+        "INSERT INTO identities (id, key, model, digest, transform, dim) VALUES (1, ?, ?, ?, ?, ?)",
+        (identity.key, identity.model, identity.digest, identity.transform, identity.dim),
+    )
+    vectors = np.asarray([[0.6, 0.8, 0, 0], [0, 0, 1, 0], [0.5, 0.5, 0.5, 0.5]], dtype="<f4")
+    hashes = ["a" * 64, "b" * 64, "c" * 64]
+    for row, (vector, digest) in enumerate(zip(vectors, hashes, strict=True), start=1):
+        conn.execute(
+            "INSERT INTO chunks (rowid, id, document_id, kb_id, section_id, ordinal, text, trail, "
+            "start_offset, end_offset, content_kind, tokens, content_hash) "
+            "VALUES (?, ?, 'd1', 1, 1, ?, 'text', '[]', 0, 4, 'prose', 1, ?)",
+            (row, f"c{row}", row, digest),
+        )
+        blob = vector.tobytes() if row != 3 else vector[:3].tobytes()  # one of a wrong length
+        conn.execute("INSERT INTO vectors VALUES (?, 1, ?)", (row, blob))
+        conn.execute("INSERT INTO embedding_cache VALUES (?, 1, ?)", (digest, vector.tobytes()))
+    assert migrate(conn) == [9]
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert "embedding_cache" not in tables and "vectors_int8" not in tables
+    assert "chunks_content_hash" in tables
+    stored = conn.execute("SELECT chunk_rowid, length(vector) FROM vectors ORDER BY 1").fetchall()
+    assert stored == [(1, blob_bytes(4)), (2, blob_bytes(4))]
+    plan = " ".join(
+        str(row[3])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT rowid FROM chunks WHERE substr(content_hash, 1, 16) IN (?)",
+            ("a" * 16,),
+        )
+    )
+    assert "chunks_content_hash" in plan
+    conn.close()
+    with SqliteStore(path) as store:
+        hits = store.dense_search([1], identity, vectors[0], 5)
+        assert [chunk for chunk, _ in hits] == ["c1", "c2"]
+        assert hits[0][1] == pytest.approx(1.0, abs=1e-3)  # still a cosine
+        found = store.cached_vectors(identity, hashes)
+        assert set(found) == {"a" * 64, "b" * 64}
+        np.testing.assert_allclose(found["a" * 64], vectors[0], atol=1e-2)

@@ -72,6 +72,11 @@ def prepare_beir(
     _ensure_eval_kb(lb, name, f"{EVAL_KB_MARKER} {beir.name} sha256:{digest}")
     corpus = materialize(beir, lb.settings.data_dir / RESULTS_FOLDER / CORPORA_FOLDER, digest)
     report = _index(lb, corpus, name, on_progress)
+    # An older version of the corpus goes once this one is indexed (also when an earlier
+    # run stopped before this point): an eval base follows its corpus folder only.
+    for source in lb.sources(name):
+        if Path(source.path).resolve() != corpus.resolve():
+            lb.remove_source(name, source.id)
     return EvalTask(
         beir.name,
         "beir",
@@ -130,8 +135,11 @@ def _same(path: str) -> str:
 
 
 def _ensure_eval_kb(lb: Lorebase, name: str, description: str) -> None:
-    """Create the knowledge base of an eval corpus, or check that ``name`` is one; a corpus
-    that changed replaces the old one."""
+    """Create the knowledge base of an eval corpus, or check that ``name`` is one. A base
+    holding another version of the corpus is kept (with the new description): the caller
+    indexes the new version next to the old one, then drops the old one's source. The store
+    keeps each vector once, with its chunk, so deleting the old documents first would embed
+    again the text both versions share."""
     existing = next((kb for kb in lb.knowledge_bases() if kb.name == name), None)
     if existing is not None and existing.description == description:
         return
@@ -141,7 +149,8 @@ def _ensure_eval_kb(lb: Lorebase, name: str, description: str) -> None:
                 f"the knowledge base {name} exists and is not an eval corpus; pass --kb with "
                 "another name"
             )
-        lb.delete_kb(name)
+        lb.update_kb(existing, description=description)
+        return
     lb.create_kb(name, description=description)
 
 

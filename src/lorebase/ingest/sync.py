@@ -1,4 +1,8 @@
-"""A pass over a knowledge base's folders: walk, drop what is gone, process what changed.
+"""A pass over a knowledge base's folders: walk, process what changed, drop what is gone.
+
+Vanished files are dropped after the changed ones are processed, not before: the store keeps
+each vector once, with its chunk, so a file that was moved or renamed reuses the vectors of
+its old document only while that document is still there.
 
 A folder that has disappeared (unmounted, renamed) is never taken to mean "every file was
 deleted": its documents stay, and the base waits with the reason until the folder is back.
@@ -62,6 +66,7 @@ class Syncer:
         files: list[SourceFile] = []
         missing: list[str] = []
         removed = 0
+        gone: list[str] = []
         for source in chosen:
             found = self._walk(source)
             if found is None:
@@ -71,15 +76,18 @@ class Syncer:
                 removed += self.store.remove_source(kb.id, source.id)
                 continue
             files += found
-            removed += self._drop_gone(kb, source, {f.key for f in found})
-        report = self.ingestor.process(
-            kb,
-            [*files, *extra_files],
-            full=full,
-            stop=stop,
-            on_progress=self._recorder(kb, on_progress),
-        )
-        report.removed = removed
+            gone += self._gone(kb, source, {f.key for f in found})
+        try:
+            report = self.ingestor.process(
+                kb,
+                [*files, *extra_files],
+                full=full,
+                stop=stop,
+                on_progress=self._recorder(kb, on_progress),
+            )
+        finally:
+            self.store.delete_documents(kb.id, gone)
+        report.removed = removed + len(gone)
         self._finish(kb, report, missing)
         return report
 
@@ -97,14 +105,13 @@ class Syncer:
             for path in iter_files(root)
         ]
 
-    def _drop_gone(self, kb: KnowledgeBase, source: Source, present: set[str]) -> int:
-        gone = [
+    def _gone(self, kb: KnowledgeBase, source: Source, present: set[str]) -> list[str]:
+        """The documents of this source whose files are no longer there."""
+        return [
             d.id
             for d in self.store.list_documents(kb.id)
             if d.source_id == source.id and d.path not in present
         ]
-        self.store.delete_documents(kb.id, gone)
-        return len(gone)
 
     def _recorder(
         self, kb: KnowledgeBase, on_progress: Callable[[Progress], None] | None

@@ -8,7 +8,7 @@ A backend plays every role; a consumer is typed with the roles it uses:
   vectors, atomically), failed, pending, touched, deleted, reset after a crash.
 - :class:`Uploads` — uploaded files: create, find by content hash, list, sealed names.
 - :class:`LexicalIndex` — keyword (BM25) search.
-- :class:`Vectors` — dense search, the embedding reuse cache, identity switches.
+- :class:`Vectors` — dense search, vector reuse by content, identity switches.
 - :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
 - :class:`Metrics` — counts for monitoring.
 
@@ -312,8 +312,9 @@ class Documents(Protocol):
     ) -> DocumentRecord:
         """Atomically make ``document`` (by path) indexed with exactly these chunks and
         vectors (``vectors[i]`` belongs to ``chunks[i]``; None when there is no embedder),
-        replacing whatever was stored for that path. Vectors also go to the reuse cache
-        under ``(chunk.content_hash, identity)``. The document keeps its id when replaced."""
+        replacing whatever was stored for that path. The vectors can then be found by
+        ``(chunk.content_hash, identity)`` (:meth:`Vectors.cached_vectors`). The document keeps
+        its id when replaced."""
         ...
 
     def record_failure(self, kb_id: int, document: NewDocument, reason: str) -> DocumentRecord:
@@ -408,7 +409,13 @@ class Vectors(Protocol):
     def cached_vectors(
         self, identity: EmbedderIdentity, content_hashes: Sequence[str]
     ) -> dict[str, np.ndarray]:
-        """Vectors already computed for these chunk content hashes under this identity."""
+        """Vectors already computed for these chunk content hashes under this identity, as
+        stored (a backend may keep them quantised: SQLite's come back within one int8 step).
+
+        Found at least while a stored chunk with that content holds one, in any base: the
+        pipeline asks before it replaces a document's chunks, so an edited document reuses
+        the vectors of its unchanged chunks. A backend may remember more (PostgreSQL keeps a
+        cache keyed by content that outlives the chunks)."""
         ...
 
     def add_vectors(

@@ -27,14 +27,32 @@ from pathlib import Path
 
 import numpy as np
 
-from lorebase.store.ann import ANN_THRESHOLD, GraphSlot, SideFile, build_ann_index, chunk_keys
+from lorebase.store.ann import (
+    ANN_THRESHOLD,
+    GraphSlot,
+    Rows,
+    SideFile,
+    build_ann_index,
+    chunk_keys,
+)
 from lorebase.store.base import Scored
+from lorebase.store.packed_ids import PackedIds
 from lorebase.store.sqlite.rows import json_ids
-from lorebase.store.vectors import VECTOR_DTYPE, VectorIndex, build_index, matrix_from_blobs
+from lorebase.store.vectors import (
+    VECTOR_DTYPE,
+    Int8Rows,
+    VectorIndex,
+    build_index,
+    matrix_from_blobs,
+    records_from_blobs,
+)
 
-LOAD_BATCH_ROWS = 20_000
+LOAD_BATCH_ROWS = 5_000
 """Vectors are read in batches straight into a preallocated matrix: reading them all first
-held every blob twice more (the row tuples, then the joined bytes), ~3x the matrix at peak."""
+held every blob twice more (the row tuples, then the joined bytes), ~3x the matrix at peak.
+Stored int8 blobs (388 B) are small objects to Python's allocator, whose arenas a few
+survivors keep alive: at 50k rows, batches of 20k left ~430 B per chunk more resident than
+batches of 5k (1,798 against 2,294 B per chunk in all, bench/resident.py)."""
 
 REFRESH_SHARE = 0.5
 """A stale exact index catches up by document unless more than this share of the base's
@@ -49,8 +67,8 @@ never holds much more memory than its vectors need."""
 class LoadedVectors:
     """Vectors of one base (or some of its documents) under one identity, as read."""
 
-    matrix: np.ndarray  # (rows, dim) float32
-    chunk_ids: list[str]  # of each row
+    matrix: Rows  # (rows, dim): float32, or the stored int8 form when ANN keys are asked for
+    chunk_ids: Sequence[str]  # of each row (PackedIds for a whole base)
     document_ids: list[str]  # distinct, in first-seen order
     codes: np.ndarray  # each row's document, as an index into document_ids
     keys: np.ndarray | None = None  # ANN keys of each row (see ann.chunk_keys), when asked for
@@ -65,7 +83,7 @@ class GrowingRows:
 
     matrix: np.ndarray
     codes: np.ndarray
-    chunk_ids: list[str]
+    chunk_ids: PackedIds
     document_ids: list[str]
     code_of: dict[str, int]
     size: int
@@ -73,10 +91,11 @@ class GrowingRows:
 
     @classmethod
     def of(cls, vectors: LoadedVectors) -> GrowingRows:
+        assert isinstance(vectors.matrix, np.ndarray)  # exact loads are float32
         return cls(
             matrix=vectors.matrix,
             codes=vectors.codes,
-            chunk_ids=list(vectors.chunk_ids),
+            chunk_ids=PackedIds(vectors.chunk_ids),
             document_ids=list(vectors.document_ids),
             code_of={doc: code for code, doc in enumerate(vectors.document_ids)},
             size=len(vectors.chunk_ids),
@@ -116,7 +135,7 @@ class LoadedIndex:
 
     generation: int
     index: VectorIndex
-    chunk_ids: list[str]
+    chunk_ids: Sequence[str]
     document_ids: list[str]
     document_codes: np.ndarray
     created_at: float = 0.0  # of the base: an id reused by a new base is another base
@@ -296,7 +315,8 @@ def load_vectors(
     conn: sqlite3.Connection, kb_id: int, identity_id: int, dim: int, keys_from: int
 ) -> LoadedVectors:
     """Read the vectors of a base and identity; ANN keys too when there are ``keys_from``
-    rows or more.
+    rows or more, and then the rows stay in their stored int8 form (:class:`Int8Rows`, a
+    quarter of float32's memory next to the graph).
 
     The matrix is allocated once from the documents' chunk counts (an upper bound, read from
     the small documents table) and filled batch by batch.
@@ -304,33 +324,57 @@ def load_vectors(
     capacity = conn.execute(
         "SELECT coalesce(sum(chunk_count), 0) FROM documents WHERE kb_id = ?", (kb_id,)
     ).fetchone()[0]
-    matrix = np.empty((capacity, dim), dtype=VECTOR_DTYPE)
-    chunk_ids: list[str] = []
+    want_keys = capacity >= keys_from
+    int8 = _int8_rows(capacity if want_keys else 0, dim)
+    matrix = np.empty((0 if want_keys else capacity, dim), dtype=VECTOR_DTYPE)
+    chunk_ids = PackedIds()
     code_of: dict[str, int] = {}
     codes: list[int] = []
     keys: list[np.ndarray] = []
-    want_keys = capacity >= keys_from
     cursor = conn.execute(_LOAD_VECTORS_SQL, (identity_id, kb_id))
     while batch := cursor.fetchmany(LOAD_BATCH_ROWS):
-        start = len(chunk_ids)
-        if start + len(batch) > matrix.shape[0]:  # counts disagree: grow (never expected)
-            matrix = np.concatenate([matrix, np.empty((len(batch), dim), VECTOR_DTYPE)])
-        matrix[start : start + len(batch)] = matrix_from_blobs([row[2] for row in batch], dim)
+        start, end = len(chunk_ids), len(chunk_ids) + len(batch)
+        blobs = [row[2] for row in batch]
+        if want_keys:  # kept as stored
+            if end > len(int8):  # counts disagree: grow (never expected)
+                more = _int8_rows(len(batch), dim)
+                int8 = Int8Rows(
+                    np.concatenate([int8.codes, more.codes]),
+                    np.concatenate([int8.scales, more.scales]),
+                )
+            records = records_from_blobs(blobs, dim)
+            int8.codes[start:end] = records["codes"]
+            int8.scales[start:end] = records["scale"]
+        else:  # decoded
+            if end > matrix.shape[0]:
+                matrix = np.concatenate([matrix, np.empty((len(batch), dim), VECTOR_DTYPE)])
+            matrix_from_blobs(blobs, dim, out=matrix[start:end])
         ids = [row[0] for row in batch]
         chunk_ids.extend(ids)
         codes.extend(code_of.setdefault(row[1], len(code_of)) for row in batch)
         if want_keys:
             keys.append(chunk_keys(ids, [row[3] for row in batch]))
-    if len(chunk_ids) < matrix.shape[0]:
-        matrix = matrix[: len(chunk_ids)].copy()  # let the unused rows go
-    with_keys = want_keys and len(chunk_ids) >= keys_from
+    count = len(chunk_ids)
+    rows: Rows
+    if want_keys:
+        if count < len(int8):  # let the unused rows go
+            int8 = Int8Rows(int8.codes[:count].copy(), int8.scales[:count].copy())
+        # Fewer rows than the counts promised, below the threshold: an exact index, float32.
+        rows = int8 if count >= keys_from else int8.decode()
+    else:
+        rows = matrix[:count].copy() if count < matrix.shape[0] else matrix
+    with_keys = want_keys and count >= keys_from
     return LoadedVectors(
-        matrix=matrix,
+        matrix=rows,
         chunk_ids=chunk_ids,
         document_ids=list(code_of),
         codes=np.asarray(codes, dtype=np.int32),
         keys=np.concatenate(keys) if with_keys and keys else None,
     )
+
+
+def _int8_rows(count: int, dim: int) -> Int8Rows:
+    return Int8Rows(np.empty((count, dim), dtype=np.int8), np.empty(count, dtype=np.float32))
 
 
 _DOCUMENT_VECTORS_SQL = (

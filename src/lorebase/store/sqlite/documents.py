@@ -83,7 +83,7 @@ class DocumentsMixin(SqliteRole):
     ) -> DocumentRecord:
         """Everything happens in one transaction, in this order: drop the old index rows,
         chunks (vectors cascade) and sections; update or insert the document row; write
-        sections, chunks and index rows; write vectors and the reuse cache; bump the base's
+        sections, chunks and index rows; write vectors (stored once); bump the base's
         generation. Input is checked before the transaction starts."""
         matrix = writes.checked_vectors(chunks, vectors, identity)
         writes.check_chunks(chunks)

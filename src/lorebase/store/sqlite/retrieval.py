@@ -1,8 +1,9 @@
 """The SQLite read side of search: the lexical index (FTS5), vectors (in-memory matrices per
-base and identity, the reuse cache, identity switches) and chunk hydration."""
+base and identity, reuse by content hash, identity switches) and chunk hydration."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 
@@ -15,9 +16,21 @@ from lorebase.store.base import DocumentState, Scored, StoredChunk
 from lorebase.store.records import document_list, kb_list
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
-from lorebase.store.sqlite.rows import batches, decompress_text, placeholders
-from lorebase.store.vectors import VECTOR_DTYPE, checked_query, from_blob
+from lorebase.store.sqlite.rows import batches, decompress_text
+from lorebase.store.sqlite.schema import CONTENT_HASH_PREFIX
+from lorebase.store.vectors import blob_bytes, checked_query, from_blob
 from lorebase.types import Chunk
+
+_CACHED_VECTORS_SQL = (
+    "SELECT w.value, (SELECT v.vector FROM chunks AS c "
+    "JOIN vectors AS v ON v.chunk_rowid = c.rowid AND v.identity_id = ? "
+    f"WHERE substr(c.content_hash, 1, {CONTENT_HASH_PREFIX}) = "
+    f"substr(w.value, 1, {CONTENT_HASH_PREFIX}) AND c.content_hash = w.value LIMIT 1) "
+    "FROM json_each(?) AS w"
+)
+"""One stored vector per wanted content hash, through the index on the hashes' prefix
+(``chunks_content_hash``); ``LIMIT 1`` stops at the first chunk holding it, however many
+copies of that text the bases hold."""
 
 
 class LexicalMixin(SqliteRole):
@@ -66,21 +79,20 @@ class VectorsMixin(SqliteRole):
     def cached_vectors(
         self, identity: EmbedderIdentity, content_hashes: Sequence[str]
     ) -> dict[str, np.ndarray]:
+        """Vectors of stored chunks with these contents, in any base: there is no second copy
+        of them, so a vector is found while some chunk with its text keeps it (the pipeline
+        looks up before it replaces a document's chunks, and a sync drops vanished files
+        after the pass, so edits, copies and moves reuse their vectors)."""
         found: dict[str, np.ndarray] = {}
-        expected_bytes = identity.dim * VECTOR_DTYPE.itemsize
         with self._read() as conn:
             identity_id = writes.identity_row(conn, identity, create=False)
             if identity_id is None:
                 return found
             for batch in batches(list(dict.fromkeys(content_hashes))):
-                rows = conn.execute(
-                    "SELECT content_hash, vector FROM embedding_cache WHERE identity_id = ? "
-                    f"AND content_hash IN ({placeholders(len(batch))})",
-                    (identity_id, *batch),
-                )
+                rows = conn.execute(_CACHED_VECTORS_SQL, (identity_id, json.dumps(batch)))
                 for content_hash, blob in rows:
-                    if len(blob) == expected_bytes:
-                        found[content_hash] = from_blob(blob)
+                    if blob is not None and len(blob) == blob_bytes(identity.dim):
+                        found[content_hash] = from_blob(blob, identity.dim)
         return found
 
     def add_vectors(

@@ -13,8 +13,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from lorebase.errors import Conflict
 from lorebase.store.sqlite import fts
+from lorebase.store.vectors import to_blobs
 
 Step = str | Callable[[sqlite3.Connection], None]
 
@@ -267,6 +270,60 @@ _NAMES_PER_SCOPE: tuple[Step, ...] = (
     "CREATE INDEX knowledge_bases_name ON knowledge_bases (name)",
 )
 
+CONTENT_HASH_PREFIX = 16
+"""Characters of a chunk's content hash (hex sha256) in the index that finds stored vectors by
+content: 16 hex digits (64 bits) tell a million chunks apart (a false match is filtered on the
+full hash), in ~24 bytes per chunk against ~74 for an index on the whole hash."""
+
+_CONVERT_BATCH_ROWS = 5_000
+
+
+def _vectors_as_int8(conn: sqlite3.Connection) -> None:
+    """Every float32 vector re-encoded as int8 with one scale per vector (``dim + 4`` bytes
+    instead of ``4 * dim``), into a table of the same shape that then takes the old one's name
+    (a new table is filled page by page; rewriting the rows in place left the old pages three
+    quarters empty). A vector whose length does not fit its identity was never searched (the
+    loader refused it) and is left out. The old pages go to the free list, which later writes
+    reuse; ``VACUUM`` gives them back to the file system.
+
+    The encoding is the one of this release (``lorebase.store.vectors.to_blobs``): should the
+    stored form change again, a new migration converts, and this one must keep its own copy."""
+    conn.execute(
+        """CREATE TABLE vectors_int8 (
+        chunk_rowid INTEGER NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
+        identity_id INTEGER NOT NULL REFERENCES identities(id),
+        vector BLOB NOT NULL,
+        PRIMARY KEY (chunk_rowid, identity_id)
+    )"""
+    )
+    dims = dict(conn.execute("SELECT id, dim FROM identities").fetchall())
+    cursor = conn.execute("SELECT chunk_rowid, identity_id, vector FROM vectors")
+    while batch := cursor.fetchmany(_CONVERT_BATCH_ROWS):
+        by_identity: dict[int, list[tuple[int, bytes]]] = {}
+        for chunk_rowid, identity_id, blob in batch:
+            dim = dims.get(identity_id)
+            if dim and len(blob) == 4 * dim:
+                by_identity.setdefault(identity_id, []).append((chunk_rowid, blob))
+        for identity_id, rows in by_identity.items():
+            floats = np.frombuffer(b"".join(blob for _, blob in rows), dtype="<f4")
+            blobs = to_blobs(floats.reshape(len(rows), dims[identity_id]))
+            conn.executemany(
+                "INSERT INTO vectors_int8 (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
+                [(rowid, identity_id, blob) for (rowid, _), blob in zip(rows, blobs, strict=True)],
+            )
+    conn.execute("DROP TABLE vectors")
+    conn.execute("ALTER TABLE vectors_int8 RENAME TO vectors")
+
+
+_VECTORS_ONCE: tuple[Step, ...] = (
+    _vectors_as_int8,
+    # The reuse cache held a second copy of every vector (float32, keyed by content hash and
+    # identity): vectors are now found by content among the stored ones (``cached_vectors``),
+    # through this index on the chunks' content hashes.
+    "DROP TABLE embedding_cache",
+    f"CREATE INDEX chunks_content_hash ON chunks (substr(content_hash, 1, {CONTENT_HASH_PREFIX}))",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -276,6 +333,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "document texts in a table of their own", _DOCUMENT_TEXTS),
     Migration(7, "files followed one by one", _FILE_SOURCES),
     Migration(8, "base names unique per scope", _NAMES_PER_SCOPE, rebuilds_tables=True),
+    Migration(9, "vectors stored once, as int8", _VECTORS_ONCE),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

@@ -1,5 +1,6 @@
 """The embedded store: one SQLite file (WAL) holding knowledge bases, documents, chunks and
-float32 vectors, with a lexical index beside it (Tantivy, :mod:`.lexical`) or inside it (FTS5).
+vectors (int8 with a scale per vector, stored once), with a lexical index beside it (Tantivy,
+:mod:`.lexical`) or inside it (FTS5).
 
 :class:`SqliteStore` is the composition of one mixin per role of :class:`Store` (modules
 ``catalogue``, ``documents``, ``uploads``, ``retrieval``) over one :class:`SqliteDatabase`

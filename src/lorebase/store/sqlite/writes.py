@@ -40,7 +40,7 @@ from lorebase.store.sqlite.rows import (
     trail_json,
 )
 from lorebase.store.vectors import checked_vectors as checked_vectors
-from lorebase.store.vectors import to_blob
+from lorebase.store.vectors import to_blobs
 from lorebase.types import Chunk
 
 NO_KB = "no such knowledge base; list them to see the names"
@@ -253,19 +253,14 @@ def write_vectors(
     matrix: np.ndarray,
     identity: EmbedderIdentity,
 ) -> None:
-    """One vector per chunk (replacing one it had under this identity), and the same vectors
-    into the reuse cache by content hash."""
+    """One vector per chunk (replacing one it had under this identity), stored once: the
+    reuse lookup (``cached_vectors``) finds it by the chunk's content hash."""
     identity_id = identity_row(conn, identity, create=True)
     rowid_of = dict(
         conn.execute("SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,))
     )
-    blobs = [to_blob(row) for row in matrix]
+    blobs = to_blobs(matrix)
     conn.executemany(
         "INSERT OR REPLACE INTO vectors (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
         [(rowid_of[sid], identity_id, blob) for sid, blob in zip(stored_ids, blobs, strict=True)],
-    )
-    conn.executemany(
-        "INSERT INTO embedding_cache (content_hash, identity_id, vector) VALUES (?, ?, ?) "
-        "ON CONFLICT (content_hash, identity_id) DO UPDATE SET vector = excluded.vector",
-        [(c.content_hash, identity_id, blob) for c, blob in zip(chunks, blobs, strict=True)],
     )

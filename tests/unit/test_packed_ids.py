@@ -1,0 +1,44 @@
+"""Chunk ids of in-memory index rows, packed as 16 raw bytes each."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lorebase.store import stored_chunk_id
+from lorebase.store.packed_ids import ID_BYTES, PackedIds
+
+
+def ids(n: int, start: int = 0) -> list[str]:
+    return [
+        stored_chunk_id(f"doc{i // 7}", hashlib.sha256(str(i).encode()).hexdigest())
+        for i in range(start, start + n)
+    ]
+
+
+def test_stored_ids_are_packed_and_read_back() -> None:
+    made = ids(1000)
+    packed = PackedIds(made[:10])
+    for part in (made[10:11], made[11:500], [], made[500:]):
+        packed.extend(part)  # grows several times
+    assert len(packed) == 1000 and list(packed) == made
+    assert packed[-1] == made[-1] and packed[123] == made[123]
+    assert packed.nbytes < 1.3 * ID_BYTES * 1000  # against ~89 bytes a row as strings
+
+
+def test_other_ids_turn_the_store_into_a_list_that_keeps_every_row() -> None:
+    made = ids(5)
+    packed = PackedIds(made)
+    packed.extend(["c1", made[0].upper()])
+    packed.extend(made[:2])
+    assert list(packed) == [*made, "c1", made[0].upper(), *made[:2]]
+
+
+@given(st.lists(st.sampled_from([*ids(20), "x", "0" * 31, "A" * 32, ""]), max_size=30))
+def test_any_ids_come_back_as_given(given_ids: list[str]) -> None:
+    packed = PackedIds()
+    for start in range(0, len(given_ids), 4):
+        packed.extend(given_ids[start : start + 4])
+    assert list(packed) == given_ids
