@@ -413,7 +413,9 @@ def child_latency_lorebase(folder: Path) -> dict:
     for mode in (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID):
 
         def run(text: str, _: np.ndarray, mode: Mode = mode) -> Any:
-            return service.search(SearchRequest(text, (search.KB,), LATENCY_TOP_K, mode)).hits
+            response = service.search(SearchRequest(text, (search.KB,), LATENCY_TOP_K, mode))
+            search.check_answered(response.warnings)
+            return response.hits
 
         modes[str(mode)] = time_queries(texts, vectors, run)
     service.close()

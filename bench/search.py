@@ -108,6 +108,14 @@ class QueryEmbedder(Embedder):
         return np.stack([self._known[t] for t in texts])
 
 
+def check_answered(warnings: Sequence[str]) -> None:
+    """A search that fell back to keyword (no embedder, another model's vectors) would be
+    timed as if it were dense or hybrid: stop instead."""
+    fallen = [w for w in warnings if w.startswith(("embedder_", "embedding_"))]
+    if fallen:
+        sys.exit(f"a search did not run as asked: {fallen[0]}")
+
+
 def bundled_embedder(data_dir: Path) -> OnnxEmbedder:
     """The product's default embedder (MiniLM, per-channel int8; the quantised model is
     cached in ``data_dir``/models), loaded and warmed up."""
@@ -152,14 +160,18 @@ def ensure_store(
     and build record. MiniLM vectors are embedded first (or read from the cache)."""
     db = store_path(data_dir, size, vectors)
     marker = db.parent / synthetic.BUILT_MARKER
+    embedder = bundled_embedder(data_dir) if vectors == "minilm" else None
+    if embedder is not None and marker.is_file():
+        # A store of another model's (or quantisation's) vectors would answer dense searches
+        # with an identity mismatch, i.e. by keyword only: rebuild it.
+        rebuild = rebuild or json.loads(marker.read_text()).get("vectors") != embedder.identity.key
     if rebuild or not marker.is_file():
         print(f"building {size} chunks ({vectors} vectors) in {db.parent}", file=sys.stderr)
-        if vectors == "fake":
+        if embedder is None:
             (synthetic.bulk_build if size >= bulk_from else synthetic.build)(db, size, KB, SEED)
         else:
             if size >= bulk_from:
                 sys.exit("MiniLM vectors are written through replace_document only (< --bulk-from)")
-            embedder = bundled_embedder(data_dir)
             corpus = synthetic.chunk_corpus(size, SEED)
             cache = synthetic.vectors_cache_file(
                 data_dir / "vectors", size, SEED, embedder.identity
@@ -306,6 +318,7 @@ def measure(
             started, cpu_started = time.perf_counter(), time.process_time()
             response = service.search(SearchRequest(text, (KB,), TOP_K, mode))
             latency[str(mode)].append((time.perf_counter() - started) * 1000)
+            check_answered(response.warnings)
             cpu[str(mode)].append((time.process_time() - cpu_started) * 1000)
             for step, ms in response.timings_ms.items():
                 steps[str(mode)].setdefault(step, []).append(ms)

@@ -253,6 +253,7 @@ def minilm_vectors(
     cache.parent.mkdir(parents=True, exist_ok=True)
     parts: list[np.ndarray] = []
     spent = 0.0
+    embedded = 0  # in this call (resumed blocks are read, not embedded)
     for number, start in enumerate(range(0, len(texts), EMBED_BLOCK)):
         part = cache.with_suffix(f".part-{number:05d}.npy")
         if part.is_file():
@@ -265,8 +266,9 @@ def minilm_vectors(
         np.save(tmp, block)
         os.replace(tmp, part)
         parts.append(block)
+        embedded += len(block)
         done = start + len(block)
-        print(f"  embedded {done}/{len(texts)} chunks, {done / spent:.1f}/s", file=log)
+        print(f"  embedded {done}/{len(texts)} chunks, {embedded / spent:.1f}/s", file=log)
     vectors = np.concatenate(parts).astype(np.float32)
     np.save(cache, vectors)
     for number in range(len(parts)):
