@@ -2,8 +2,10 @@
 chunk on disk and in memory.
 
 Stores are built from synthetic chunks cut from real text (see ``bench/synthetic.py``) with
-**fake-embedder vectors at 384 dimensions**, and kept in ``--data-dir`` so later runs reuse
-them. Up to 100k chunks they are written through the product's write path
+**fake-embedder vectors at 384 dimensions**, or with ``--vectors minilm`` the **bundled
+embedder's vectors** of the same chunks (embedded once, ~15-30 chunks/s on 2 cores, cached in
+``--data-dir``/vectors so a re-run does not embed again), and kept in ``--data-dir`` so later
+runs reuse them. Up to 100k chunks they are written through the product's write path
 (``SqliteStore.replace_document``, one transaction per document of 10-50 chunks, vectors and
 stored once as int8); the 1M store is written by ``synthetic.bulk_build`` (the
 product's row helpers, FTS5 built once at the end), which is ~10x faster.
@@ -11,9 +13,13 @@ product's row helpers, FTS5 built once at the end), which is ~10x faster.
 Each size is measured in a fresh process (so resident-memory growth belongs to that store):
 open the store, time the first dense search (it loads the in-memory matrix, or the ANN index),
 then run every query in every mode through ``SearchService.search`` (top 10, 50 candidates
-per arm, hydration and snippets included). The query embedder is the fake one with the query
-vectors computed before the clock starts, so **query embedding time is excluded** (MiniLM int8
-adds ~3.6 ms per query on this machine, see ``bench/embed.py``).
+per arm, hydration and snippets included). The query vectors are computed before the clock
+starts (the fake embedder's, or the bundled embedder's with ``--vectors minilm``), so the main
+figures **exclude query embedding**; the bundled embedder's ``embed_query`` is timed apart on
+every query and the dense and hybrid figures are also given **with it added**, query by
+query. With ``--vectors minilm`` hybrid is also run with the real embedder inside
+``SearchService`` ("hybrid, live embedding": the product's path, where the query is embedded
+while the keyword arm runs).
 
 Queries: the Cranfield and CISI questions, each cut to its first 2-10 words (seeded), e.g.
 "what similarity laws must be obeyed": natural phrasing, so common words like *what* and *how*
@@ -24,7 +30,7 @@ same store (latency and top-10 overlap), and dense recall@10 against exact inner
 an ANN index answers.
 
     python bench/search.py [--sizes 10000,100000,1000000] [--queries 200] [--data-dir DIR]
-                           [--json]
+                           [--vectors fake|minilm] [--json]
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ import numpy as np
 import synthetic  # bench/synthetic.py: python puts the script's folder first on sys.path
 from lorebase.embed.base import Embedder, EmbedderIdentity, EmbedKind
 from lorebase.embed.fake import FakeEmbedder
+from lorebase.embed.onnx import OnnxEmbedder
 from lorebase.search.query import Mode, SearchRequest
 from lorebase.search.service import SearchService
 from lorebase.stopwords import without_stop_words
@@ -65,6 +72,8 @@ TOP_K = 10
 CANDIDATES = 50  # what each arm returns inside SearchService (CANDIDATES there)
 MODES = (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID)
 GOAL_P95_MS = 30.0
+VECTORS = ("fake", "minilm")
+EMBEDDED_MODES = (Mode.DENSE, Mode.HYBRID)  # the modes that need the query's vector
 ANN_WAIT_SECONDS = 3600
 
 
@@ -85,19 +94,93 @@ def queries(count: int) -> list[str]:
 
 
 class QueryEmbedder(Embedder):
-    """The fake embedder at 384 dimensions with every vector computed once up front, so the
+    """Query vectors computed once up front (by the fake or the bundled embedder), so the
     search clock measures search, not embedding."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        self._fake = FakeEmbedder(synthetic.DIM)
-        self._known = dict(zip(texts, self._fake.embed(list(texts), "query"), strict=True))
+    def __init__(self, vectors: dict[str, np.ndarray], identity: EmbedderIdentity) -> None:
+        self._known, self._identity = vectors, identity
 
     @property
     def identity(self) -> EmbedderIdentity:
-        return self._fake.identity
+        return self._identity
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
         return np.stack([self._known[t] for t in texts])
+
+
+def check_answered(warnings: Sequence[str]) -> None:
+    """A search that fell back to keyword (no embedder, another model's vectors) would be
+    timed as if it were dense or hybrid: stop instead."""
+    fallen = [w for w in warnings if w.startswith(("embedder_", "embedding_"))]
+    if fallen:
+        sys.exit(f"a search did not run as asked: {fallen[0]}")
+
+
+def bundled_embedder(data_dir: Path) -> OnnxEmbedder:
+    """The product's default embedder (MiniLM, per-channel int8; the quantised model is
+    cached in ``data_dir``/models), loaded and warmed up."""
+    embedder = OnnxEmbedder(data_dir / "models")
+    embedder.embed_query("warm up")
+    return embedder
+
+
+def timed_query_vectors(
+    embedder: Embedder, texts: Sequence[str]
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """``embed_query`` of every text, one call each, as a search makes it: vectors and ms."""
+    vectors, ms = {}, {}
+    for text in texts:
+        started = time.perf_counter()
+        vectors[text] = embedder.embed_query(text)
+        ms[text] = (time.perf_counter() - started) * 1000
+    return vectors, ms
+
+
+def query_vectors(
+    kind: str, texts: Sequence[str], bundled: OnnxEmbedder
+) -> tuple[dict[str, np.ndarray], EmbedderIdentity, dict[str, float]]:
+    """The query vectors searches get (fake or bundled), their identity, and the bundled
+    embedder's time per query (measured in both cases: it is what a real search adds)."""
+    real, embed_ms = timed_query_vectors(bundled, texts)
+    if kind == "minilm":
+        return real, bundled.identity, embed_ms
+    fake = FakeEmbedder(synthetic.DIM)
+    return dict(zip(texts, fake.embed(list(texts), "query"), strict=True)), fake.identity, embed_ms
+
+
+def store_path(data_dir: Path, size: int, vectors: str) -> Path:
+    suffix = "" if vectors == "fake" else f"-{vectors}"
+    return data_dir / f"chunks-{size}{suffix}" / "lorebase.db"
+
+
+def ensure_store(
+    data_dir: Path, size: int, vectors: str, rebuild: bool = False, bulk_from: int = 1_000_000
+) -> tuple[Path, dict[str, Any]]:
+    """The synthetic store of ``size`` chunks with ``vectors``, built when missing; its path
+    and build record. MiniLM vectors are embedded first (or read from the cache)."""
+    db = store_path(data_dir, size, vectors)
+    marker = db.parent / synthetic.BUILT_MARKER
+    embedder = bundled_embedder(data_dir) if vectors == "minilm" else None
+    if embedder is not None and marker.is_file():
+        # A store of another model's (or quantisation's) vectors would answer dense searches
+        # with an identity mismatch, i.e. by keyword only: rebuild it.
+        rebuild = rebuild or json.loads(marker.read_text()).get("vectors") != embedder.identity.key
+    if rebuild or not marker.is_file():
+        print(f"building {size} chunks ({vectors} vectors) in {db.parent}", file=sys.stderr)
+        if embedder is None:
+            (synthetic.bulk_build if size >= bulk_from else synthetic.build)(db, size, KB, SEED)
+        else:
+            if size >= bulk_from:
+                sys.exit("MiniLM vectors are written through replace_document only (< --bulk-from)")
+            corpus = synthetic.chunk_corpus(size, SEED)
+            cache = synthetic.vectors_cache_file(
+                data_dir / "vectors", size, SEED, embedder.identity
+            )
+            matrix, embed_s = synthetic.minilm_vectors(corpus.texts, cache, embedder)
+            info = synthetic.build(db, size, KB, SEED, matrix, embedder.identity)
+            info["embed_seconds"] = embed_s  # None: the vectors came from the cache
+            marker.write_text(json.dumps(info))
+    return db, json.loads(marker.read_text())
 
 
 # -- measuring (in a fresh process) -------------------------------------------------------------
@@ -189,12 +272,19 @@ def exact_top(
 
 
 def measure(
-    db: Path, texts: list[str], modes: Sequence[Mode] = MODES, lexical: str = "tantivy"
+    db: Path,
+    texts: list[str],
+    modes: Sequence[Mode] = MODES,
+    vectors_kind: str = "fake",
+    data_dir: Path = DEFAULT_DATA,
+    lexical: str = "tantivy",
 ) -> dict[str, Any]:
     """Everything measured on one built store (run in its own process) with one keyword
     engine. Keyword work (the keyword and hybrid modes, the plan comparison) is left out
     unless ``modes`` has it."""
-    embedder = QueryEmbedder(texts)
+    bundled = bundled_embedder(data_dir)
+    known, identity, embed_ms = query_vectors(vectors_kind, texts, bundled)
+    embedder = QueryEmbedder(known, identity)
     started = time.perf_counter()
     store = SqliteStore(db, lexical=lexical)  # switching engines drops or rebuilds FTS5
     service = SearchService(store, embedder)
@@ -220,14 +310,43 @@ def measure(
     steps: dict[str, dict[str, list[float]]] = {str(m): {} for m in modes}
     dense_ids: dict[str, list[str]] = {}
     keyword_ids: dict[str, list[str]] = {}
+    # With MiniLM vectors, hybrid also runs with the bundled embedder inside the service (the
+    # product's path: the query is embedded while the keyword arm runs), in the same loop so
+    # that both see the same machine.
+    live = SearchService(store, bundled) if vectors_kind == "minilm" else None
+    live_ms: list[float] = []
+    live_embed_ms: list[float] = []
+    if live is not None and Mode.HYBRID in modes:
+        live.search(SearchRequest("warm up the live path", (KB,), TOP_K, Mode.HYBRID))
     for text in texts:
         for mode in modes:
             started, cpu_started = time.perf_counter(), time.process_time()
             response = service.search(SearchRequest(text, (KB,), TOP_K, mode))
             latency[str(mode)].append((time.perf_counter() - started) * 1000)
+            check_answered(response.warnings)
             cpu[str(mode)].append((time.process_time() - cpu_started) * 1000)
             for step, ms in response.timings_ms.items():
                 steps[str(mode)].setdefault(step, []).append(ms)
+        if live is not None and Mode.HYBRID in modes:
+            started = time.perf_counter()
+            response = live.search(SearchRequest(text, (KB,), TOP_K, Mode.HYBRID))
+            live_ms.append((time.perf_counter() - started) * 1000)
+            live_embed_ms.append(response.timings_ms.get("embed", float("nan")))
+    if live is not None:
+        live.close()
+    # The same searches with the bundled embedder's query time added, query by query.
+    with_embedding = {
+        str(m): percentiles(
+            [ms + embed_ms[t] for ms, t in zip(latency[str(m)], texts, strict=True)]
+        )
+        for m in modes
+        if m in EMBEDDED_MODES
+    }
+    live_result = (
+        {"latency_ms": percentiles(live_ms), "embed_step_ms": percentiles(live_embed_ms)}
+        if live_ms
+        else {}
+    )
     # Arm-level results (not deduplicated) for overlap and recall, outside the timed loop.
     for text in texts:
         vector = embedder.embed_query(text)
@@ -247,6 +366,10 @@ def measure(
         "lexical": lexical,
         "memory": memory,
         "latency_ms": {mode: percentiles(values) for mode, values in latency.items()},
+        "vectors": vectors_kind,
+        "query_embed_ms": percentiles(list(embed_ms.values())),
+        "with_query_embedding_ms": with_embedding,
+        "hybrid_live_embedding": live_result,
         "cpu_ms": {mode: percentiles(values) for mode, values in cpu.items()},
         "load_average": os.getloadavg(),
         "steps_ms": {
@@ -308,10 +431,16 @@ def compare_keyword_plans(
     }
 
 
-def measure_in_child(db: Path, count: int, modes: str, lexical: str) -> dict[str, Any]:
+def measure_in_child(
+    db: Path, count: int, modes: str, vectors: str, data_dir: Path, lexical: str
+) -> dict[str, Any]:
     command = [sys.executable, __file__, "--measure", str(db), "--queries", str(count)]
     out = subprocess.run(
-        [*command, "--modes", modes, "--lexical", lexical],
+        [
+            *command,
+            *("--modes", modes, "--vectors", vectors, "--data-dir", str(data_dir)),
+            *("--lexical", lexical),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -345,6 +474,12 @@ def main() -> None:
     )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--modes", default=",".join(str(m) for m in MODES))
+    parser.add_argument(
+        "--vectors",
+        choices=VECTORS,
+        default="fake",
+        help="fake-embedder vectors, or the bundled MiniLM's (embedded once, then cached)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--lexical",
@@ -355,20 +490,19 @@ def main() -> None:
     texts = queries(args.queries)
     modes = [Mode(m) for m in args.modes.split(",")]
     if args.measure:
-        print(json.dumps(measure(args.measure, texts, modes, args.lexical)))
+        print(
+            json.dumps(
+                measure(args.measure, texts, modes, args.vectors, args.data_dir, args.lexical)
+            )
+        )
         return
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
-        db = args.data_dir / f"chunks-{size}" / "lorebase.db"
-        marker = db.parent / synthetic.BUILT_MARKER
-        if args.rebuild or not marker.is_file():
-            print(f"building {size} chunks in {db.parent}", file=sys.stderr)
-            (synthetic.bulk_build if size >= args.bulk_from else synthetic.build)(
-                db, size, KB, SEED
-            )
-        info = json.loads(marker.read_text())
+        db, info = ensure_store(args.data_dir, size, args.vectors, args.rebuild, args.bulk_from)
         for lexical in args.lexical.split(","):
-            measured = measure_in_child(db, args.queries, args.modes, lexical)
+            measured = measure_in_child(
+                db, args.queries, args.modes, args.vectors, args.data_dir, lexical
+            )
             chunks = info["chunks"]
             breakdown = {k: v / chunks for k, v in disk_breakdown(db).items()}
             breakdown["lexical_side_index"] = (
@@ -393,26 +527,44 @@ def main() -> None:
 
 def print_tables(results: list[dict[str, Any]]) -> None:
     print(
-        "| chunks | mode | p50 ms | p95 ms | max ms | arm p50/p95 ms | hydrate p50 ms |"
-        " CPU p50/p95 ms |"
+        "| chunks | vectors | mode | p50 ms | p95 ms | max ms | with query embedding p50/p95 ms"
+        " | arm p50/p95 ms | hydrate p50 ms | CPU p50/p95 ms |"
     )
-    print("|" + " --- |" * 8)
+    print("|" + " --- |" * 10)
     for r in results:
         for mode in [m for m in MODES if str(m) in r["latency_ms"]]:
             row, used = r["latency_ms"][str(mode)], r["cpu_ms"][str(mode)]
             steps = r["steps_ms"][str(mode)]
             arm = steps.get("dense" if mode is Mode.DENSE else "keyword", {})
+            embedded = r["with_query_embedding_ms"].get(str(mode))
             cells = [
                 f"{r['size']:,}",
+                r["vectors"],
                 f"{mode} ({r['lexical']})",
                 f"{row['p50']:.1f}",
                 f"{row['p95']:.1f}",
                 f"{row['max']:.1f}",
+                f"{embedded['p50']:.1f}/{embedded['p95']:.1f}" if embedded else "-",
                 f"{arm.get('p50', 0):.1f}/{arm.get('p95', 0):.1f}",
                 f"{steps['hydrate']['p50']:.1f}",
                 f"{used['p50']:.1f}/{used['p95']:.1f}",
             ]
             print("| " + " | ".join(cells) + " |")
+        live = r["hybrid_live_embedding"]
+        if live:
+            row, embed = live["latency_ms"], live["embed_step_ms"]
+            print(
+                f"| {r['size']:,} | {r['vectors']} | hybrid, live embedding | {row['p50']:.1f} | "
+                f"{row['p95']:.1f} | {row['max']:.1f} | (embed step {embed['p50']:.1f}/"
+                f"{embed['p95']:.1f}) | | | |"
+            )
+    print()
+    for r in results:
+        q = r["query_embed_ms"]
+        print(
+            f"- {r['size']:,}: bundled embedder, one query: p50 {q['p50']:.1f} ms, "
+            f"p95 {q['p95']:.1f} ms; load average {r['load_average']}"
+        )
     print()
     print(
         "| chunks | disk B/chunk | memory B/chunk | dense load s | exact dense p50/p95 ms | "

@@ -15,12 +15,17 @@ the shortcut equals ``FakeEmbedder.embed_documents`` on sample chunks.
 
 These are **not** MiniLM vectors: fake vectors behave like high-dimensional random
 projections (harder for an ANN graph than real embeddings, no effect on exact search cost).
+:func:`minilm_vectors` gives the same chunks the bundled embedder's vectors instead (one
+embedding pass, ~15-30 chunks/s on 2 cores, cached to a ``.npy`` so a re-run does not embed
+again), for :func:`build` to write in place of the fake ones; :func:`chunk_corpus` gives the
+chunks as plain texts and vectors for the peers in ``bench/peers.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 import time
@@ -31,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.embed.fake import FakeEmbedder, features
 from lorebase.errors import ExtractionFailed
 from lorebase.extract import extract_file
@@ -56,6 +62,7 @@ HEADING_WORDS = 5
 BUILT_MARKER = "built.json"
 PROGRESS_EVERY = 50_000
 BULK_TRANSACTION_CHUNKS = 20_000
+EMBED_BLOCK = 1_000  # MiniLM vectors are saved every this many chunks (an interrupted run resumes)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 
@@ -204,10 +211,87 @@ def check_vectors(pool: Pool, embedder: FakeEmbedder, samples: int = 5) -> float
     return float(np.min(np.sum(direct * doc.vectors[: len(chunks)], axis=1)))
 
 
+# -- the same chunks as plain texts, and MiniLM vectors for them -------------------------
+@dataclass(frozen=True, slots=True)
+class ChunkCorpus:
+    """The chunks :func:`build` writes for ``(size, seed)``, in the same order."""
+
+    ids: list[str]
+    texts: list[str]  # embed_text: "title > heading", newline, the chunk text
+    fake_vectors: np.ndarray  # (len(ids), DIM) float32, unit rows
+
+
+def chunk_corpus(size: int, seed: int) -> ChunkCorpus:
+    pool = sentence_pool(FakeEmbedder(DIM))
+    ids: list[str] = []
+    texts: list[str] = []
+    vectors: list[np.ndarray] = []
+    for doc in documents(pool, size, seed + size):
+        ids.extend(c.id for c in doc.chunks)
+        texts.extend(c.embed_text for c in doc.chunks)
+        vectors.append(doc.vectors)
+    return ChunkCorpus(ids, texts, np.concatenate(vectors))
+
+
+def vectors_cache_file(folder: Path, size: int, seed: int, identity: EmbedderIdentity) -> Path:
+    """One file per chunk set and model: the identity key names the model and its variant."""
+    tag = hashlib.sha256(identity.key.encode("utf-8")).hexdigest()[:12]
+    return folder / f"minilm-{size}-{seed}-{tag}.npy"
+
+
+def minilm_vectors(
+    texts: list[str], cache: Path, embedder: Embedder, log: Any = sys.stderr
+) -> tuple[np.ndarray, float | None]:
+    """``embed_documents`` of every text, from ``cache`` when it is there. Blocks of
+    ``EMBED_BLOCK`` chunks are saved as they finish (``<cache>.part-N.npy``), so an
+    interrupted pass resumes where it stopped. Returns the vectors and the seconds spent
+    embedding in this call (None when everything came from the cache)."""
+    if cache.is_file():
+        vectors = np.load(cache)
+        if len(vectors) != len(texts):
+            sys.exit(f"{cache} holds {len(vectors)} vectors for {len(texts)} chunks")
+        return vectors, None
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    parts: list[np.ndarray] = []
+    spent = 0.0
+    embedded = 0  # in this call (resumed blocks are read, not embedded)
+    for number, start in enumerate(range(0, len(texts), EMBED_BLOCK)):
+        part = cache.with_suffix(f".part-{number:05d}.npy")
+        if part.is_file():
+            parts.append(np.load(part))
+            continue
+        started = time.perf_counter()
+        block = embedder.embed_documents(texts[start : start + EMBED_BLOCK])
+        spent += time.perf_counter() - started
+        tmp = part.with_suffix(".tmp.npy")
+        np.save(tmp, block)
+        os.replace(tmp, part)
+        parts.append(block)
+        embedded += len(block)
+        done = start + len(block)
+        print(f"  embedded {done}/{len(texts)} chunks, {embedded / spent:.1f}/s", file=log)
+    vectors = np.concatenate(parts).astype(np.float32)
+    np.save(cache, vectors)
+    for number in range(len(parts)):
+        cache.with_suffix(f".part-{number:05d}.npy").unlink(missing_ok=True)
+    return vectors, spent
+
+
 # -- building stores ---------------------------------------------------------------------
-def build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
-    """Write ``size`` synthetic chunks through ``replace_document`` (the product write path)."""
+def build(
+    db: Path,
+    size: int,
+    kb_name: str,
+    seed: int,
+    vectors: np.ndarray | None = None,
+    identity: EmbedderIdentity | None = None,
+) -> dict[str, Any]:
+    """Write ``size`` synthetic chunks through ``replace_document`` (the product write path),
+    with their fake vectors, or with ``vectors`` (one row per chunk, in :func:`chunk_corpus`
+    order) under ``identity``."""
     fake = FakeEmbedder(DIM)
+    if (vectors is None) != (identity is None):
+        raise ValueError("vectors and identity go together")
     started = time.perf_counter()
     pool = sentence_pool(fake)
     pool_seconds = time.perf_counter() - started
@@ -219,14 +303,14 @@ def build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
         stale.unlink()
     store = SqliteStore(db)
     kb = store.create_kb(kb_name)
-    store.set_kb_identity(kb.id, fake.identity)
+    write_identity = identity or fake.identity
+    store.set_kb_identity(kb.id, write_identity)
     settings_key = kb.chunk_settings.key
     started = time.perf_counter()
     written = made = 0
     for doc in documents(pool, size, seed + size):
-        store.replace_document(
-            kb.id, doc.document, doc.chunks, doc.vectors, fake.identity, settings_key
-        )
+        rows = doc.vectors if vectors is None else vectors[written : written + len(doc.chunks)]
+        store.replace_document(kb.id, doc.document, doc.chunks, rows, write_identity, settings_key)
         made += 1
         before, written = written, written + len(doc.chunks)
         if written // PROGRESS_EVERY != before // PROGRESS_EVERY:
@@ -234,8 +318,11 @@ def build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
             print(f"  {db.parent.name}: {written} chunks, {rate:.0f}/s", file=sys.stderr)
     write_seconds = time.perf_counter() - started
     store.close()
+    if vectors is not None and written != len(vectors):
+        sys.exit(f"{len(vectors)} vectors for {written} chunks")
     info = {
         "loader": "replace_document (product write path)",
+        "vectors": "fake" if identity is None else identity.key,
         "chunks": written,
         "documents": made,
         "sentences_in_pool": len(pool.sentences),
