@@ -203,3 +203,20 @@ def test_calls_cut_by_the_token_budget_give_the_same_vectors(installed: None) ->
     one_by_one = OnnxEmbedder(quantize=False, max_tokens_per_call=DEFAULT_MAX_LENGTH)
     all_at_once = OnnxEmbedder(quantize=False, max_tokens_per_call=len(texts) * 512)
     assert np.allclose(one_by_one.embed(texts), all_at_once.embed(texts), atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", ["int8", "fp32"])
+def test_queries_run_on_one_thread_and_embed_alike(
+    variant: str, request: pytest.FixtureRequest
+) -> None:
+    """A query runs on the one-thread session: the same vectors as the document path (MiniLM
+    has no query prefix) for the same call, computed on one thread. (One text a call: int8's
+    dynamic quantisation scales each call's activations together, so a batch differs.)"""
+    embedder: OnnxEmbedder = request.getfixturevalue(variant)
+    texts = ["how are vacation days accrued", "heat transfer in a boundary layer"]
+    queries = np.stack([embedder.embed_query(text) for text in texts])
+    documents = np.concatenate([embedder.embed_documents([text]) for text in texts])
+    assert np.allclose(queries, documents, atol=1e-4)
+    session = embedder._load().query_session
+    assert session is not None
+    assert session.get_session_options().intra_op_num_threads == 1
