@@ -244,3 +244,54 @@ def test_the_store_switches_to_the_graph_past_the_threshold(tmp_path: Path) -> N
         slot_ = dense.graph(kb.id, identity_id)
         assert slot_ is not None and slot_.keys.size == 7 * 25 + 20
         conn.close()
+
+
+def test_a_build_stops_between_batches_and_the_old_graph_stays() -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((3 * ann.ADD_BATCH_ROWS, 16)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    keys = np.arange(1, len(rows) + 1, dtype=np.uint64)
+    slot = GraphSlot(16, None, background=False)
+    slot.sync(rows[: ann.ADD_BATCH_ROWS], keys[: ann.ADD_BATCH_ROWS], 1)
+    built = slot.graph
+    assert built is not None and len(built) == ann.ADD_BATCH_ROWS
+    calls = 0
+
+    def stop_after_one_batch() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls > 1
+
+    graph = ann.new_graph(ann.import_usearch(), 16)
+    with pytest.raises(ann.Stopped):
+        ann.add_rows(graph, keys, rows, stopping=stop_after_one_batch)
+    assert len(graph) == ann.ADD_BATCH_ROWS  # one batch went in, then it stopped
+    assert slot.stop(timeout=30)
+    slot.sync(rows, keys, 2)  # a stopped slot takes no more work
+    assert slot.graph is built and len(built) == ann.ADD_BATCH_ROWS
+
+
+@pytest.mark.parametrize("closes", [True, False])
+def test_a_process_that_exits_during_a_build_exits_cleanly(closes: bool) -> None:
+    """usearch's threads at work in a daemon thread when the process exits abort it
+    ("terminate called without an active exception", exit code 134): closing stops the build
+    first, and a process that does not close is stopped at exit."""
+    script = """
+import time, numpy as np
+from lorebase.store.ann import GraphSlot
+rows = np.random.default_rng(1).standard_normal((400_000, 32)).astype(np.float32)
+rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+slot = GraphSlot(32, None, background=True)
+slot.sync(rows, np.arange(1, len(rows) + 1, dtype=np.uint64), 1)
+time.sleep(0.5)
+if CLOSES:
+    assert slot.stop(timeout=60)
+print("stopped", flush=True)
+""".replace("CLOSES", str(closes))
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stopped" in done.stdout

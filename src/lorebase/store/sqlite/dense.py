@@ -58,6 +58,9 @@ REFRESH_SHARE = 0.5
 """A stale exact index catches up by document unless more than this share of the base's
 documents changed, or dead rows would outnumber live ones; then it is read whole."""
 
+STOP_TIMEOUT_S = 30.0
+"""How long closing waits for a graph build to reach the end of a batch."""
+
 GROWTH = 1.25
 """Spare rows allocated when the matrix must grow: appends copy the matrix rarely, and a base
 never holds much more memory than its vectors need."""
@@ -207,6 +210,11 @@ class DenseIndexes:
     def graph(self, kb_id: int, identity_id: int) -> GraphSlot | None:
         """The ANN graph slot of a base and identity, if it has one (benchmarks wait on it)."""
         return self._graphs.get((kb_id, identity_id))
+
+    def close(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop the graph builds in progress (see :meth:`GraphSlot.stop`)."""
+        for slot in list(self._graphs.values()):
+            slot.stop(timeout)
 
     def forget(self, kb_ids: set[int]) -> None:
         """Drop the indexes of these knowledge bases (deleted ones)."""

@@ -75,7 +75,8 @@ class SqliteStore(
     def close(self) -> None:
         self._lexical.close()
         with self._dense_lock:
-            self._dense = dense.DenseIndexes()
+            closing, self._dense = self._dense, dense.DenseIndexes()
+        closing.close()
         self._db.close()
 
     def __enter__(self) -> SqliteStore:
