@@ -302,7 +302,7 @@ def measure(
         "peak_rss_bytes": peak_rss_bytes(),
     }
     if kb.chunks >= ANN_THRESHOLD:  # the graph builds in the background: wait, then time it
-        memory["ann_build_seconds"] = wait_for_side_file(db, started)
+        memory["ann_build_seconds"] = wait_for_graph(store, kb.id, started)
         store.dense_search([kb.id], embedder.identity, embedder.embed_query(texts[1]), TOP_K)
         memory["rss_growth_with_graph_bytes"] = rss_bytes() - rss_before
     latency: dict[str, list[float]] = {str(m): [] for m in modes}
@@ -392,14 +392,15 @@ def measure(
     return result
 
 
-def wait_for_side_file(db: Path, started: float) -> float:
-    """Seconds from ``started`` until the ANN graph's side file is saved (the graph is in
-    memory by then: it is saved after it is swapped in)."""
-    folder = db.with_suffix(".ann")
-    while not any(folder.glob("*.usearch")):
-        if time.perf_counter() - started > ANN_WAIT_SECONDS:
-            sys.exit("the ANN graph did not finish building")
-        time.sleep(0.5)
+def wait_for_graph(store: SqliteStore, kb_id: int, started: float) -> float:
+    """Seconds from ``started`` until the base's ANN graph holds every row (a side file left
+    by an older build may be rebuilt: its presence alone says nothing)."""
+    slot = next(
+        (s for (k, _), s in store._dense._graphs.items() if k == kb_id),
+        None,
+    )
+    if slot is None or not slot.wait(ANN_WAIT_SECONDS):
+        sys.exit("the ANN graph did not finish building")
     return time.perf_counter() - started
 
 
