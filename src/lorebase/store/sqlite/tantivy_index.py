@@ -41,6 +41,7 @@ import contextlib
 import json
 import logging
 import math
+import re
 import shutil
 import sqlite3
 import threading
@@ -57,7 +58,7 @@ from lorebase.store.base import Scored
 from lorebase.store.sqlite.fts import PATH_TEXT_SQL
 from lorebase.store.terms import FIELD_WEIGHTS, search_terms
 
-LAYOUT_VERSION = 3
+LAYOUT_VERSION = 4
 """Of the schema, analyser and field composition below: an index of another version is
 rebuilt."""
 ANALYZER = "lorebase"
@@ -113,6 +114,8 @@ def schema() -> Any:
     # and naming hits by rowid cost a SQLite page read per hit (0.5 ms at 10k).
     builder.add_unsigned_field("id_high", stored=False, indexed=False, fast=True)
     builder.add_unsigned_field("id_low", stored=False, indexed=False, fast=True)
+    # Only a chunk whose id is not 32 hex digits (written by an early lorebase) stores it.
+    builder.add_text_field("chunk", stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("document", stored=False, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="freq")
     return builder.build()
@@ -160,12 +163,17 @@ def query_tokens(text: str, analyse: Any) -> dict[str, int]:
     return tokens
 
 
-def id_words(chunk_id: str) -> tuple[int, int]:
-    """A stored chunk id (:func:`lorebase.store.stored_chunk_id`: 32 hex digits) as two
-    64-bit words, and back with :func:`id_of`. Pure."""
-    if len(chunk_id) != STORED_CHUNK_ID_HEX_CHARS:
-        raise ValueError(f"not a stored chunk id: {len(chunk_id)} characters")
+def id_words(chunk_id: str) -> tuple[int, int] | None:
+    """A stored chunk id (:func:`lorebase.store.stored_chunk_id`: 32 lower-case hex digits) as
+    two 64-bit words, and back with :func:`id_of`; None for any other id. Pure."""
+    if not _STORED_ID.fullmatch(chunk_id):
+        return None
     return int(chunk_id[:16], 16), int(chunk_id[16:], 16)
+
+
+_STORED_ID = re.compile(f"[0-9a-f]{{{STORED_CHUNK_ID_HEX_CHARS}}}")
+STORED_ELSEWHERE = (1 << 64) - 1
+"""Both words of a chunk whose id is not 32 hex digits: its id is in the stored field."""
 
 
 def id_of(high: int, low: int) -> str:
@@ -443,9 +451,12 @@ class TantivyIndexes:
                     _CHUNK_FIELDS_SQL, (json.dumps(batch),)
                 ):
                     document = t.Document(document=document_id, text=weighted_text(fields))
-                    high, low = id_words(chunk_id)
-                    document.add_unsigned("id_high", high)  # a keyword argument makes an i64
-                    document.add_unsigned("id_low", low)
+                    words = id_words(chunk_id)
+                    if words is None:
+                        document.add_text("chunk", chunk_id)
+                        words = (STORED_ELSEWHERE, STORED_ELSEWHERE)
+                    document.add_unsigned("id_high", words[0])  # a keyword makes an i64
+                    document.add_unsigned("id_low", words[1])
                     writer.add_document(document)
             writer.commit()
         except BaseException:
@@ -528,7 +539,10 @@ def _ids(searcher: Any, hits: Sequence[tuple[float, Any]]) -> list[str]:
     addresses = [address for _, address in hits]
     highs = searcher.fast_field_values("id_high", addresses)
     lows = searcher.fast_field_values("id_low", addresses)
-    return [id_of(high, low) for high, low in zip(highs, lows, strict=True)]
+    return [
+        searcher.doc(address)["chunk"][0] if high == low == STORED_ELSEWHERE else id_of(high, low)
+        for address, high, low in zip(addresses, highs, lows, strict=True)
+    ]
 
 
 def _state_connection(path: str) -> sqlite3.Connection:
