@@ -1,5 +1,5 @@
 """The pure parts of the Tantivy keyword engine: what a chunk indexes, how a query weighs its
-tokens, and how hits are named from the snapshot."""
+tokens, and how a hit's chunk id is kept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lorebase.store import stored_chunk_id
-from lorebase.store.sqlite import tantivy_index as ti
+from lorebase.store.sqlite import tantivy_schema as ti
 
 
 def test_weighted_text_repeats_each_field_by_its_weight() -> None:
