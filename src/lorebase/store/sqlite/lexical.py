@@ -54,15 +54,7 @@ class LexicalEngine(Protocol):
 class Fts5Engine:
     """FTS5 inside the database, maintained by the write transactions themselves."""
 
-    def search(
-        self,
-        conn: sqlite3.Connection,
-        kb_ids: Sequence[int],
-        query: str,
-        limit: int,
-        document_ids: Sequence[str] | None,
-    ) -> Scored:
-        return search.keyword_search(conn, kb_ids, query, limit, document_ids)
+    search = staticmethod(search.keyword_search)
 
     def forget(self, kb_id: int) -> None:
         """Its rows went in the delete's own transaction."""
