@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -105,7 +106,7 @@ def test_a_build_killed_midway_leaves_a_usable_index(tmp_path: Path) -> None:
     """kill -9 while a large catch-up is adding documents: the next process rebuilds or
     finishes it, and the index holds exactly the chunks."""
     database = tmp_path / "lorebase.db"
-    with SqliteStore(database) as store:
+    with SqliteStore(database, lexical="fts5") as store:  # no Tantivy index made here
         kb = store.create_kb("docs")
         words = ["glacier", "river", "sediment", "survey", "melt", "alpine", "delta", "basin"]
         for n in range(400):
@@ -245,3 +246,23 @@ def test_writes_are_followed_in_the_background(tmp_path: Path) -> None:
         else:
             pytest.fail("the index did not catch up after the writes paused")
         assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+
+
+def test_closing_catches_up_with_the_last_writes(tmp_path: Path) -> None:
+    """A store closed right after writing leaves the index current: the next process's first
+    search has nothing to catch up."""
+    database = tmp_path / "lorebase.db"
+    with SqliteStore(database) as store:
+        kb_id = _fill(store)
+        with store.database.read() as conn:
+            (generation,) = conn.execute(
+                "SELECT generation FROM knowledge_bases WHERE id = ?", (kb_id,)
+            ).fetchone()
+    state = sqlite3.connect(tmp_path / "lorebase.lexical" / "state.sqlite")
+    try:
+        recorded = state.execute(
+            "SELECT generation FROM bases WHERE kb_id = ?", (kb_id,)
+        ).fetchone()
+    finally:
+        state.close()
+    assert recorded == (generation,)

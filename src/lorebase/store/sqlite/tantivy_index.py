@@ -152,13 +152,18 @@ class TantivyIndexes:
             self._wake.notify()
 
     def close(self) -> None:
-        """Stop the background catch-up (an index is left as its last commit made it)."""
+        """Stop the background catch-up, then catch up with writes it had not yet taken (at
+        most ``MAX_LAG_S`` of them): the next process's first search finds the index current
+        (``lorebase add`` then ``lorebase search``: the search paid ~0.4 s for it before)."""
         with self._wake:
             self._closed = True
             follower, self._follower = self._follower, None
+            pending = self._first_write is not None
             self._wake.notify()
         if follower is not None and follower is not threading.current_thread():
             follower.join()
+        if pending and self._reader is not None:
+            self._catch_up_all()
 
     def _follow(self) -> None:
         while True:
