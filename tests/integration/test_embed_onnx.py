@@ -217,6 +217,6 @@ def test_queries_run_on_one_thread_and_embed_alike(
     queries = np.stack([embedder.embed_query(text) for text in texts])
     documents = np.concatenate([embedder.embed_documents([text]) for text in texts])
     assert np.allclose(queries, documents, atol=1e-4)
-    session = embedder._load().query_session
+    session = embedder.query_session()
     assert session is not None
     assert session.get_session_options().intra_op_num_threads == 1

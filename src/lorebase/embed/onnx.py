@@ -101,8 +101,6 @@ class _Loaded:
     variant: Variant
     model_file: Path
     fallback_reason: str | None
-    query_session: Any = None
-    """The same model on one thread, for queries (see :data:`QUERY_THREADS`)."""
 
 
 QUERY_THREADS = 1
@@ -155,6 +153,7 @@ class OnnxEmbedder(Embedder):
         self.cpu_arena = cpu_arena
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
+        self._query_session: Any = None
 
     # -- public views (each may trigger the one-time load) ---------------------------------
 
@@ -203,7 +202,7 @@ class OnnxEmbedder(Embedder):
         the one-thread session)."""
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {name: value for name, value in feeds.items() if name in loaded.input_names}
-        session = loaded.query_session if query and loaded.query_session else loaded.session
+        session = self.query_session() if query else loaded.session
         try:
             hidden = session.run([loaded.output_name], feeds)[0]
         except Exception as exc:  # onnxruntime raises its own, unexported, types
@@ -214,6 +213,19 @@ class OnnxEmbedder(Embedder):
         return mean_pool(np.asarray(hidden, dtype=np.float32), mask)
 
     # -- loading ----------------------------------------------------------------------------
+
+    def query_session(self) -> Any:
+        """The model on one thread, for queries (see :data:`QUERY_THREADS`), loaded at the
+        first query: a process that only indexes never loads it."""
+        session = self._query_session
+        if session is not None:
+            return session
+        loaded = self._load()
+        with self._lock:
+            if self._query_session is None:
+                ort, _ = _import_runtime()
+                self._query_session = self._session(ort, loaded.model_file, threads=QUERY_THREADS)
+            return self._query_session
 
     def _load(self) -> _Loaded:
         loaded = self._loaded
@@ -235,7 +247,6 @@ class OnnxEmbedder(Embedder):
         variant: Variant = "fp32" if model_file == source else "int8"
         return _Loaded(
             session=session,
-            query_session=self._session(ort, model_file, threads=QUERY_THREADS),
             tokenizer=tokenizer,
             pad_id=0 if pad_id is None else pad_id,
             input_names=frozenset(i.name for i in session.get_inputs()),

@@ -37,7 +37,7 @@ from lorebase.store.ann import (
 )
 from lorebase.store.base import Scored
 from lorebase.store.packed_ids import PackedIds
-from lorebase.store.sqlite.rows import json_ids
+from lorebase.store.sqlite.rows import base_generations
 from lorebase.store.vectors import (
     VECTOR_DTYPE,
     Int8Rows,
@@ -180,11 +180,7 @@ class DenseIndexes:
     ) -> list[LoadedIndex]:
         bases = {
             kb_id: (generation, created_at)
-            for kb_id, generation, created_at in conn.execute(
-                "SELECT id, generation, created_at FROM knowledge_bases "
-                "WHERE id IN (SELECT value FROM json_each(?))",
-                (json_ids(kb_ids),),
-            )
+            for kb_id, generation, created_at in base_generations(conn, kb_ids)
         }
         self.forget(set(kb_ids) - set(bases))  # deleted, perhaps by another process
         indexes = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -57,3 +58,17 @@ def json_ids(ids: Sequence[Any]) -> str:
     """Ids as one JSON array parameter, read back with ``IN (SELECT value FROM json_each(?))``:
     one bound parameter however many ids there are."""
     return json.dumps(list(ids))
+
+
+def base_generations(
+    conn: sqlite3.Connection, kb_ids: Sequence[int]
+) -> list[tuple[int, int, float]]:
+    """``(id, generation, created_at)`` of these bases as ``conn`` sees them (deleted ones
+    left out): what the indexes kept beside the rows (dense, lexical) check to know they are
+    stale, or belong to a deleted base whose id was reused."""
+    rows = conn.execute(
+        "SELECT id, generation, created_at FROM knowledge_bases "
+        "WHERE id IN (SELECT value FROM json_each(?))",
+        (json_ids(kb_ids),),
+    )
+    return [(int(kb_id), int(generation), float(created)) for kb_id, generation, created in rows]

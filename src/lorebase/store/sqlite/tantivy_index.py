@@ -48,6 +48,8 @@ from typing import Any
 from lorebase.errors import Conflict
 from lorebase.store.base import Scored
 from lorebase.store.sqlite.fts import PATH_TEXT_SQL
+from lorebase.store.sqlite.rows import base_generations
+from lorebase.store.sqlite.search import merge_top
 from lorebase.store.sqlite.tantivy_schema import (
     ANALYZER,
     LAYOUT_VERSION,
@@ -92,6 +94,7 @@ _CHUNK_FIELDS_SQL = (
 )
 
 _BASE_CHUNKS_SQL = "SELECT id FROM chunks WHERE kb_id = ?"
+_RECORDED_SQL = "SELECT id FROM documents WHERE kb_id = ?"
 
 _STATE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS bases (kb_id INTEGER PRIMARY KEY, created_at REAL NOT NULL, "
@@ -208,24 +211,19 @@ class TantivyIndexes:
         tokens = query_tokens(query, self._analyzer)
         if not tokens or limit <= 0 or not kb_ids or document_ids == []:
             return []
-        hits: list[tuple[str, float]] = []
+        per_base: list[Scored] = []
         for index in self.indexes_for(conn, kb_ids):
             searcher = index.searcher()
             query_of_base = base_query(self._schema, searcher, tokens, document_ids)
             found = searcher.search(query_of_base, limit, count=False).hits
-            hits.extend(zip(hit_ids(searcher, found), (float(s) for s, _ in found), strict=True))
-        hits.sort(key=lambda hit: -hit[1])
-        return hits[:limit]
+            ids = hit_ids(searcher, found)
+            per_base.append([(i, float(score)) for i, (score, _) in zip(ids, found, strict=True)])
+        return merge_top(per_base, limit)
 
     def indexes_for(self, conn: sqlite3.Connection, kb_ids: Sequence[int]) -> list[Any]:
         """The index of each base, caught up to the generation ``conn`` sees."""
-        bases = conn.execute(
-            "SELECT id, generation, created_at FROM knowledge_bases "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(kb_ids)),),
-        ).fetchall()
         indexes = []
-        for kb_id, generation, created_at in bases:
+        for kb_id, generation, created_at in base_generations(conn, kb_ids):
             slot = self._slots.get(kb_id)
             if slot is None or slot.created_at != created_at or slot.generation < generation:
                 with self._lock:
@@ -312,22 +310,12 @@ class TantivyIndexes:
         """Bring ``index`` from generation ``indexed`` to what ``conn`` sees, in one commit;
         then record its documents (``state``'s transaction commits after the caller's)."""
         t = tantivy()
-        changed = [
-            row[0]
-            for row in conn.execute(
-                "SELECT id FROM documents WHERE kb_id = ? AND generation > ?", (kb_id, indexed)
-            )
-        ]
-        listed = "SELECT id FROM documents WHERE kb_id = ?"
-        current = {row[0] for row in conn.execute(listed, (kb_id,))}
-        known = {row[0] for row in state.execute(listed, (kb_id,))}
-        gone = known - current
-        chunks = conn.execute(
-            "SELECT coalesce(sum(chunk_count), 0) FROM documents "
-            "WHERE kb_id = ? AND generation > ?",
-            (kb_id, indexed),
-        ).fetchone()[0]
-        large = chunks > SMALL_CATCH_UP
+        listed = "SELECT id, generation, chunk_count FROM documents WHERE kb_id = ?"
+        current = {doc: (stamp, count) for doc, stamp, count in conn.execute(listed, (kb_id,))}
+        changed = [doc for doc, (stamp, _) in current.items() if stamp > indexed]
+        known = {row[0] for row in state.execute(_RECORDED_SQL, (kb_id,))}
+        gone = known - current.keys()
+        large = sum(current[doc][1] for doc in changed) > SMALL_CATCH_UP
         writer = index.writer(heap_size=WRITER_HEAP[large], num_threads=2 if large else 1)
         try:
             # Every changed document, not only those recorded: after a crash between a commit
