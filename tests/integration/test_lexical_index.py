@@ -266,3 +266,24 @@ def test_closing_catches_up_with_the_last_writes(tmp_path: Path) -> None:
     finally:
         state.close()
     assert recorded == (generation,)
+
+
+def test_a_failed_background_catch_up_is_logged_by_kind_and_the_search_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb_id = _fill(store)
+        lexical = store._lexical
+        assert isinstance(lexical, ti.TantivyIndexes)
+
+        def broken(*_: object) -> None:
+            raise RuntimeError("glacier sediment: text that must not reach a log")
+
+        monkeypatch.setattr(lexical, "indexes_for", broken)
+        with caplog.at_level("WARNING", logger=ti.__name__):
+            lexical._catch_up_all()  # what the follower thread runs
+        monkeypatch.undo()
+        messages = [r.getMessage() for r in caplog.records if r.name == ti.__name__]
+        assert messages  # (the follower thread may have logged the same failure too)
+        assert all("RuntimeError" in m and "glacier" not in m for m in messages)
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
