@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lorebase.stopwords import stop_word_key
 from lorebase.store.sqlite import fts
 
 
@@ -113,8 +114,15 @@ def test_any_text_builds_a_query_fts5_accepts(fts_table: sqlite3.Connection, tex
 
 def test_stop_words_are_left_out_when_other_words_remain() -> None:
     assert fts.build_match_query("where can THE guests leave their car") == (
-        '"where" OR "can" OR "guests" OR "leave" OR "car"'
+        '"can" OR "guests" OR "leave" OR "car"'
     )
+    # Question words are stop words too (Snowball's list): "do" no longer matches Portuguese.
+    assert fts.search_terms("what to do if the main DB goes down") == ["main", "DB", "goes"]
+
+
+def test_contractions_are_stop_words_and_the_words_they_resemble_are_not() -> None:
+    assert fts.search_terms("We\u2019ll don't WELL shell id") == ["WELL", "shell", "id"]
+    assert stop_word_key('"Don\u2019t!"') == "don't"
 
 
 def test_a_query_of_stop_words_only_still_searches() -> None:

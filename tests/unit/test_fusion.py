@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,14 +36,43 @@ def ranking(items: list[str]) -> list[tuple[str, float]]:
 
 
 @given(ids, ids)
-def test_found_by_both_arms_ranks_above_found_by_one(left: list[str], right: list[str]) -> None:
+def test_rrf_is_plain_reciprocal_rank_fusion(left: list[str], right: list[str]) -> None:
+    fused = dict(rrf([ranking(left), ranking(right)]))
+    for item in set(left) | set(right):
+        expected = sum(1 / (RRF_K + arm.index(item) + 1) for arm in (left, right) if item in arm)
+        assert fused[item] == pytest.approx(expected)
+    scores = list(fused.values())
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_past_rank_61_two_arms_no_longer_beat_one_arms_first() -> None:
+    """No consensus key: deep lists (top_k = 100 asks 300 a side) fuse by score alone."""
+    left = [(f"l{i}", 1.0) for i in range(70)] + [("both", 0.1)]
+    right = [("first", 2.0)] + [(f"r{i}", 1.0) for i in range(69)] + [("both", 0.1)]
+    fused = [item for item, _ in rrf([left, right])]
+    assert fused.index("first") < fused.index("both")  # 1/61 > 2/131
+
+
+@given(ids, ids)
+def test_ties_are_broken_by_best_rank_then_arm_never_by_id(
+    left: list[str], right: list[str]
+) -> None:
+    renamed = {item: f"z{99 - int(item[1:])}" for item in set(left) | set(right)}
     for fusion in FUSIONS.values():
         fused = [item for item, _ in fusion([ranking(left), ranking(right)])]
-        both = set(left) & set(right)
-        positions = {item: index for index, item in enumerate(fused)}
-        for item in both:
-            for single in set(left) ^ set(right):
-                assert positions[item] < positions[single]
+        again = fusion([ranking([renamed[i] for i in left]), ranking([renamed[i] for i in right])])
+        assert [renamed[item] for item in fused] == [item for item, _ in again]
+
+
+def test_an_exact_tie_goes_to_the_earlier_arm() -> None:
+    assert [item for item, _ in rrf([[("dense", 0.6)], [("keyword", 1.8)]])] == [
+        "dense",
+        "keyword",
+    ]
+    assert [item for item, _ in rrf([[("keyword", 1.8)], [("dense", 0.6)]])] == [
+        "keyword",
+        "dense",
+    ]
 
 
 @given(ids, ids)
