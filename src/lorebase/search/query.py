@@ -25,7 +25,8 @@ class Mode(StrEnum):
 class SearchRequest:
     """One query over one or more knowledge bases: by id (``kb_ids``, what the application
     service sends, a name being unique only within a scope), else by name (each must name
-    one base); neither means all of them."""
+    one base); neither means all of them. ``no_answer_threshold`` overrides the relevance
+    floor's cosine for this search (an evaluation trying another); None: the configured one."""
 
     query: str
     knowledge_bases: tuple[str, ...] = ()
@@ -36,6 +37,7 @@ class SearchRequest:
     neighbors: int = 0
     fusion: str = "rrf"
     kb_ids: tuple[int, ...] = ()
+    no_answer_threshold: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
@@ -46,6 +48,8 @@ class SearchRequest:
             raise InvalidInput(f"top_k must be between 1 and {MAX_TOP_K}")
         if not 0 <= self.neighbors <= MAX_NEIGHBORS:
             raise InvalidInput(f"neighbors must be between 0 and {MAX_NEIGHBORS}")
+        if self.no_answer_threshold is not None and not -1 <= self.no_answer_threshold <= 1:
+            raise InvalidInput("no_answer_threshold is a cosine between -1 and 1")
         if self.fusion not in FUSIONS:
             raise InvalidInput(f"fusion must be one of: {', '.join(sorted(FUSIONS))}")
         try:
@@ -91,7 +95,23 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class SearchResponse:
+    """The hits, best first, and how they were found.
+
+    ``warnings``: how the search degraded, each ``reason: text`` (``embedder_unavailable``,
+    ``rerank_timeout``, ...). ``notes``: the same form, for what is no fault
+    (``rerank_skipped``). ``rerank``: what the rerank step did when it was asked for —
+    ``reranked``, or the reason code of the note or warning that says why not; None when it was
+    not asked for. :attr:`no_answer`: nothing relevant was found (no hit passed the relevance
+    floor; see :mod:`lorebase.search.floor`): do not answer from this search."""
+
     hits: list[Hit]
     mode: Mode
     timings_ms: dict[str, float]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rerank: str | None = None
+
+    @property
+    def no_answer(self) -> bool:
+        """Nothing relevant was found: no hit is left (after the relevance floor)."""
+        return not self.hits
