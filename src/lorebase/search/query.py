@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 from lorebase.errors import InvalidInput
 from lorebase.search.fusion import FUSIONS
@@ -13,6 +14,12 @@ from lorebase.types import Provenance
 MAX_TOP_K = 100
 MAX_NEIGHBORS = 2
 MAX_QUERY_CHARS = 2000
+
+
+# What the rerank step did (see lorebase.search.reranking): reranked, or why not.
+RerankStatus = Literal[
+    "reranked", "rerank_skipped", "rerank_timeout", "reranker_unavailable", "reranker_refused"
+]
 
 
 class Mode(StrEnum):
@@ -84,13 +91,18 @@ class Hit:
     after: tuple[Neighbor, ...] = ()
 
     @property
-    def best_score(self) -> StepScore:
-        """The score of the last step that ordered this hit: rerank, else fused, else the
-        one arm that ran."""
+    def best_step(self) -> str:
+        """The last step that ordered this hit: ``rerank``, else ``fused``, else the one arm
+        that ran (``keyword`` or ``dense``)."""
         for step in ("rerank", "fused"):
             if step in self.scores:
-                return self.scores[step]
-        return next(iter(self.scores.values()))
+                return step
+        return next(iter(self.scores))
+
+    @property
+    def best_score(self) -> StepScore:
+        """The score of :attr:`best_step` (each step has its own scale)."""
+        return self.scores[self.best_step]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +121,7 @@ class SearchResponse:
     timings_ms: dict[str, float]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    rerank: str | None = None
+    rerank: RerankStatus | None = None
 
     @property
     def no_answer(self) -> bool:

@@ -22,19 +22,20 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
+from typing import Final
 
 from lorebase.chunk.base import embed_text
 from lorebase.errors import InvalidInput, LorebaseError
 from lorebase.rerank.base import Reranker
 from lorebase.search.fusion import Scored
 from lorebase.search.gate import clearly_ahead
-from lorebase.search.query import Hit, StepScore
+from lorebase.search.query import Hit, RerankStatus, StepScore
 
-RERANKED = "reranked"
-SKIPPED = "rerank_skipped"
-TIMEOUT = "rerank_timeout"
-UNAVAILABLE = "reranker_unavailable"
-REFUSED = "reranker_refused"
+RERANKED: Final = "reranked"
+SKIPPED: Final = "rerank_skipped"
+TIMEOUT: Final = "rerank_timeout"
+UNAVAILABLE: Final = "reranker_unavailable"
+REFUSED: Final = "reranker_refused"
 NOT_CONFIGURED = f"{UNAVAILABLE}: no reranker is configured; fused order kept"
 
 
@@ -45,7 +46,7 @@ class RerankOutcome:
     reranker took or was waited for (None when it was not asked)."""
 
     hits: list[Hit]
-    status: str
+    status: RerankStatus
     message: str | None = None
     ms: float | None = None
     warning: bool = False
@@ -94,7 +95,7 @@ def rerank_hits(
     return RerankOutcome(reranked + rest, RERANKED, ms=ms)
 
 
-def _kept(hits: list[Hit], status: str, why: str, started: float) -> RerankOutcome:
+def _kept(hits: list[Hit], status: RerankStatus, why: str, started: float) -> RerankOutcome:
     return RerankOutcome(
         hits, status, f"{status}: {why}; fused order kept", ms=_ms(started), warning=True
     )

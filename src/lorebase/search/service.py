@@ -27,6 +27,7 @@ from lorebase.search.query import (
     Hit,
     Mode,
     Neighbor,
+    RerankStatus,
     SearchRequest,
     SearchResponse,
     StepScore,
@@ -124,7 +125,7 @@ class SearchService:
         # Some extra candidates so that collapsing repeated passages still fills top_k.
         depth = request.top_k + DUPLICATE_SLACK
         rerank = request.rerank and self.reranker is not None
-        rerank_status = UNAVAILABLE if request.rerank and not rerank else None
+        rerank_status: RerankStatus | None = UNAVAILABLE if request.rerank and not rerank else None
         if rerank_status is not None:
             warnings.append(NOT_CONFIGURED)
         reread = rerank_depth(request.top_k)
