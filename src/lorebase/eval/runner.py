@@ -3,10 +3,15 @@
 :func:`run_task` asks every question of an :class:`EvalTask` in every mode, ranks the
 documents of the hits (each document once, where its first chunk came; enough hits are asked
 for to fill the first k documents) and reports the metrics of :mod:`lorebase.eval.metrics` per
-mode at the first k documents, with no-answer accuracy (how often the search's own
-``no_answer`` was right), citation coverage (over every hit), the latency of those searches (one
-untimed question first loads the model and vectors) and, with ``rerank``, how often the
-reranker's gate skipped it and the time that saved.
+mode at the first k documents, with no-answer accuracy, citation coverage (over every hit), the
+latency of those searches (one untimed question first loads the model and vectors) and, with
+``rerank``, how often the reranker's gate skipped it and the time that saved.
+
+Ranking is measured on the whole ranking, without the relevance floor (as published figures
+and peers are); the floor is measured on its own as no-answer accuracy: whether the search's
+own rule (:func:`lorebase.search.floor.is_supported`: a hit the keyword arm found, or a dense
+score at least the threshold) left any hit, over unanswerable questions, and over answerable
+ones (``answerable_kept``: what the floor costs).
 Preparing tasks (indexing) and keeping results is :mod:`lorebase.eval.tasks`.
 """
 
@@ -23,6 +28,7 @@ from lorebase.errors import InvalidInput
 from lorebase.eval import metrics
 from lorebase.eval.datasets import Question
 from lorebase.ingest.pipeline import IngestReport
+from lorebase.search.floor import NO_FLOOR, is_supported
 from lorebase.search.fusion import FUSIONS
 from lorebase.search.query import MAX_QUERY_CHARS, MAX_TOP_K, Hit, Mode, SearchResponse
 
@@ -90,7 +96,7 @@ class QuestionOutcome:
     top_score: float | None  # the best dense score among the hits
     latency_ms: float
     metrics: dict[str, float]
-    no_answer: bool = False  # the search said nothing relevant was found
+    no_answer: bool = False  # with its floor, the search would find nothing relevant
     rerank: str | None = None  # what the rerank step did (see SearchResponse.rerank)
     rerank_ms: float | None = None  # time the reranker took or was waited for
 
@@ -204,8 +210,11 @@ def _run_mode(
             mode=mode,
             fusion=config.fusion,
             rerank=config.rerank,
-            no_answer_threshold=config.no_answer_threshold,
+            no_answer_threshold=NO_FLOOR,  # the floor is judged below, from the same hits
         )
+
+    threshold = config.no_answer_threshold
+    assert threshold is not None  # set by run_task
 
     search(texts[0])  # untimed: it loads the model and the vector matrix
     outcomes: list[QuestionOutcome] = []
@@ -229,7 +238,7 @@ def _run_mode(
                 _top_dense(response.hits),
                 latency,
                 scores,
-                no_answer=response.no_answer,
+                no_answer=_no_answer_found(response.hits, threshold),
                 rerank=response.rerank,
                 rerank_ms=response.timings_ms.get("rerank"),
             )
@@ -238,9 +247,7 @@ def _run_mode(
             on_question(mode.value, done, len(task.questions))
     by = Mode.KEYWORD.value if answered_by == {Mode.KEYWORD.value} else mode.value
     # Keyword search has no floor (every keyword hit matches a query term): no gate to judge.
-    gate = None
-    if by != Mode.KEYWORD.value and config.no_answer_threshold is not None:
-        gate = _no_answer(outcomes, config.no_answer_threshold)
+    gate = _no_answer(outcomes, threshold) if by != Mode.KEYWORD.value else None
     return ModeResult(
         mode=mode.value,
         answered_by=by,
@@ -329,6 +336,20 @@ def rerank_summary(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
         "ms_if_every_query_reranked": None if every is None else round(every, 3),
         "ms_saved": None if every is None else round(every - spent, 3),
     }
+
+
+def _no_answer_found(hits: Sequence[Hit], threshold: float) -> bool:
+    """What the search would have said (``no_answer``) with its floor at ``threshold``: no hit
+    that the keyword arm found or that scores at least ``threshold`` dense. The hits of one
+    search hold the best of each arm near the top, so the first hits decide it."""
+    return not any(
+        is_supported(
+            "keyword" in hit.scores,
+            hit.scores["dense"].score if "dense" in hit.scores else None,
+            threshold,
+        )
+        for hit in hits
+    )
 
 
 def _top_dense(hits: Sequence[Hit]) -> float | None:

@@ -14,17 +14,24 @@ from collections.abc import Mapping
 
 from lorebase.search.fusion import Scored
 
+NO_FLOOR = float("-inf")
+"""A threshold that keeps every hit (to measure ranking without the floor)."""
+
+
+def is_supported(keyword_found: bool, dense: float | None, threshold: float) -> bool:
+    """Whether a hit is an answer: the keyword arm found it, or its dense score is at least
+    ``threshold``."""
+    return keyword_found or (dense is not None and dense >= threshold)
+
 
 def supported(fused: Scored, arms: Mapping[str, Scored], threshold: float) -> Scored:
     """The candidates of ``fused`` that the keyword arm found or whose dense score is at least
     ``threshold``, in their order. Without a dense arm every candidate came from the keyword
     arm, so nothing is cut."""
-    if "dense" not in arms:
-        return list(fused)
     found = {item for item, _ in arms.get("keyword", ())}
-    dense = dict(arms["dense"])
+    dense = dict(arms.get("dense", ()))
     return [
         (item, score)
         for item, score in fused
-        if item in found or (item in dense and dense[item] >= threshold)
+        if is_supported(item in found, dense.get(item), threshold)
     ]

@@ -55,8 +55,9 @@ class SearchRequest:
             raise InvalidInput(f"top_k must be between 1 and {MAX_TOP_K}")
         if not 0 <= self.neighbors <= MAX_NEIGHBORS:
             raise InvalidInput(f"neighbors must be between 0 and {MAX_NEIGHBORS}")
-        if self.no_answer_threshold is not None and not -1 <= self.no_answer_threshold <= 1:
-            raise InvalidInput("no_answer_threshold is a cosine between -1 and 1")
+        threshold = self.no_answer_threshold
+        if threshold is not None and not threshold <= 1:  # -inf: no floor; NaN: refused
+            raise InvalidInput("no_answer_threshold is a cosine, at most 1")
         if self.fusion not in FUSIONS:
             raise InvalidInput(f"fusion must be one of: {', '.join(sorted(FUSIONS))}")
         try:
