@@ -124,20 +124,21 @@ class SearchService:
         )
         # Some extra candidates so that collapsing repeated passages still fills top_k.
         depth = request.top_k + DUPLICATE_SLACK
-        rerank = request.rerank and self.reranker is not None
-        rerank_status: RerankStatus | None = UNAVAILABLE if request.rerank and not rerank else None
-        if rerank_status is not None:
+        reranker = self.reranker if request.rerank else None
+        rerank_status: RerankStatus | None = None
+        if request.rerank and reranker is None:
+            rerank_status = UNAVAILABLE
             warnings.append(NOT_CONFIGURED)
         reread = rerank_depth(request.top_k)
-        top = fused[: max(depth, reread) if rerank else depth]
+        top = fused[: max(depth, reread) if reranker is not None else depth]
         timings["fuse"] = _ms(fuse_started)
 
         hydrate_started = time.perf_counter()
         hits = _without_repeats(self._candidates(kb_ids, top, arms))
         hydrate_ms = _ms(hydrate_started)
-        if rerank and self.reranker is not None:
+        if reranker is not None:
             outcome = rerank_hits(
-                self.reranker,
+                reranker,
                 self._rerank_pool,
                 self.settings.rerank_deadline,
                 request.query,
