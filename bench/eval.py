@@ -107,7 +107,10 @@ def null_scores(data_dir: Path, tasks: dict[str, EvalTask]) -> dict:
                     continue
                 for question in questions.questions:
                     text = question.text[:2000]
-                    hits = lb.search(text, kb=task.kb, mode="dense", top_k=1).hits
+                    # No relevance floor: what is measured here is where to put it.
+                    hits = lb.search(
+                        text, kb=task.kb, mode="dense", top_k=1, no_answer_threshold=-1
+                    ).hits
                     if hits:
                         tops.append(hits[0].scores["dense"].score)
     return {

@@ -19,6 +19,7 @@ from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
 from lorebase.errors import NotFound, Unavailable
 from lorebase.events import EventBus
+from lorebase.http_json import CONNECT_TIMEOUT
 from lorebase.ingest.queue import Abandon, Job, JobQueue, QueueFactory, Runner
 from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
@@ -56,8 +57,10 @@ def build_embedder(settings: EmbedSettings, cache_dir: Path) -> Embedder | None:
     return OnnxEmbedder(cache_dir, quantize=settings.quantize)
 
 
-def build_reranker(settings: RerankSettings) -> Reranker | None:
-    """The configured reranker, if any (imported lazily)."""
+def build_reranker(settings: RerankSettings, deadline: float | None = None) -> Reranker | None:
+    """The configured reranker, if any (imported lazily). ``deadline``: the seconds a search
+    waits for it; an HTTP reranker gives up no later (an answer after it is dropped anyway),
+    so a stuck server does not keep a worker thread for its whole read timeout."""
     if settings.kind == "none":
         return None
     if settings.kind == "fake":
@@ -69,11 +72,13 @@ def build_reranker(settings: RerankSettings) -> Reranker | None:
     assert settings.url and settings.model  # checked by RerankSettings
     # A search waits on it: one retry after at most a second, then the fused order (with a
     # warning) rather than a long backoff or a server's Retry-After.
+    timeout = settings.timeout if deadline is None else min(settings.timeout, deadline)
     return HttpReranker(
         settings.url,
         settings.model,
         api_key=settings.api_key,
-        read_timeout=settings.timeout,
+        read_timeout=timeout,
+        connect_timeout=min(CONNECT_TIMEOUT, timeout),
         max_retries=1,
         max_retry_after=1.0,
         max_backoff=1.0,
@@ -203,7 +208,11 @@ def open_lorebase(
         if isinstance(embedder, str)
         else embedder
     )
-    reorder = build_reranker(settings.rerank) if isinstance(reranker, str) else reranker
+    reorder = (
+        build_reranker(settings.rerank, settings.search.rerank_deadline)
+        if isinstance(reranker, str)
+        else reranker
+    )
     return Lorebase(
         settings,
         backend.store,

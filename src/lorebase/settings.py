@@ -132,6 +132,43 @@ class RerankSettings:
             )
 
 
+DEFAULT_RERANK_DEADLINE = 1.0
+DEFAULT_NO_ANSWER_THRESHOLD = 0.35
+"""Cosine below which a passage the keyword arm did not find counts as "nothing relevant". The
+rule: the 95th percentile of the best cosine an off-topic question reaches in a corpus it is not
+about, measured with the bundled MiniLM on two unrelated public sets (Cranfield questions
+against the CISI corpus and the reverse, ~1.4k documents each; ``bench/eval.py --null``). No
+labelled unanswerable question was used to pick it. Search cuts with it (the relevance floor)
+and ``lorebase eval`` reports no-answer accuracy with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """How a search decides what to return.
+
+    ``rerank_deadline``: seconds a search waits for the reranker; past it the fused order is
+    kept (``rerank_timeout``). A reply that late would be thrown away, so an HTTP reranker's
+    own timeouts are no longer than this either.
+    ``no_answer_threshold``: the relevance floor (see :data:`DEFAULT_NO_ANSWER_THRESHOLD`): a
+    hit the keyword arm did not find and whose dense (cosine) score is under it is not an
+    answer; a search left with no hit says ``no_answer``.
+    """
+
+    rerank_deadline: float = DEFAULT_RERANK_DEADLINE
+    no_answer_threshold: float = DEFAULT_NO_ANSWER_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rerank_deadline <= 600:
+            raise InvalidInput(
+                "the rerank deadline must be between 0 and 600 seconds (LOREBASE_RERANK_DEADLINE)"
+            )
+        if not -1.0 <= self.no_answer_threshold <= 1.0:
+            raise InvalidInput(
+                "the no-answer threshold is a cosine between -1 and 1 "
+                "(LOREBASE_NO_ANSWER_THRESHOLD)"
+            )
+
+
 def is_loopback(host: str) -> bool:
     """A host name or address of this machine only (what may serve without keys)."""
     return host in ("localhost", "::1") or host.startswith("127.")
@@ -195,6 +232,7 @@ class Settings:
     data_dir: Path
     embed: EmbedSettings = field(default_factory=EmbedSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
     chunk: ChunkSettings = field(default_factory=ChunkSettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
@@ -247,7 +285,9 @@ class Settings:
         ``LOREBASE_HOME`` (data directory), ``LOREBASE_EMBEDDER`` (onnx | http | fake | none),
         ``LOREBASE_EMBED_URL``, ``LOREBASE_EMBED_MODEL``, ``LOREBASE_EMBED_API_KEY``,
         ``LOREBASE_EMBED_QUANTIZE`` (1/0); ``LOREBASE_RERANKER`` (none | http | fake),
-        ``LOREBASE_RERANK_URL``, ``LOREBASE_RERANK_MODEL``, ``LOREBASE_RERANK_API_KEY``;
+        ``LOREBASE_RERANK_URL``, ``LOREBASE_RERANK_MODEL``, ``LOREBASE_RERANK_API_KEY``,
+        ``LOREBASE_RERANK_DEADLINE`` (seconds a search waits for the reranker, default 1);
+        ``LOREBASE_NO_ANSWER_THRESHOLD`` (the relevance floor's cosine, default 0.35);
         ``LOREBASE_CHAT_URL``, ``LOREBASE_CHAT_MODEL``, ``LOREBASE_CHAT_API_KEY``,
         ``LOREBASE_LOCAL_HOSTS`` (comma-separated hosts or networks a chat model may run on and
         still count as local), ``LOREBASE_ALLOW_CLOUD_MODEL_ACCESS`` (1/0);
@@ -275,6 +315,14 @@ class Settings:
             model=env.get("LOREBASE_RERANK_MODEL"),
             api_key=env.get("LOREBASE_RERANK_API_KEY"),
         )
+        search = SearchSettings(
+            rerank_deadline=_number(
+                env, "LOREBASE_RERANK_DEADLINE", DEFAULT_RERANK_DEADLINE, "a number of seconds"
+            ),
+            no_answer_threshold=_number(
+                env, "LOREBASE_NO_ANSWER_THRESHOLD", DEFAULT_NO_ANSWER_THRESHOLD, "a cosine"
+            ),
+        )
         chat = ChatConfig(
             url=env.get("LOREBASE_CHAT_URL") or DEFAULT_CHAT_URL,
             model=env.get("LOREBASE_CHAT_MODEL") or None,
@@ -289,8 +337,20 @@ class Settings:
             data_dir=home.expanduser(),
             embed=embed,
             rerank=rerank,
+            search=search,
             chat=chat,
             data_key=env.get("LOREBASE_DATA_KEY", "").strip() or None,
             store_url=env.get("LOREBASE_STORE", "").strip() or None,
             lexical=env.get("LOREBASE_LEXICAL", "").strip() or "tantivy",
         )
+
+
+def _number(env: Mapping[str, str], name: str, default: float, what: str) -> float:
+    """A number from the environment, or ``default`` when it is unset or empty."""
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise InvalidInput(f"{name} must be {what}, like {default}") from None

@@ -120,14 +120,26 @@ def test_search_returns_fenced_cited_hits(lb: Lorebase) -> None:
     assert again.structured["nonce"] != result.structured["nonce"]
 
 
-def test_search_is_reranked_when_a_reranker_is_configured(lb: Lorebase) -> None:
+def test_search_is_reranked_when_a_reranker_is_configured(
+    lb: Lorebase, monkeypatch: pytest.MonkeyPatch
+) -> None:
     query = {"query": "vacation days carry over", "knowledge_base": "team", "top_k": 3}
     lb.searcher.reranker = lb.reranker = FakeReranker()
-    ToolBox(lb).call("search_knowledge_base", query)
+    # The first hit is clearly ahead here: the gate skips the reranker and says so.
+    gated = ToolBox(lb).call("search_knowledge_base", query)
+    assert lb.reranker.calls == [] and gated.structured["rerank"] == "rerank_skipped"
+    assert gated.structured["notes"][0].startswith("rerank_skipped: ")
+    assert "\nnote: rerank_skipped: " in gated.text and not gated.structured["warnings"]
+    monkeypatch.setattr("lorebase.search.reranking.clearly_ahead", lambda *_: False)
+    reranked = ToolBox(lb).call("search_knowledge_base", query)
     assert [seen for seen, _ in lb.reranker.calls] == ["vacation days carry over"]
+    assert reranked.structured["rerank"] == "reranked"
+    assert reranked.structured["hits"][0]["score_step"] == "rerank"
     lb.searcher.reranker = lb.reranker = None
     plain = ToolBox(lb).call("search_knowledge_base", query)
     assert not plain.structured["warnings"]  # no reranker: not asked for, no warning
+    assert plain.structured["rerank"] is None and plain.structured["no_answer"] is False
+    assert plain.structured["hits"][0]["score_step"] == "fused"
 
 
 def test_adversarial_documents_cannot_break_out(lb: Lorebase) -> None:
@@ -242,3 +254,16 @@ def test_tool_error_codes_follow_the_error_tree() -> None:
 
     assert tool_error_code(NewKindOfOutage("x")) == "unavailable"
     assert tool_error_code(ServerFault("x")) == "server_fault"
+
+
+def test_a_search_that_finds_nothing_relevant_tells_the_agent_not_to_answer(lb: Lorebase) -> None:
+    for mode in ("hybrid", "dense"):
+        result = ToolBox(lb).call(
+            "search_knowledge_base", {"query": "quarterly zeppelin telemetry", "mode": mode}
+        )
+        assert result.structured["no_answer"] is True and result.structured["hits"] == [], mode
+        assert "no_answer: nothing relevant was found; do not answer" in result.text
+        assert "Cite a passage" not in result.text and result.sources == ()
+    found = ToolBox(lb).call("search_knowledge_base", {"query": "vacation days"})
+    assert found.structured["no_answer"] is False and found.structured["hits"]
+    assert "no_answer" not in found.text

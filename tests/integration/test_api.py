@@ -219,8 +219,10 @@ def test_upload_index_search_and_isolation(env: Env) -> None:
     reranked = env.client.post(
         "/v1/search", json={"query": "BLUEHERON codename", "rerank": True}, headers=env.as_("alice")
     ).json()
-    assert reranked["hits"][0]["scores"]["rerank"]["rank"] == 1 and not reranked["warnings"]
-    assert "rerank" in reranked["timings_ms"]
+    # One hit: nothing to reorder, so the reranker is not asked, and the response says so.
+    assert reranked["rerank"] == "rerank_skipped" and not reranked["warnings"]
+    assert reranked["notes"][0].startswith("rerank_skipped: ") and reranked["hits"]
+    assert "rerank" not in reranked["timings_ms"] and reranked["no_answer"] is False
     # Bob sees none of it: every route answers as if it did not exist.
     bob = env.as_("bob")
     assert (

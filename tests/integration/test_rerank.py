@@ -1,5 +1,6 @@
 """Search with a reranker: the best fused candidates reordered, each with its rerank step
-score; the fused order with a warning when the reranker cannot answer."""
+score; the fused order with a warning when the reranker cannot answer. (The gate and the
+deadline: test_rerank_policy.py.)"""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
 from lorebase.rerank.fake import FakeReranker
 from lorebase.rerank.http import HttpReranker
-from lorebase.search.service import RERANK_CANDIDATES
+from lorebase.search.gate import rerank_depth
 from lorebase.settings import RerankSettings, Settings
 
 SECTIONS = {
@@ -35,7 +36,7 @@ def corpus(tmp_path: Path) -> Path:
     root.mkdir()
     body = "\n\n".join(f"## {heading}\n\n{text}" for heading, text in SECTIONS.items())
     (root / "handbook.md").write_text(f"# Handbook\n\n{body}\n")
-    for n in range(40):  # more candidates than the reranker reads
+    for n in range(70):  # more candidates than the reranker reads
         (root / f"note{n:02}.md").write_text(f"# Note {n}\n\nA note about leave number {n}.\n")
     return root
 
@@ -54,6 +55,13 @@ def reranker() -> FakeReranker:
 
 
 @pytest.fixture
+def no_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reranker asked even when the first hit is clearly ahead (what these tests look at
+    is the reordering, not the gate)."""
+    monkeypatch.setattr("lorebase.search.reranking.clearly_ahead", lambda *_: False)
+
+
+@pytest.fixture
 def lb(tmp_path: Path, corpus: Path, reranker: FakeReranker) -> Iterator[Lorebase]:
     with opened(tmp_path, corpus, reranker) as instance:
         yield instance
@@ -65,7 +73,7 @@ def test_the_reranker_reorders_the_best_candidates(lb: Lorebase, reranker: FakeR
     reranked = lb.search(query, kb="hr", top_k=5, rerank=True)
     # It read the best fused candidates, each under its title and headings...
     ((seen_query, passages),) = reranker.calls
-    assert seen_query == query and len(passages) == RERANK_CANDIDATES
+    assert seen_query == query and len(passages) == rerank_depth(5) == 20
     assert any(p.startswith("Handbook > Sick leave\n") for p in passages)
     # ...and the hits come in its order, which is not the fused one.
     scores = FakeReranker().score(query, passages)
@@ -77,21 +85,24 @@ def test_the_reranker_reorders_the_best_candidates(lb: Lorebase, reranker: FakeR
     assert all("fused" in h.scores for h in reranked.hits)  # the earlier steps are kept
     assert reranked.hits[0].best_score == reranked.hits[0].scores["rerank"]
     assert "rerank" in reranked.timings_ms and "rerank" not in plain.timings_ms
-    assert not reranked.warnings
+    assert not reranked.warnings and not reranked.notes
+    assert reranked.rerank == "reranked" and plain.rerank is None
 
 
 def test_only_the_best_candidates_are_reranked_the_rest_follow(
     lb: Lorebase, reranker: FakeReranker
 ) -> None:
-    response = lb.search("leave", kb="hr", top_k=40, rerank=True)
-    assert len(reranker.calls[0][1]) == RERANK_CANDIDATES
-    head, rest = response.hits[:RERANK_CANDIDATES], response.hits[RERANK_CANDIDATES:]
-    assert [h.scores["rerank"].rank for h in head] == list(range(1, RERANK_CANDIDATES + 1))
+    response = lb.search("leave", kb="hr", top_k=60, rerank=True)
+    depth = rerank_depth(60)
+    assert depth == 50 and len(reranker.calls[0][1]) == depth
+    head, rest = response.hits[:depth], response.hits[depth:]
+    assert [h.scores["rerank"].rank for h in head] == list(range(1, depth + 1))
     assert rest and all("rerank" not in h.scores for h in rest)
     fused = [h.scores["fused"].rank for h in rest]
     assert fused == sorted(fused)  # in fused order
 
 
+@pytest.mark.usefixtures("no_gate")
 def test_repeated_passages_reach_the_reranker_once(tmp_path: Path) -> None:
     root = tmp_path / "copies"
     root.mkdir()
@@ -121,6 +132,7 @@ def test_a_reranker_that_cannot_answer_keeps_the_fused_order(lb: Lorebase) -> No
     assert degraded.warnings == [
         "reranker_unavailable: the reranker did not answer; fused order kept"
     ]
+    assert degraded.rerank == "reranker_unavailable"
     assert all("rerank" not in h.scores for h in degraded.hits)
 
 
@@ -130,6 +142,7 @@ def test_a_reranker_that_refuses_says_why_without_the_query(lb: Lorebase) -> Non
     (warning,) = response.warnings
     assert warning.startswith("reranker_refused: ") and "HTTP 401" in warning
     assert "walrus" not in warning and warning.endswith("fused order kept")
+    assert response.rerank == "reranker_refused"
 
 
 def test_no_reranker_configured_says_so(tmp_path: Path, corpus: Path) -> None:
@@ -138,13 +151,19 @@ def test_no_reranker_configured_says_so(tmp_path: Path, corpus: Path) -> None:
     assert response.warnings == [
         "reranker_unavailable: no reranker is configured; fused order kept"
     ]
+    assert response.rerank == "reranker_unavailable"
 
 
+@pytest.mark.usefixtures("no_gate")
 def test_reranked_keyword_and_dense_modes(lb: Lorebase) -> None:
     for mode in ("keyword", "dense"):
-        response = lb.search("visitors park north lot", kb="hr", mode=mode, top_k=3, rerank=True)
+        query = "visitors park in the north lot on leave"
+        # (no relevance floor: the fake embedder's cosines are low)
+        response = lb.search(
+            query, kb="hr", mode=mode, top_k=3, rerank=True, no_answer_threshold=-1
+        )
         assert response.hits[0].provenance.trail[-1] == "Parking", mode
-        assert all("rerank" in h.scores for h in response.hits)
+        assert len(response.hits) == 3 and all("rerank" in h.scores for h in response.hits)
 
 
 def test_settings_and_the_command_line(tmp_path: Path, corpus: Path) -> None:

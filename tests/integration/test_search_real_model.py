@@ -8,6 +8,7 @@ import pytest
 from company_docs import COMPANY_DOCS
 
 from lorebase.app import Lorebase, open_lorebase
+from lorebase.search.floor import NO_FLOOR
 from lorebase.settings import Settings
 
 DOCS = COMPANY_DOCS
@@ -39,11 +40,14 @@ def lb(onnx_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Lorebase:
 
 @pytest.mark.parametrize(("query", "expected"), sorted(PARAPHRASES.items()))
 def test_paraphrases_find_their_passage(lb: Lorebase, query: str, expected: str) -> None:
-    dense = lb.search(query, kb="company", mode="dense", top_k=3).hits
+    # The ranking, without the relevance floor: two of these answers score just under the
+    # no-answer threshold with this model (0.336, 0.334; see bench/README.md), so the floor
+    # would cut them (what that costs is measured by eval's answerable_kept).
+    dense = lb.search(query, kb="company", mode="dense", top_k=3, no_answer_threshold=NO_FLOOR).hits
     assert dense[0].provenance.path == f"company/{expected}"
     # Hybrid may rank a passage that shares a word above it ("leave" the car vs annual
     # leave), but keeps it near the top.
-    hybrid = lb.search(query, kb="company", mode="hybrid", top_k=3).hits
+    hybrid = lb.search(query, kb="company", top_k=3, no_answer_threshold=NO_FLOOR).hits
     assert f"company/{expected}" in [hit.provenance.path for hit in hybrid[:2]]
 
 

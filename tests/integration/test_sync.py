@@ -15,6 +15,7 @@ import pytest
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import Conflict, InvalidInput, Unavailable
+from lorebase.search.floor import NO_FLOOR
 from lorebase.settings import ChunkSettings, Settings
 from lorebase.store.base import DocumentState, KbState
 from lorebase.vault.keys import DataKey
@@ -226,7 +227,9 @@ def test_a_new_model_replaces_vectors_without_ever_mixing(tmp_path: Path, folder
         # Half converted: the base still answers from model-a, with every document.
         assert lb.kb("notes").identity_key == old_key
     with make(tmp_path / "data", FakeEmbedder(model="model-a")) as lb:
-        hits = lb.search("note", kb="notes", mode="dense", top_k=20).hits
+        hits = lb.search(
+            "note", kb="notes", mode="dense", top_k=20, no_answer_threshold=NO_FLOOR
+        ).hits
         assert len({h.provenance.path for h in hits}) == 6
     with make(tmp_path / "data", FakeEmbedder(model="model-b")) as lb:
         # model-b is not complete yet: dense search says so and keyword answers.
@@ -235,7 +238,9 @@ def test_a_new_model_replaces_vectors_without_ever_mixing(tmp_path: Path, folder
         lb.sync("notes")
         kb = lb.kb("notes")
         assert kb.identity_key != old_key and kb.identity_key.startswith("model-b")
-        hits = lb.search("note", kb="notes", mode="dense", top_k=20).hits
+        hits = lb.search(
+            "note", kb="notes", mode="dense", top_k=20, no_answer_threshold=NO_FLOOR
+        ).hits
         assert len({h.provenance.path for h in hits}) == 6
 
 

@@ -105,7 +105,9 @@ SPECS: tuple[ToolSpec, ...] = (
         "Search the knowledge bases for passages relevant to a query (keyword and semantic "
         "search, fused). Each passage carries a citation number [n], its path, headings, page "
         "or line, and the knowledge_base, document_id and chunk_id to read more with "
-        "read_document or read_surrounding_chunks." + UNTRUSTED,
+        "read_document or read_surrounding_chunks. When nothing relevant is found the result "
+        "says no_answer: true and has no passages: then do not answer from the knowledge "
+        "base." + UNTRUSTED,
         _object(
             {
                 "query": _QUERY,

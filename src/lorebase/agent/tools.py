@@ -45,12 +45,18 @@ from lorebase.errors import (
 from lorebase.types import CITATION_SEPARATOR, Provenance
 
 if TYPE_CHECKING:
+    from lorebase.search.query import Hit
     from lorebase.service import Caller, KnowledgeBase, Lorebase
 
 logger = logging.getLogger(__name__)
 
 # A fresh fence is drawn when content happens to hold the nonce (odds 2**-96 per try).
 FENCE_ATTEMPTS = 3
+# What a search that found nothing relevant tells the model (no_answer: true).
+NO_ANSWER = (
+    "no_answer: nothing relevant was found; do not answer from the knowledge base — say it "
+    "has nothing on this, or search again with other words."
+)
 
 
 UNKNOWN_TOOL = "unknown_tool"  # MCP answers it with a protocol error, not a failed result
@@ -200,19 +206,24 @@ class ToolBox:
             block = fence.block(
                 hit.text, attributes={"id": source.number}, header=_header(source.provenance)
             )
-            best = hit.best_score
             kind = hit.provenance.content_kind
-            found = {"rank": rank, "content_kind": kind, "score": best.score}
+            found = {"rank": rank, "content_kind": kind} | _score(hit)
             hits.append(_ids(source) | _where(source) | found | {"content": block})
             blocks.append(f"{_trusted_line(source)}\n{block}")
             sources.append(source)
         summary = f"{_count(len(hits), 'passage')} ({response.mode.value} search)."
-        if hits:
+        if response.no_answer:
+            summary += " " + NO_ANSWER
+        else:
             summary += " Cite a passage you use as [n]."
         summary += "".join(f"\nwarning: {w}" for w in response.warnings)
+        summary += "".join(f"\nnote: {n}" for n in response.notes)
         structured = _envelope(fence) | {
             "mode": response.mode.value,
+            "no_answer": response.no_answer,
+            "rerank": response.rerank,
             "warnings": list(response.warnings),
+            "notes": list(response.notes),
             "hits": hits,
         }
         text = "\n\n".join([fence.notice, summary, *blocks])
@@ -300,6 +311,12 @@ def _header(provenance: Provenance) -> list[tuple[str, str | None]]:
         ("symbol", provenance.symbol),
         ("language", provenance.language),
     ]
+
+
+def _score(hit: Hit) -> dict[str, Any]:
+    """The score of the step that ordered the hit, named: each step has its own scale
+    (keyword BM25, dense cosine, fused, rerank), so a score means little without it."""
+    return {"score": hit.best_score.score, "score_step": hit.best_step}
 
 
 def _count(number: int, noun: str) -> str:

@@ -90,4 +90,7 @@ def search_out(lb: Lorebase, response: SearchResponse) -> SearchOut:
         mode=response.mode.value,
         timings_ms=response.timings_ms,
         warnings=response.warnings,
+        notes=response.notes,
+        rerank=response.rerank,
+        no_answer=response.no_answer,
     )

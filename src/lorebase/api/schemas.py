@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lorebase.search.query import MAX_NEIGHBORS, MAX_QUERY_CHARS, MAX_TOP_K
+from lorebase.search.query import MAX_NEIGHBORS, MAX_QUERY_CHARS, MAX_TOP_K, RerankStatus
 
 
 class Strict(BaseModel):
@@ -99,6 +99,14 @@ class StepScoreOut(BaseModel):
     rank: int
 
 
+SCORES_DESCRIPTION = (
+    "The hit's score and rank (from 1) in each step that saw it, keyed by step: `keyword` "
+    "(BM25, higher is better, unbounded), `dense` (cosine similarity, -1 to 1), `fused` (the "
+    "fusion's score, e.g. reciprocal rank fusion ~0.03), `rerank` (the reranker's own scale). "
+    "A score compares only with scores of the same step."
+)
+
+
 class NeighborOut(BaseModel):
     chunk_id: str
     ordinal: int
@@ -125,7 +133,7 @@ class HitOut(BaseModel):
     text: str
     snippet: str
     citation: str
-    scores: dict[str, StepScoreOut]
+    scores: dict[str, StepScoreOut] = Field(description=SCORES_DESCRIPTION)
     before: list[NeighborOut]
     after: list[NeighborOut]
 
@@ -134,7 +142,23 @@ class SearchOut(BaseModel):
     hits: list[HitOut]
     mode: str
     timings_ms: dict[str, float]
-    warnings: list[str]
+    warnings: list[str] = Field(
+        description="How the search degraded, each `reason: text` (e.g. `embedder_unavailable`, "
+        "`rerank_timeout`, `reranker_unavailable`, `reranker_refused`)."
+    )
+    notes: list[str] = Field(
+        description="What is worth knowing and no fault, each `reason: text` "
+        "(`rerank_skipped`: the first hit was clearly ahead, the reranker was not asked)."
+    )
+    rerank: RerankStatus | None = Field(
+        description="What the rerank step did when the request asked for it: `reranked`, or "
+        "the reason code of the note or warning saying why the fused order was kept; null when "
+        "reranking was not asked for."
+    )
+    no_answer: bool = Field(
+        description="Nothing relevant was found: no passage matches a query term or is close "
+        "enough in meaning (the relevance floor); `hits` is empty. Do not answer from it."
+    )
 
 
 class ChunkOut(BaseModel):

@@ -33,8 +33,14 @@ EVALS_HELP = "An evals.jsonl file for --kb (one question a line)."
 MODE_HELP = "keyword, dense or hybrid; repeat for several (default all three)."
 K_HELP = "Documents looked at by recall@k and precision@k; repeatable (default 10)."
 THRESHOLD_HELP = (
-    "Dense (cosine) score under which the best hit counts as 'nothing found' "
-    f"(default {DEFAULT_NO_ANSWER_THRESHOLD})."
+    "The relevance floor's cosine for this run: a hit the keyword arm did not find and whose "
+    "dense score is under it is cut, and a question left with no hit is answered 'nothing "
+    f"found' (default: the search's own, {DEFAULT_NO_ANSWER_THRESHOLD} or "
+    "LOREBASE_NO_ANSWER_THRESHOLD)."
+)
+RERANK_HELP = (
+    "Let the reranker reorder every search (see --reranker); the result says how often its "
+    "gate skipped it and the time that saved."
 )
 LAST_HELP = "Show the last stored result of --kb; run nothing."
 DETAILS_HELP = "With --json: every question's ranked documents and scores."
@@ -59,13 +65,14 @@ def evaluate(
     details: Annotated[bool, typer.Option("--details", help=DETAILS_HELP)] = False,
     rerank: Annotated[
         bool,
-        typer.Option("--rerank", help="Let the reranker reorder every search (see --reranker)."),
+        typer.Option("--rerank", help=RERANK_HELP),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Measure retrieval quality: recall@k, precision@k, MRR@10, nDCG@10, no-answer accuracy,
-    citation coverage and query latency per mode. The result is kept as the knowledge base's
-    last one (see --last)."""
+    citation coverage and query latency per mode (with --rerank, how often the reranker ran
+    and the time its gate saved). The result is kept as the knowledge base's last one (see
+    --last)."""
     from lorebase.eval import runner, tasks
 
     if last:
@@ -74,9 +81,7 @@ def evaluate(
     config = runner.EvalConfig(
         modes=tuple(mode or runner.ALL_MODES),
         ks=tuple(k or runner.DEFAULT_KS),
-        no_answer_threshold=DEFAULT_NO_ANSWER_THRESHOLD
-        if no_answer_threshold is None
-        else no_answer_threshold,
+        no_answer_threshold=no_answer_threshold,
         rerank=rerank,
     )
     console = Console(stderr=True)
@@ -179,21 +184,51 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
     table.add_row("citation coverage", *(_number(m["citation_coverage"], 2) for m in modes))
     for point in ("p50", "p95", "max"):
         table.add_row(f"latency {point} ms", *(_number(m["latency_ms"][point], 1) for m in modes))
+    reranked = [m.get("rerank") for m in modes]
+    if any(reranked):
+        table.add_row("reranked", *(_rerank_counts(r) for r in reranked))
+        table.add_row("rerank ms (saved)", *(_rerank_time(r) for r in reranked))
     console.print(table)
     threshold = result["config"]["no_answer_threshold"]
     console.print(
         Text(
-            f"no-answer: share of unanswerable questions whose best dense score is under "
-            f"{threshold}; citation coverage: share of hits citing path and page, line or "
-            "heading",
+            "no-answer: share of unanswerable questions the search answered with nothing "
+            f"relevant (no hit the keyword arm found or at a cosine of at least {threshold}); "
+            "citation coverage: share of hits citing path and page, line or heading",
             style="dim",
         )
     )
+    if any(reranked):
+        console.print(
+            Text(
+                "reranked: questions reranked of all, then skipped by the gate (first hit "
+                "clearly ahead), timed out, failed; rerank ms: the reranker's time over all "
+                "questions, and in brackets what the skipped ones saved (each at the mean "
+                "time of a reranked one)",
+                style="dim",
+            )
+        )
     for note in result.get("notes", []):
         console.print(Text(f"note: {note}", style="yellow"))
     for mode in modes:
         for warning in mode["warnings"]:
             console.print(Text(f"warning ({mode['mode']}): {warning}", style="yellow"))
+
+
+def _rerank_counts(summary: dict[str, Any] | None) -> str:
+    if not summary:
+        return "-"
+    return (
+        f"{summary['reranked']} of {summary['questions']} · skipped {summary['skipped']} · "
+        f"timeout {summary['timeout']} · failed {summary['failed']}"
+    )
+
+
+def _rerank_time(summary: dict[str, Any] | None) -> str:
+    if not summary:
+        return "-"
+    saved = summary["ms_saved"]
+    return f"{summary['ms_spent']:.0f}" + ("" if saved is None else f" ({saved:.0f})")
 
 
 def _gate(no_answer: dict[str, Any] | None) -> str:

@@ -88,13 +88,20 @@ def search(
     rerank: Annotated[
         bool,
         typer.Option(
-            "--rerank", help="Reorder the best candidates with the reranker (see --reranker)."
+            "--rerank",
+            help="Reorder the best max(20, 3 x top-k) candidates (at most 50) with the reranker "
+            "(see --reranker); skipped, with a note, when the first hit is clearly ahead; the "
+            "fused order is kept when it does not answer within LOREBASE_RERANK_DEADLINE "
+            "seconds (default 1).",
         ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Search knowledge bases: BM25 and vector search fused by reciprocal rank, each hit
-    with its citation (path › headings, page or line) and a snippet."""
+    with its citation (path › headings, page or line), its labelled score and a snippet. A
+    hit no query term matches and whose meaning is not close enough (cosine under
+    LOREBASE_NO_ANSWER_THRESHOLD, default 0.35) is left out; with none left the search says
+    "Nothing relevant found" (exit code 0)."""
     with open_from(ctx, create=False) as lb:
         response = lb.search(
             query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors, rerank=rerank

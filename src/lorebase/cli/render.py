@@ -258,11 +258,8 @@ def search_json(lb: Lorebase, response: SearchResponse) -> dict[str, Any]:
 
 
 def best_step(hit: Hit) -> tuple[str, StepScore]:
-    """The step whose score ordered this hit (see :attr:`Hit.best_score`) and that score."""
-    for step in ("rerank", "fused"):
-        if step in hit.scores:
-            return step, hit.scores[step]
-    return next(iter(hit.scores.items()))
+    """The step whose score ordered this hit (see :attr:`Hit.best_step`) and that score."""
+    return hit.best_step, hit.best_score
 
 
 def score_label(step: str, score: float) -> str:
@@ -285,11 +282,19 @@ def _neighbor_lines(side: str, neighbors: Sequence[Neighbor], wanted: int) -> li
     return lines
 
 
+NOTHING_FOUND = (
+    "Nothing relevant found: no passage matches a word of the question or comes close to it "
+    "in meaning. Try other words, or check the knowledge base with `lorebase status`."
+)
+
+
 def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> None:
     for warning in response.warnings:
         out.print(Text(f"warning: {warning}", style="yellow"))
-    if not response.hits:
-        out.print("No passages found.")
+    for note in response.notes:
+        out.print(Text(f"note: {note}", style="dim"))
+    if response.no_answer:
+        out.print(NOTHING_FOUND)
     for rank, hit in enumerate(response.hits, start=1):
         step, best = best_step(hit)
         cited = terminal_citation(hit.provenance)

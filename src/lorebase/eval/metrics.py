@@ -20,17 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+# The relevance floor search cuts with: one constant for search and evaluation.
+from lorebase.settings import DEFAULT_NO_ANSWER_THRESHOLD as DEFAULT_NO_ANSWER_THRESHOLD
+
 RELEVANT_GRADE = 1
 """The lowest grade that counts as relevant (trec_eval's ``rel_level``)."""
 
 Relevance = Mapping[str, int]
-
-DEFAULT_NO_ANSWER_THRESHOLD = 0.35
-"""Cosine below which the best passage is taken as "nothing found". The rule: the 95th
-percentile of the best cosine an off-topic question reaches in a corpus it is not about,
-measured with the bundled MiniLM on two unrelated public sets (Cranfield questions against the
-CISI corpus and the reverse, ~1.4k documents each; ``bench/eval.py --null``). No labelled
-unanswerable question was used to pick it."""
 
 # Where a citation points within a document, per document kind: a page for PDF, a line for
 # the text family, Markdown and code, a heading trail for formats that have neither.

@@ -3,8 +3,15 @@
 :func:`run_task` asks every question of an :class:`EvalTask` in every mode, ranks the
 documents of the hits (each document once, where its first chunk came; enough hits are asked
 for to fill the first k documents) and reports the metrics of :mod:`lorebase.eval.metrics` per
-mode at the first k documents, with no-answer accuracy, citation coverage (over every hit) and
-the latency of those searches (one untimed question first loads the model and vectors).
+mode at the first k documents, with no-answer accuracy, citation coverage (over every hit), the
+latency of those searches (one untimed question first loads the model and vectors) and, with
+``rerank``, how often the reranker's gate skipped it and the time that saved.
+
+Ranking is measured on the whole ranking, without the relevance floor (as published figures
+and peers are); the floor is measured on its own as no-answer accuracy: whether the search's
+own rule (:func:`lorebase.search.floor.is_supported`: a hit the keyword arm found, or a dense
+score at least the threshold) left any hit, over unanswerable questions, and over answerable
+ones (``answerable_kept``: what the floor costs).
 Preparing tasks (indexing) and keeping results is :mod:`lorebase.eval.tasks`.
 """
 
@@ -12,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from lorebase.errors import InvalidInput
 from lorebase.eval import metrics
 from lorebase.eval.datasets import Question
-from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
 from lorebase.ingest.pipeline import IngestReport
+from lorebase.search.floor import NO_FLOOR, is_supported
 from lorebase.search.fusion import FUSIONS
-from lorebase.search.query import MAX_QUERY_CHARS, MAX_TOP_K, Hit, Mode
+from lorebase.search.query import MAX_QUERY_CHARS, MAX_TOP_K, Hit, Mode, SearchResponse
 
 if TYPE_CHECKING:
     from lorebase.app import Lorebase
@@ -40,12 +48,13 @@ ALL_MODES = (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID)
 
 @dataclass(frozen=True, slots=True)
 class EvalConfig:
-    """What to measure: modes, the cut-offs of recall and precision, the no-answer gate, the
-    fusion hybrid searches use, and whether the reranker reorders the candidates."""
+    """What to measure: modes, the cut-offs of recall and precision, the relevance floor's
+    cosine (None: the search's own, ``Settings.search``), the fusion hybrid searches use, and
+    whether the reranker reorders the candidates."""
 
     modes: tuple[Mode, ...] = ALL_MODES
     ks: tuple[int, ...] = DEFAULT_KS
-    no_answer_threshold: float = DEFAULT_NO_ANSWER_THRESHOLD
+    no_answer_threshold: float | None = None
     fusion: str = "rrf"
     rerank: bool = False
 
@@ -87,6 +96,9 @@ class QuestionOutcome:
     top_score: float | None  # the best dense score among the hits
     latency_ms: float
     metrics: dict[str, float]
+    no_answer: bool = False  # with its floor, the search would find nothing relevant
+    rerank: str | None = None  # what the rerank step did (see SearchResponse.rerank)
+    rerank_ms: float | None = None  # time the reranker took or was waited for
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +112,7 @@ class ModeResult:
     latency_ms: dict[str, float | None]
     warnings: list[str] = field(default_factory=list)
     outcomes: list[QuestionOutcome] = field(default_factory=list)
+    rerank: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +165,9 @@ def run_task(
     cut = sum(1 for q, text in zip(task.questions, texts, strict=True) if text != q.text)
     if cut:
         notes.append(f"{cut} questions were cut to {MAX_QUERY_CHARS} characters")
+    if config.no_answer_threshold is None:
+        threshold = lb.settings.search.no_answer_threshold
+        config = dataclasses.replace(config, no_answer_threshold=threshold)
     modes = [_run_mode(lb, task, texts, mode, config, on_question) for mode in config.modes]
     kb = lb.kb(task.kb)
     return EvalResult(
@@ -186,43 +202,52 @@ def _run_mode(
     config: EvalConfig,
     on_question: Callable[[str, int, int], None] | None,
 ) -> ModeResult:
-    # One untimed question first: it loads the model and the vector matrix.
-    lb.search(
-        texts[0],
-        kb=task.kb,
-        top_k=config.depth,
-        mode=mode,
-        fusion=config.fusion,
-        rerank=config.rerank,
-    )
-    outcomes: list[QuestionOutcome] = []
-    answered_by: set[str] = set()
-    warnings: dict[str, None] = {}
-    covered: list[bool] = []
-    for done, (question, text) in enumerate(zip(task.questions, texts, strict=True), start=1):
-        started = time.perf_counter()
-        response = lb.search(
+    def search(text: str) -> SearchResponse:
+        return lb.search(
             text,
             kb=task.kb,
             top_k=config.depth,
             mode=mode,
             fusion=config.fusion,
             rerank=config.rerank,
+            no_answer_threshold=NO_FLOOR,  # the floor is judged below, from the same hits
         )
+
+    threshold = config.no_answer_threshold
+    assert threshold is not None  # set by run_task
+
+    search(texts[0])  # untimed: it loads the model and the vector matrix
+    outcomes: list[QuestionOutcome] = []
+    answered_by: set[str] = set()
+    warnings: dict[str, None] = {}
+    covered: list[bool] = []
+    for done, (question, text) in enumerate(zip(task.questions, texts, strict=True), start=1):
+        started = time.perf_counter()
+        response = search(text)
         latency = (time.perf_counter() - started) * 1000
         answered_by.add(response.mode.value)
         warnings.update(dict.fromkeys(w.split(":", 1)[0] for w in response.warnings))
         covered += [_cited(hit) for hit in response.hits]
         ranked = tuple(metrics.distinct(task.document_of(h.provenance.path) for h in response.hits))
         scores = question_metrics(ranked, question, config.ks) if question.answerable else {}
-        top = _top_dense(response.hits)
         outcomes.append(
-            QuestionOutcome(question.id, question.answerable, ranked, top, latency, scores)
+            QuestionOutcome(
+                question.id,
+                question.answerable,
+                ranked,
+                _top_dense(response.hits),
+                latency,
+                scores,
+                no_answer=_no_answer_found(response.hits, threshold),
+                rerank=response.rerank,
+                rerank_ms=response.timings_ms.get("rerank"),
+            )
         )
         if on_question is not None:
             on_question(mode.value, done, len(task.questions))
     by = Mode.KEYWORD.value if answered_by == {Mode.KEYWORD.value} else mode.value
-    gate = _no_answer(outcomes, config.no_answer_threshold) if by != Mode.KEYWORD.value else None
+    # Keyword search has no floor (every keyword hit matches a query term): no gate to judge.
+    gate = _no_answer(outcomes, threshold) if by != Mode.KEYWORD.value else None
     return ModeResult(
         mode=mode.value,
         answered_by=by,
@@ -233,6 +258,7 @@ def _run_mode(
         latency_ms=metrics.latency_summary([o.latency_ms for o in outcomes]),
         warnings=list(warnings),
         outcomes=outcomes,
+        rerank=rerank_summary(outcomes) if config.rerank else None,
     )
 
 
@@ -272,15 +298,13 @@ def _averages(outcomes: list[QuestionOutcome], ks: Sequence[int]) -> dict[str, f
 
 
 def _no_answer(outcomes: list[QuestionOutcome], threshold: float) -> dict[str, Any]:
-    """Accuracy of the "nothing found" decision: over unanswerable questions (the headline),
-    and over answerable ones (share not wrongly turned away)."""
+    """Accuracy of the search's own "nothing relevant found" (``no_answer``): over unanswerable
+    questions (the headline), and over answerable ones (share not wrongly turned away)."""
     unanswerable = [o for o in outcomes if not o.answerable]
     answerable = [o for o in outcomes if o.answerable]
 
     def accuracy(items: list[QuestionOutcome]) -> float | None:
-        return metrics.mean(
-            float(metrics.no_answer_correct(o.top_score, threshold, o.answerable)) for o in items
-        )
+        return metrics.mean(float(o.no_answer != o.answerable) for o in items)
 
     return {
         "threshold": threshold,
@@ -288,6 +312,44 @@ def _no_answer(outcomes: list[QuestionOutcome], threshold: float) -> dict[str, A
         "accuracy": accuracy(unanswerable),
         "answerable_kept": accuracy(answerable),
     }
+
+
+def rerank_summary(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
+    """How the rerank step went over the questions: how many were reranked, skipped by the
+    gate, timed out or failed; the reranker's time spent, and what it would have been had every
+    question been reranked (each skipped one at the mean time of the reranked ones)."""
+    statuses = Counter(o.rerank for o in outcomes)
+    spent = sum(o.rerank_ms or 0.0 for o in outcomes)
+    mean = metrics.mean(
+        o.rerank_ms for o in outcomes if o.rerank == "reranked" and o.rerank_ms is not None
+    )
+    skipped = statuses["rerank_skipped"]
+    every = None if mean is None else spent + mean * skipped
+    return {
+        "questions": len(outcomes),
+        "reranked": statuses["reranked"],
+        "skipped": skipped,
+        "timeout": statuses["rerank_timeout"],
+        "failed": statuses["reranker_unavailable"] + statuses["reranker_refused"],
+        "skip_rate": skipped / len(outcomes) if outcomes else None,
+        "ms_spent": round(spent, 3),
+        "ms_if_every_query_reranked": None if every is None else round(every, 3),
+        "ms_saved": None if every is None else round(every - spent, 3),
+    }
+
+
+def _no_answer_found(hits: Sequence[Hit], threshold: float) -> bool:
+    """What the search would have said (``no_answer``) with its floor at ``threshold``: no hit
+    that the keyword arm found or that scores at least ``threshold`` dense. The hits of one
+    search hold the best of each arm near the top, so the first hits decide it."""
+    return not any(
+        is_supported(
+            "keyword" in hit.scores,
+            hit.scores["dense"].score if "dense" in hit.scores else None,
+            threshold,
+        )
+        for hit in hits
+    )
 
 
 def _top_dense(hits: Sequence[Hit]) -> float | None:

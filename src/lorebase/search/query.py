@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 from lorebase.errors import InvalidInput
 from lorebase.search.fusion import FUSIONS
@@ -13,6 +14,12 @@ from lorebase.types import Provenance
 MAX_TOP_K = 100
 MAX_NEIGHBORS = 2
 MAX_QUERY_CHARS = 2000
+
+
+# What the rerank step did (see lorebase.search.reranking): reranked, or why not.
+RerankStatus = Literal[
+    "reranked", "rerank_skipped", "rerank_timeout", "reranker_unavailable", "reranker_refused"
+]
 
 
 class Mode(StrEnum):
@@ -25,7 +32,8 @@ class Mode(StrEnum):
 class SearchRequest:
     """One query over one or more knowledge bases: by id (``kb_ids``, what the application
     service sends, a name being unique only within a scope), else by name (each must name
-    one base); neither means all of them."""
+    one base); neither means all of them. ``no_answer_threshold`` overrides the relevance
+    floor's cosine for this search (an evaluation trying another); None: the configured one."""
 
     query: str
     knowledge_bases: tuple[str, ...] = ()
@@ -36,6 +44,7 @@ class SearchRequest:
     neighbors: int = 0
     fusion: str = "rrf"
     kb_ids: tuple[int, ...] = ()
+    no_answer_threshold: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
@@ -46,6 +55,9 @@ class SearchRequest:
             raise InvalidInput(f"top_k must be between 1 and {MAX_TOP_K}")
         if not 0 <= self.neighbors <= MAX_NEIGHBORS:
             raise InvalidInput(f"neighbors must be between 0 and {MAX_NEIGHBORS}")
+        threshold = self.no_answer_threshold
+        if threshold is not None and not threshold <= 1:  # -inf: no floor; NaN: refused
+            raise InvalidInput("no_answer_threshold is a cosine, at most 1")
         if self.fusion not in FUSIONS:
             raise InvalidInput(f"fusion must be one of: {', '.join(sorted(FUSIONS))}")
         try:
@@ -80,18 +92,39 @@ class Hit:
     after: tuple[Neighbor, ...] = ()
 
     @property
-    def best_score(self) -> StepScore:
-        """The score of the last step that ordered this hit: rerank, else fused, else the
-        one arm that ran."""
+    def best_step(self) -> str:
+        """The last step that ordered this hit: ``rerank``, else ``fused``, else the one arm
+        that ran (``keyword`` or ``dense``)."""
         for step in ("rerank", "fused"):
             if step in self.scores:
-                return self.scores[step]
-        return next(iter(self.scores.values()))
+                return step
+        return next(iter(self.scores))
+
+    @property
+    def best_score(self) -> StepScore:
+        """The score of :attr:`best_step` (each step has its own scale)."""
+        return self.scores[self.best_step]
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResponse:
+    """The hits, best first, and how they were found.
+
+    ``warnings``: how the search degraded, each ``reason: text`` (``embedder_unavailable``,
+    ``rerank_timeout``, ...). ``notes``: the same form, for what is no fault
+    (``rerank_skipped``). ``rerank``: what the rerank step did when it was asked for —
+    ``reranked``, or the reason code of the note or warning that says why not; None when it was
+    not asked for. :attr:`no_answer`: nothing relevant was found (no hit passed the relevance
+    floor; see :mod:`lorebase.search.floor`): do not answer from this search."""
+
     hits: list[Hit]
     mode: Mode
     timings_ms: dict[str, float]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rerank: RerankStatus | None = None
+
+    @property
+    def no_answer(self) -> bool:
+        """Nothing relevant was found: no hit is left (after the relevance floor)."""
+        return not self.hits

@@ -1,8 +1,10 @@
-"""The search flow: embed the query while BM25 runs, fuse, hydrate, expand, cite.
+"""The search flow: embed the query while BM25 runs, fuse, cut what no arm supports, rerank
+if asked, hydrate, expand, cite.
 
 Both arms are scoped to the same knowledge bases and return the same number of candidates.
 When the embedder cannot answer, the search degrades to keyword only and says so in the
-response's warnings; it never fails for that.
+response's warnings; it never fails for that. Likewise the reranker (see
+:mod:`lorebase.search.reranking`).
 """
 
 from __future__ import annotations
@@ -15,20 +17,24 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from lorebase.chunk.base import embed_text
 from lorebase.embed.base import Embedder
-from lorebase.errors import InvalidInput, LorebaseError, NotFound
+from lorebase.errors import LorebaseError, NotFound
 from lorebase.rerank.base import Reranker
+from lorebase.search.floor import supported
 from lorebase.search.fusion import FUSIONS, Scored
+from lorebase.search.gate import rerank_depth
 from lorebase.search.query import (
     Hit,
     Mode,
     Neighbor,
+    RerankStatus,
     SearchRequest,
     SearchResponse,
     StepScore,
 )
+from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
 from lorebase.search.snippets import snippet
+from lorebase.settings import SearchSettings
 from lorebase.store.base import Catalogue, Chunks, KnowledgeBase, LexicalIndex, StoredChunk, Vectors
 
 # Each arm returns this many candidates, or 3 x top_k when that is more.
@@ -36,13 +42,11 @@ CANDIDATES = 50
 CANDIDATES_PER_RESULT = 3
 # Documents repeat passages (boilerplate, copied sections); a result list shows each once.
 DUPLICATE_SLACK = 10
-# A reranker reads this many of the best fused candidates (repeats left out) and reorders them;
-# any further hits follow in fused order. Enough to lift a passage both arms ranked middling,
-# few enough for a cross-encoder's cost per passage.
-RERANK_CANDIDATES = 30
 # Keyword arms that may run at once (each reads on its own connection): concurrent searches
 # of a server overlap instead of queueing behind one thread.
 KEYWORD_THREADS = 4
+# Reranker calls that may run at once; a search waits for its own at most the deadline.
+RERANK_THREADS = 4
 
 T = TypeVar("T")
 
@@ -53,22 +57,33 @@ class SearchableStore(Catalogue, LexicalIndex, Vectors, Chunks, Protocol):
 
 class SearchService:
     def __init__(
-        self, store: SearchableStore, embedder: Embedder | None, reranker: Reranker | None = None
+        self,
+        store: SearchableStore,
+        embedder: Embedder | None,
+        reranker: Reranker | None = None,
+        settings: SearchSettings | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
+        self.settings = settings or SearchSettings()
         self._pool = ThreadPoolExecutor(
             max_workers=KEYWORD_THREADS, thread_name_prefix="lorebase-keyword"
+        )
+        self._rerank_pool = ThreadPoolExecutor(
+            max_workers=RERANK_THREADS, thread_name_prefix="lorebase-rerank"
         )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        # A reranker call past its deadline is not waited for (its answer would be dropped).
+        self._rerank_pool.shutdown(wait=False, cancel_futures=True)
 
     def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         warnings: list[str] = []
+        notes: list[str] = []
         kbs = self._knowledge_bases(request)
         kb_ids = [kb.id for kb in kbs]
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * request.top_k)
@@ -103,25 +118,52 @@ class SearchService:
             fused = FUSIONS[request.fusion](list(arms.values()))
         else:
             fused = next(iter(arms.values()), [])
+        floor = request.no_answer_threshold
+        fused = supported(
+            fused, arms, self.settings.no_answer_threshold if floor is None else floor
+        )
         # Some extra candidates so that collapsing repeated passages still fills top_k.
         depth = request.top_k + DUPLICATE_SLACK
-        rerank = request.rerank and self.reranker is not None
-        if request.rerank and not rerank:
-            warnings.append("reranker_unavailable: no reranker is configured; fused order kept")
-        top = fused[: max(depth, RERANK_CANDIDATES) if rerank else depth]
+        reranker = self.reranker if request.rerank else None
+        rerank_status: RerankStatus | None = None
+        if request.rerank and reranker is None:
+            rerank_status = UNAVAILABLE
+            warnings.append(NOT_CONFIGURED)
+        reread = rerank_depth(request.top_k)
+        top = fused[: max(depth, reread) if reranker is not None else depth]
         timings["fuse"] = _ms(fuse_started)
 
         hydrate_started = time.perf_counter()
         hits = _without_repeats(self._candidates(kb_ids, top, arms))
         hydrate_ms = _ms(hydrate_started)
-        if rerank and hits:
-            hits = self._reranked(request.query, hits, timings, warnings)
+        if reranker is not None:
+            outcome = rerank_hits(
+                reranker,
+                self._rerank_pool,
+                self.settings.rerank_deadline,
+                request.query,
+                hits,
+                reread,
+                arms,
+            )
+            hits, rerank_status = outcome.hits, outcome.status
+            if outcome.ms is not None:
+                timings["rerank"] = outcome.ms
+            if outcome.message is not None:
+                (warnings if outcome.warning else notes).append(outcome.message)
         finish_started = time.perf_counter()
         hits = self._finished(kb_ids, request, hits)
         timings["hydrate"] = round(hydrate_ms + _ms(finish_started), 3)
         timings["total"] = _ms(started)
         mode = request.mode if "dense" in arms or request.mode is Mode.KEYWORD else Mode.KEYWORD
-        return SearchResponse(hits=hits, mode=mode, timings_ms=timings, warnings=warnings)
+        return SearchResponse(
+            hits=hits,
+            mode=mode,
+            timings_ms=timings,
+            warnings=warnings,
+            notes=notes,
+            rerank=rerank_status,
+        )
 
     # -- steps -------------------------------------------------------------------------------
     def _knowledge_bases(self, request: SearchRequest) -> list[KnowledgeBase]:
@@ -194,35 +236,6 @@ class SearchService:
                 scores["fused"] = StepScore(score=score, rank=rank)
             hits.append(_hit(chunk, scores))
         return hits
-
-    def _reranked(
-        self, query: str, hits: list[Hit], timings: dict[str, float], warnings: list[str]
-    ) -> list[Hit]:
-        """The candidates in the reranker's order, each with its ``rerank`` step score; the
-        fused order, with a warning, when the reranker cannot answer. The reranker reads
-        what the embedder read: the passage under its title and headings."""
-        reranker = self.reranker
-        assert reranker is not None
-        head, rest = hits[:RERANK_CANDIDATES], hits[RERANK_CANDIDATES:]
-        passages = [
-            embed_text(hit.provenance.title, hit.provenance.trail, hit.text) for hit in head
-        ]
-        try:
-            scores = _timed(timings, "rerank", lambda: reranker.rerank(query, passages))
-        except InvalidInput as error:  # refused: a wrong key, model or URL (content-free text)
-            warnings.append(f"reranker_refused: {error}; fused order kept")
-            return hits
-        except LorebaseError:
-            warnings.append("reranker_unavailable: the reranker did not answer; fused order kept")
-            return hits
-        order = sorted(range(len(head)), key=lambda i: -scores[i])  # stable: fused order on ties
-        reranked = [
-            replace(
-                head[i], scores={**head[i].scores, "rerank": StepScore(score=scores[i], rank=rank)}
-            )
-            for rank, i in enumerate(order, start=1)
-        ]
-        return reranked + rest
 
     def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:
         """Cut to top_k; snippets (only for what is returned) and neighbours."""

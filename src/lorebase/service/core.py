@@ -68,7 +68,7 @@ class Lorebase(Passes):
         self.reranker = reranker
         self.ingestor = Ingestor(store, embedder, settings.extract, on_document=self._settled)
         self.syncer = Syncer(store, self.ingestor)
-        self.searcher = SearchService(store, embedder, reranker)
+        self.searcher = SearchService(store, embedder, reranker, settings.search)
         self.lock = IngestLock(settings.data_dir, holder)
         self.events = events if events is not None else EventBus()
         self.queue = (

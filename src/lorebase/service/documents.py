@@ -116,11 +116,13 @@ class Documents(Bases):
         neighbors: int = 0,
         fusion: str = "rrf",
         caller: Caller | None = None,
+        no_answer_threshold: float | None = None,
     ) -> SearchResponse:
         """Hybrid (or one-arm) search over the given bases — by name as :meth:`kb` reads one, by
         id, or a base this service already looked up for the caller — and with none given,
         over every base the caller may see. Each is looked up (and its visibility checked)
-        once."""
+        once. ``no_answer_threshold``: the relevance floor for this search (default: the
+        configured one, ``Settings.search``)."""
         wanted = (kb,) if isinstance(kb, str | int | KnowledgeBase) else tuple(kb or ())
         bases = [
             self.kb(b, caller, totals=False)
@@ -143,6 +145,7 @@ class Documents(Bases):
             neighbors=neighbors,
             fusion=fusion,
             kb_ids=tuple(b.id for b in bases),
+            no_answer_threshold=no_answer_threshold,
         )
         return self.searcher.search(request)
 

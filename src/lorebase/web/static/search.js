@@ -1,7 +1,12 @@
 // Search: query, base filter, mode; each hit with its citation, the snippet with the query
-// words marked, its base, and on demand its scores and the timings. Warnings are shown.
+// words marked, its base, and on demand its scores (each labelled with its step's measure) and
+// the timings. Warnings and notes are shown; a search that found nothing relevant says so.
 import { api } from "./api.js";
 import { fill, flash, h, marked, queryWords } from "./dom.js";
+
+// Each step scores on its own scale: a score compares only with the same step's scores.
+const MEASURES = { keyword: "keyword (BM25)", dense: "dense (cosine)", fused: "fused", rerank: "rerank" };
+const NOTHING_FOUND = "Nothing relevant found: no passage matches a word of the question or comes close to it in meaning.";
 
 export async function searchView(view, route) {
   const params = route.params;
@@ -36,10 +41,11 @@ export async function searchView(view, route) {
     const timings = Object.entries(answer.timings_ms).map(([step, ms]) => `${step} ${ms.toFixed(1)} ms`).join(", ");
     fill(results,
       answer.warnings.map((w) => h("p", { class: "warning", role: "alert" }, w)),
-      h("p", { class: "muted" }, `${answer.hits.length} passages (${answer.mode})`),
+      (answer.notes || []).map((n) => h("p", { class: "muted" }, n)),
+      h("p", { class: "muted" }, answer.no_answer ? NOTHING_FOUND : `${answer.hits.length} passages (${answer.mode})`),
       h("ol", { class: "hits" }, answer.hits.map((hit) => {
         const scores = h("dl", { class: "scores", hidden: true },
-          Object.entries(hit.scores).flatMap(([step, s]) => [h("dt", {}, step), h("dd", {}, `${s.score.toFixed(4)} (rank ${s.rank})`)]),
+          Object.entries(hit.scores).flatMap(([step, s]) => [h("dt", {}, MEASURES[step] || step), h("dd", {}, `${s.score.toFixed(4)} (rank ${s.rank})`)]),
           h("dt", {}, "timings"), h("dd", {}, timings));
         const link = `#/doc/${hit.document_id}?chunk=${hit.chunk_id}&at=${hit.start}&end=${hit.end}&q=${encodeURIComponent(query.value)}`;
         return h("li", { class: "hit", dataset: { chunk: hit.chunk_id } },
