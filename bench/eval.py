@@ -135,6 +135,9 @@ def main() -> None:
     parser.add_argument("--analyse", action="store_true")
     parser.add_argument("--null", action="store_true")
     parser.add_argument("--fusion", default="rrf", help="rrf (default) or relative")
+    parser.add_argument(
+        "--floor", action="store_true", help="measure the answers as search gives them"
+    )
     parser.add_argument("--json", type=Path, help="Write every figure to this file.")
     args = parser.parse_args()
 
@@ -147,7 +150,7 @@ def main() -> None:
             task = prepare_beir(lb, IR / name)
             indexed = time.perf_counter() - started
             tasks[name] = task
-            result = run_task(lb, task, EvalConfig(ks=KS, fusion=args.fusion))
+            result = run_task(lb, task, EvalConfig(ks=KS, fusion=args.fusion, floor=args.floor))
             save_result(data_dir, result)
         entry: dict[str, Any] = {
             "questions": result.questions,

@@ -88,16 +88,24 @@ def test_ranking_quality_floors(result: EvalResult) -> None:
     assert hybrid.metrics["ndcg@10"] >= 0.75
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: in a small base the dense arm returns every chunk, so any chunk sharing one "
-    "word with the question counts as found by both arms and goes first (consensus-first RRF); "
-    "a stray match ('lost', 'leave', Portuguese 'do') outranks the dense arm's right answer",
-)
-def test_hybrid_is_at_least_as_good_as_each_arm(result: EvalResult) -> None:
-    hybrid = result.mode("hybrid").metrics["mrr@10"]
-    assert hybrid >= result.mode("dense").metrics["mrr@10"]
-    assert hybrid >= result.mode("keyword").metrics["mrr@10"]
+@pytest.fixture(scope="module")
+def answered(real: Lorebase, folder: Path) -> EvalResult:
+    """The same questions, measured on the answers as the search gives them (floor applied)."""
+    return evaluate(real, folder, config=EvalConfig(ks=(1, 5), floor=True), save=False)
+
+
+def test_hybrid_answers_at_least_as_well_as_each_arm(answered: EvalResult) -> None:
+    """Was an ``xfail``: in a small base the dense arm returns every chunk, so a chunk sharing
+    one word with the question ('lost', 'leave', Portuguese 'do') counted as found by both arms
+    and went first. Hybrid now fuses only what each arm supports (a dense score under the floor
+    is no evidence) and Snowball's stop words drop 'do'; the answers below the floor (three
+    paraphrases at cosine 0.33-0.34 with this model) are missing from every mode alike."""
+    hybrid = answered.mode("hybrid").metrics["mrr@10"]
+    assert hybrid >= answered.mode("dense").metrics["mrr@10"]
+    assert hybrid >= answered.mode("keyword").metrics["mrr@10"]
+    first = {o.id: o.ranked[:1] for o in answered.mode("hybrid").outcomes}
+    assert first["q1"] == ("helpdesk/it/accounts.md",)  # not the lost-badge page
+    assert answered.config["floor"] is True
 
 
 def test_identifiers_and_accents_come_first(result: EvalResult) -> None:

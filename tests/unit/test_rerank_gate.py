@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lorebase.search.floor import supported
+from lorebase.search.floor import NO_FLOOR, fuse_supported, supported
 from lorebase.search.fusion import FUSIONS, Scored
 from lorebase.search.gate import (
     CLEAR_LEAD,
@@ -173,3 +173,43 @@ def test_the_floor_in_each_mode() -> None:
     assert supported(keyword, {"keyword": keyword}, THRESHOLD) == keyword  # keyword: no cut
     assert supported(dense, {"dense": dense}, THRESHOLD) == [("c", 0.6)]  # dense: cosine only
     assert supported(dense, {"dense": dense}, 0.9) == []  # nothing left: no answer
+
+
+# -- fusing what the arms support -------------------------------------------------------------
+@given(arms(), st.sampled_from(sorted(FUSIONS)), st.floats(-1.0, 1.0))
+def test_fusing_supported_candidates_keeps_every_candidate_and_ranks_support_first(
+    both: dict[str, Scored], fusion: str, threshold: float
+) -> None:
+    fused = fuse_supported(FUSIONS[fusion], both, threshold)
+    items = [item for item, _ in fused]
+    assert sorted(items) == sorted({i for i, _ in both["keyword"]} | {i for i, _ in both["dense"]})
+    found = {item for item, _ in both["keyword"]}
+    dense = dict(both["dense"])
+    backed = [item in found or dense[item] >= threshold for item in items]
+    assert backed == sorted(backed, reverse=True)  # every supported candidate first
+    assert fuse_supported(FUSIONS[fusion], both, threshold) == fused  # deterministic
+    # The floor then cuts exactly the unsupported tail.
+    assert supported(fused, both, threshold) == fused[: sum(backed)]
+
+
+@given(arms(), st.sampled_from(sorted(FUSIONS)))
+def test_without_a_floor_fusing_supported_candidates_is_the_plain_fusion(
+    both: dict[str, Scored], fusion: str
+) -> None:
+    plain = FUSIONS[fusion]([both["dense"], both["keyword"]])
+    assert fuse_supported(FUSIONS[fusion], both, NO_FLOOR) == plain
+
+
+def test_a_dense_rank_under_the_floor_lifts_no_keyword_match() -> None:
+    """The small-base case: 'I can't log in because I lost my credentials'. The keyword arm
+    matches the lost-badge page by 'lost'; the dense arm ranks it third at 0.30 (under the
+    floor) and the accounts page first at 0.60. Before, consensus put the badge page first."""
+    both = {
+        "keyword": [("badges", 1.8)],
+        "dense": [("accounts", 0.60), ("auth", 0.31), ("badges", 0.30), ("outage", 0.18)],
+    }
+    fused = fuse_supported(FUSIONS["rrf"], both, THRESHOLD)
+    assert [item for item, _ in fused] == ["accounts", "badges", "auth", "outage"]
+    assert [item for item, _ in supported(fused, both, THRESHOLD)] == ["accounts", "badges"]
+    plain = [item for item, _ in FUSIONS["rrf"]([both["keyword"], both["dense"]])]
+    assert plain[0] == "badges"  # what plain fusion of every dense rank does

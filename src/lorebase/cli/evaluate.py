@@ -42,6 +42,10 @@ RERANK_HELP = (
     "Let the reranker reorder every search (see --reranker); the result says how often its "
     "gate skipped it and the time that saved."
 )
+FLOOR_HELP = (
+    "Measure ranking on the answers as search gives them (the relevance floor applied) instead "
+    "of on the whole ranking; a question the floor leaves without hits scores 0."
+)
 LAST_HELP = "Show the last stored result of --kb; run nothing."
 DETAILS_HELP = "With --json: every question's ranked documents and scores."
 
@@ -60,6 +64,7 @@ def evaluate(
         float | None,
         typer.Option("--no-answer-threshold", help=THRESHOLD_HELP, show_default=False),
     ] = None,
+    floor: Annotated[bool, typer.Option("--floor", help=FLOOR_HELP)] = False,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels file to use.")] = "test",
     last: Annotated[bool, typer.Option("--last", help=LAST_HELP)] = False,
     details: Annotated[bool, typer.Option("--details", help=DETAILS_HELP)] = False,
@@ -82,6 +87,7 @@ def evaluate(
         modes=tuple(mode or runner.ALL_MODES),
         ks=tuple(k or runner.DEFAULT_KS),
         no_answer_threshold=no_answer_threshold,
+        floor=floor,
         rerank=rerank,
     )
     console = Console(stderr=True)

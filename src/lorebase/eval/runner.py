@@ -49,12 +49,15 @@ ALL_MODES = (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID)
 @dataclass(frozen=True, slots=True)
 class EvalConfig:
     """What to measure: modes, the cut-offs of recall and precision, the relevance floor's
-    cosine (None: the search's own, ``Settings.search``), the fusion hybrid searches use, and
-    whether the reranker reorders the candidates."""
+    cosine (None: the search's own, ``Settings.search``), whether ranking is measured on the
+    answers as the search gives them (``floor``: what the floor cuts is missing, and hybrid
+    fuses only supported evidence) rather than on the whole ranking, the fusion hybrid
+    searches use, and whether the reranker reorders the candidates."""
 
     modes: tuple[Mode, ...] = ALL_MODES
     ks: tuple[int, ...] = DEFAULT_KS
     no_answer_threshold: float | None = None
+    floor: bool = False
     fusion: str = "rrf"
     rerank: bool = False
 
@@ -185,6 +188,7 @@ def run_task(
             "ks": list(config.ks),
             "depth": config.depth,
             "no_answer_threshold": config.no_answer_threshold,
+            "floor": config.floor,
             "fusion": config.fusion,
             "rerank": config.rerank,
         },
@@ -202,6 +206,9 @@ def _run_mode(
     config: EvalConfig,
     on_question: Callable[[str, int, int], None] | None,
 ) -> ModeResult:
+    threshold = config.no_answer_threshold
+    assert threshold is not None  # set by run_task
+
     def search(text: str) -> SearchResponse:
         return lb.search(
             text,
@@ -210,11 +217,9 @@ def _run_mode(
             mode=mode,
             fusion=config.fusion,
             rerank=config.rerank,
-            no_answer_threshold=NO_FLOOR,  # the floor is judged below, from the same hits
+            # Without the floor, it is judged below from the same hits.
+            no_answer_threshold=threshold if config.floor else NO_FLOOR,
         )
-
-    threshold = config.no_answer_threshold
-    assert threshold is not None  # set by run_task
 
     search(texts[0])  # untimed: it loads the model and the vector matrix
     outcomes: list[QuestionOutcome] = []

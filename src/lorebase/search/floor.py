@@ -6,13 +6,18 @@ every chunk), so a dense hit is support only at a cosine of at least the no-answ
 (:data:`~lorebase.settings.DEFAULT_NO_ANSWER_THRESHOLD`, the score off-topic questions stay
 under). A fused candidate with neither is cut. Keyword mode has nothing to cut; dense mode
 keeps what clears the threshold. A search left with nothing says ``no_answer``.
+
+The same support decides what hybrid fuses (:func:`fuse_supported`): a dense rank under the
+threshold is not evidence, so it no longer lifts a chunk the keyword arm matched by one word
+of the question above the dense arm's own answer (in a small base the dense arm returns every
+chunk, and consensus made "I lost my credentials" answer with the lost-badge page).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lorebase.search.fusion import Scored
+from lorebase.search.fusion import Fusion, Scored
 
 NO_FLOOR = float("-inf")
 """A threshold that keeps every hit (to measure ranking without the floor)."""
@@ -35,3 +40,20 @@ def supported(fused: Scored, arms: Mapping[str, Scored], threshold: float) -> Sc
         for item, score in fused
         if is_supported(item in found, dense.get(item), threshold)
     ]
+
+
+def fuse_supported(fusion: Fusion, arms: Mapping[str, Scored], threshold: float) -> Scored:
+    """Hybrid's fused list: ``fusion`` over the dense arm's supported candidates (cosine at
+    least ``threshold``; the arm is sorted, so they are a prefix and keep their ranks) and the
+    keyword arm, the dense arm first so an exact tie goes to it (its candidates passed a
+    calibrated bar, a keyword candidate may match one word of many). The dense arm's other
+    candidates follow in its order with fused score 0: no arm supports them, so the floor cuts
+    them, and a search without the floor (``NO_FLOOR``) fuses every dense rank. Pure."""
+    dense = list(arms.get("dense", ()))
+    strong = [(item, score) for item, score in dense if score >= threshold]
+    rankings = [strong] if "dense" in arms else []
+    if "keyword" in arms:
+        rankings.append(list(arms["keyword"]))
+    fused = fusion(rankings)
+    seen = {item for item, _ in fused}
+    return fused + [(item, 0.0) for item, score in dense if item not in seen]

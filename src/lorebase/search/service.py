@@ -20,7 +20,7 @@ import numpy as np
 from lorebase.embed.base import Embedder
 from lorebase.errors import LorebaseError, NotFound
 from lorebase.rerank.base import Reranker
-from lorebase.search.floor import supported
+from lorebase.search.floor import fuse_supported, supported
 from lorebase.search.fusion import FUSIONS, Scored
 from lorebase.search.gate import rerank_depth
 from lorebase.search.query import (
@@ -114,14 +114,13 @@ class SearchService:
             arms["dense"] = dense
 
         fuse_started = time.perf_counter()
+        floor = request.no_answer_threshold
+        threshold = self.settings.no_answer_threshold if floor is None else floor
         if len(arms) > 1:
-            fused = FUSIONS[request.fusion](list(arms.values()))
+            fused = fuse_supported(FUSIONS[request.fusion], arms, threshold)
         else:
             fused = next(iter(arms.values()), [])
-        floor = request.no_answer_threshold
-        fused = supported(
-            fused, arms, self.settings.no_answer_threshold if floor is None else floor
-        )
+        fused = supported(fused, arms, threshold)
         # Some extra candidates so that collapsing repeated passages still fills top_k.
         depth = request.top_k + DUPLICATE_SLACK
         reranker = self.reranker if request.rerank else None
