@@ -1,4 +1,4 @@
-# Quick start: `make run` (index the sample documents, answer a question with citations), `make test` (the whole suite).
+# Quick start: `make run` (index the sample documents up to 200 KB, answer a question with citations), `make run-all` (index the larger rest, ask again), `make test` (the whole suite).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,8 +8,9 @@ DEV_STAMP := $(VENV)/.installed-dev
 DATA ?= .lorebase
 KB ?= docs
 QUERY ?= what happens when a PDF is password protected or has no text layer
+FIRST_KB ?= 200
 
-.PHONY: run test test-fast lint bench clean
+.PHONY: run run-all test test-fast lint bench clean
 
 # What `make run` needs: lorebase and the bundled model's tokenizer.
 $(STAMP): pyproject.toml
@@ -26,7 +27,16 @@ $(DEV_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(DEV_STAMP)
 
+# The first `make run` answers within a few minutes: it indexes the files up to FIRST_KB (200 KB;
+# 73 of the 85 sample documents, every format and every kind of unreadable file, ~710 of ~6,900
+# chunks) and leaves the 12 larger ones, ~90 % of the embedding time (a 3 MB novel alone is 3,877
+# chunks), for the next pass. `make run-all` indexes them (unchanged files are skipped) and asks
+# again; `make run FIRST_KB=` indexes everything at once.
 run: $(STAMP)
+	$(BIN)/lorebase --data-dir $(DATA) add $(DOCS) --kb $(KB) $(if $(FIRST_KB),--defer-over-kb $(FIRST_KB))
+	$(BIN)/lorebase --data-dir $(DATA) search "$(QUERY)" --kb $(KB) --top-k 5
+
+run-all: $(STAMP)
 	$(BIN)/lorebase --data-dir $(DATA) add $(DOCS) --kb $(KB)
 	$(BIN)/lorebase --data-dir $(DATA) search "$(QUERY)" --kb $(KB) --top-k 5
 

@@ -126,6 +126,34 @@ def test_a_moved_or_renamed_file_reuses_its_vectors(tmp_path: Path, folder: Path
         assert lb.search("item1", kb="notes", mode="dense").hits
 
 
+def test_a_pass_may_leave_large_new_files_for_the_next(tmp_path: Path, folder: Path) -> None:
+    """`add --defer-over-kb`, a quick first look at a big folder: the large files the base does
+    not hold yet wait (they are not "gone"), the base says so, and a pass without the limit
+    reads only them; a large file the base holds is kept up to date."""
+    write(folder / "big.txt", "A long story about whales.\n" * 100)
+    embedder = FakeEmbedder()
+    with make(tmp_path / "data", embedder) as lb:
+        first = lb.add([folder], kb="notes", defer_larger_than=1024)
+        assert (first.files, first.added) == (6, 6) and "notes/big.txt" not in paths(lb)
+        base = lb.kb("notes")
+        assert base.state is KbState.PENDING
+        assert base.state_reason == (
+            "1 file over 1 KB is left for the next pass: `lorebase sync` reads it"
+        )
+        again = lb.add([folder], kb="notes", defer_larger_than=1024)
+        assert (again.unchanged, again.added, again.removed) == (6, 0, 0)
+        before = embedder.texts_embedded
+        rest = lb.sync("notes")["notes"]
+        assert (rest.added, rest.unchanged, rest.removed) == (1, 6, 0)
+        assert embedder.texts_embedded - before == rest.embedded > 0
+        assert paths(lb)["notes/big.txt"] == "indexed"
+        assert lb.kb("notes").state is KbState.READY
+        write(folder / "big.txt", "A long story about squids.\n" * 100)
+        assert lb.add([folder], kb="notes", defer_larger_than=1024).updated == 1
+        assert lb.kb("notes").state is KbState.READY
+        assert lb.search("squids", kb="notes", mode="keyword").hits
+
+
 def test_failed_files_are_not_retried_until_they_change(tmp_path: Path, folder: Path) -> None:
     broken = folder / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4 nothing here")

@@ -47,6 +47,19 @@ def test_add_json_report(cli, folder: Path) -> None:  # type: ignore[no-untyped-
     assert data["added"] == 1 and data["failed"] == [["notes/broken.pdf", "corrupt"]]
 
 
+def test_add_can_leave_large_files_for_the_next_pass(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    (folder / "big.md").write_text("# Big\n\n" + "Whales sing long songs. " * 100)
+    first = cli("add", str(folder), "--kb", "notes", "--defer-over-kb", "1")
+    assert first.exit_code == 0, first.output
+    assert "1 added" in first.output
+    assert "1 file over 1 KB is left for the next pass: `lorebase sync` reads it" in first.output
+    assert "left for the next pass" in " ".join(cli("status").output.split())
+    rest = cli("add", str(folder), "--kb", "notes")
+    assert "1 added" in rest.output and "2 unchanged" in rest.output  # broken.pdf too
+    assert "left for the next pass" not in rest.output
+    assert cli("add", str(folder), "--defer-over-kb", "0").exit_code == 2
+
+
 def test_kb_and_docs_commands(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
     assert cli("kb", "create", "team", "--description", "Team docs").exit_code == 0
     assert cli("kb", "create", "team").exit_code == 4  # conflict

@@ -14,11 +14,16 @@ from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.errors import Unavailable
 from lorebase.search.query import MAX_TOP_K, Mode
+from lorebase.service import KbState
 
 if TYPE_CHECKING:
     from lorebase.ingest.pipeline import Progress as IngestProgress
 
 KB_HELP = "The knowledge base to add to (created if needed)."
+DEFER_HELP = (
+    "Leave files over this many KB that the base does not hold yet for the next pass "
+    "(`lorebase sync`, or `add` without this option): a quick first look at a big folder."
+)
 
 
 @handles_errors
@@ -26,6 +31,9 @@ def add(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Files and folders to index.")],
     kb: Annotated[str, typer.Option("--kb", help=KB_HELP)] = "default",
+    defer_over_kb: Annotated[
+        int | None, typer.Option("--defer-over-kb", min=1, metavar="KB", help=DEFER_HELP)
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Index files and folders into a knowledge base: extract, chunk, embed, store.
@@ -56,7 +64,11 @@ def add(
 
     try:
         with open_from(ctx, holder="lorebase add") as lb, graceful_stop() as stop:
-            report = lb.add(paths, kb=kb, on_progress=on_progress, stop=stop)
+            defer = defer_over_kb * 1024 if defer_over_kb else None
+            report = lb.add(
+                paths, kb=kb, on_progress=on_progress, stop=stop, defer_larger_than=defer
+            )
+            base = lb.kb(kb, totals=False)
         if progress.live.is_started:  # the bar ends on the summary's count
             progress.update(task, chunks=report.chunks)
     finally:
@@ -67,6 +79,8 @@ def add(
         console.print(render.ingest_summary(report, kb))
         if report.failed:
             console.print(render.failures_table(report.failed))
+        if defer_over_kb and base.state is KbState.PENDING and base.state_reason:
+            console.print(Text(base.state_reason))
     if report.stopped and report.stopped != "stop requested":
         raise Unavailable(report.stopped)
 

@@ -8,6 +8,10 @@ A folder that has disappeared (unmounted, renamed) is never taken to mean "every
 deleted": its documents stay, and the base waits with the reason until the folder is back.
 A file followed on its own that is gone from a folder still there is deleted: its document
 leaves the index and the base stops following it.
+
+A pass may leave the large files the base does not hold yet for a later one
+(``defer_larger_than``): a quick first look at a big folder. They are not "gone" (their
+documents, if any, stay), and the base is ``pending`` until a pass without the limit reads them.
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ from typing import Protocol
 
 from lorebase.ingest.pipeline import STOP_REQUESTED, Ingestor, IngestReport, Progress, SourceFile
 from lorebase.ingest.sources import iter_files
-from lorebase.store.base import Catalogue, Documents, KbState, KnowledgeBase, Source, SourceKind
+from lorebase.store.base import (
+    Catalogue,
+    Documents,
+    DocumentState,
+    KbState,
+    KnowledgeBase,
+    Source,
+    SourceKind,
+)
 
 
 class PassStore(Catalogue, Documents, Protocol):
@@ -47,10 +59,13 @@ class Syncer:
         full: bool = False,
         stop: threading.Event | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        defer_larger_than: int | None = None,
     ) -> IngestReport:
-        """One pass over ``sources`` (default: all of the base's) plus ``extra_files``."""
+        """One pass over ``sources`` (default: all of the base's) plus ``extra_files``; with
+        ``defer_larger_than`` (bytes), the sources' files over it that the base holds no
+        document of yet are left for a later pass."""
         with self._one_pass:
-            return self._sync(kb, sources, extra_files, full, stop, on_progress)
+            return self._sync(kb, sources, extra_files, full, stop, on_progress, defer_larger_than)
 
     def _sync(
         self,
@@ -60,6 +75,7 @@ class Syncer:
         full: bool,
         stop: threading.Event | None,
         on_progress: Callable[[Progress], None] | None,
+        defer_larger_than: int | None = None,
     ) -> IngestReport:
         self.store.set_kb_state(kb.id, KbState.INDEXING, started=True)
         chosen = self.store.list_sources(kb.id) if sources is None else list(sources)
@@ -77,10 +93,11 @@ class Syncer:
                 continue
             files += found
             gone += self._gone(kb, source, {f.key for f in found})
+        deferred = self._deferred(kb, files, defer_larger_than)
         try:
             report = self.ingestor.process(
                 kb,
-                [*files, *extra_files],
+                [*(f for f in files if f.key not in deferred), *extra_files],
                 full=full,
                 stop=stop,
                 on_progress=self._recorder(kb, on_progress),
@@ -88,7 +105,8 @@ class Syncer:
         finally:
             self.store.delete_documents(kb.id, gone)
         report.removed = removed + len(gone)
-        self._finish(kb, report, missing)
+        later = _left_for_later(len(deferred), defer_larger_than or 0) if deferred else None
+        self._finish(kb, report, missing, later)
         return report
 
     def _walk(self, source: Source) -> list[SourceFile] | None:
@@ -104,6 +122,23 @@ class Syncer:
             SourceFile(path, f"{source.label}/{path.relative_to(root).as_posix()}", source.id)
             for path in iter_files(root)
         ]
+
+    def _deferred(self, kb: KnowledgeBase, files: list[SourceFile], limit: int | None) -> set[str]:
+        """The keys of the files over ``limit`` bytes that the base holds no indexed or failed
+        document of: a file it holds is kept up to date whatever its size."""
+        if limit is None:
+            return set()
+        settled = (DocumentState.INDEXED, DocumentState.FAILED)
+        held = {d.path for d in self.store.list_documents(kb.id) if d.state in settled}
+        deferred: set[str] = set()
+        for file in files:
+            try:
+                large = file.path.stat().st_size > limit
+            except OSError:  # the pass reports what is wrong with it
+                continue
+            if large and file.key not in held:
+                deferred.add(file.key)
+        return deferred
 
     def _gone(self, kb: KnowledgeBase, source: Source, present: set[str]) -> list[str]:
         """The documents of this source whose files are no longer there."""
@@ -129,7 +164,9 @@ class Syncer:
 
         return record
 
-    def _finish(self, kb: KnowledgeBase, report: IngestReport, missing: list[str]) -> None:
+    def _finish(
+        self, kb: KnowledgeBase, report: IngestReport, missing: list[str], later: str | None
+    ) -> None:
         if report.stopped == STOP_REQUESTED:
             state, reason = KbState.PENDING, "the last pass was stopped before its end"
         elif report.stopped:
@@ -137,6 +174,16 @@ class Syncer:
         elif missing:
             state = KbState.WAITING
             reason = f"source_unavailable: {', '.join(missing)} cannot be read; is it mounted?"
+        elif later:
+            state, reason = KbState.PENDING, later
         else:
             state, reason = KbState.READY, None
         self.store.set_kb_state(kb.id, state, reason, finished=True)
+
+
+def _left_for_later(count: int, limit: int) -> str:
+    """``12 files over 200 KB are left for the next pass: …`` (K = 1024)."""
+    size = f"{limit // 1024} KB" if limit % 1024 == 0 else f"{limit} bytes"
+    if count == 1:
+        return f"1 file over {size} is left for the next pass: `lorebase sync` reads it"
+    return f"{count} files over {size} are left for the next pass: `lorebase sync` reads them"

@@ -51,11 +51,13 @@ class Passes(Uploads):
         kb: str = DEFAULT_KB,
         on_progress: Callable[[Progress], None] | None = None,
         stop: threading.Event | None = None,
+        defer_larger_than: int | None = None,
     ) -> IngestReport:
         """Index files and folders into ``kb`` (created if needed). Each becomes a source the
         base follows (``sync`` and ``watch`` keep it up to date: a changed file is read again,
         a deleted one leaves the index); a file inside a folder the base follows is indexed
-        with that folder."""
+        with that folder. With ``defer_larger_than`` (bytes), files over it that the base does
+        not hold yet are left for the next pass (the base is ``pending`` until then)."""
         for path in paths:
             if not path.exists():
                 raise NotFound(f"{path} does not exist; check the path and try again")
@@ -64,7 +66,13 @@ class Passes(Uploads):
             chosen = {self.source_for(base, path).id for path in paths}
             # A folder added after a file inside it took that file's source over.
             sources = [s for s in self.store.list_sources(base.id) if s.id in chosen]
-            return self.syncer.sync(base, sources=sources, on_progress=on_progress, stop=stop)
+            return self.syncer.sync(
+                base,
+                sources=sources,
+                on_progress=on_progress,
+                stop=stop,
+                defer_larger_than=defer_larger_than,
+            )
 
     def sync(
         self,
