@@ -98,8 +98,11 @@ def analyse(result: EvalResult) -> dict[str, Any]:
 
 
 def null_scores(data_dir: Path, tasks: dict[str, EvalTask]) -> dict:
-    """Best dense score of each set's queries in another set's corpus (off-topic questions)."""
+    """Best dense score of each set's queries in another set's corpus (off-topic questions),
+    and how often the search's own relevance floor answers them "nothing found" (no-answer
+    accuracy) in dense and hybrid mode."""
     tops: list[float] = []
+    said_none: dict[str, list[bool]] = {"dense": [], "hybrid": []}
     for other, task in tasks.items():
         with open_lorebase(settings=Settings(data_dir=data_dir / other)) as lb:
             for own, questions in tasks.items():
@@ -113,6 +116,8 @@ def null_scores(data_dir: Path, tasks: dict[str, EvalTask]) -> dict:
                     ).hits
                     if hits:
                         tops.append(hits[0].scores["dense"].score)
+                    for mode, answers in said_none.items():
+                        answers.append(lb.search(text, kb=task.kb, mode=mode, top_k=10).no_answer)
     return {
         "questions": len(tops),
         "p50": metrics.percentile(tops, 50),
@@ -120,6 +125,7 @@ def null_scores(data_dir: Path, tasks: dict[str, EvalTask]) -> dict:
         "p95": metrics.percentile(tops, 95),
         "p99": metrics.percentile(tops, 99),
         "max": max(tops) if tops else None,
+        "no_answer_accuracy": {mode: metrics.mean(v) for mode, v in said_none.items()},
     }
 
 
