@@ -14,7 +14,12 @@ from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, Scored, StoredChunk
 from lorebase.store.postgres import search, writes
 from lorebase.store.postgres.role import PostgresRole, lookup_identity
-from lorebase.store.records import decompress_text, document_list, kb_list
+from lorebase.store.records import (
+    KEYWORD_ONLY_WHERE,
+    decompress_text,
+    document_list,
+    kb_list,
+)
 from lorebase.store.vectors import VECTOR_DTYPE, checked_query, checked_vectors
 from lorebase.types import Chunk
 
@@ -114,6 +119,14 @@ class VectorsMixin(PostgresRole):
                 "UPDATE documents SET identity_key = %s, state = %s, updated_at = %s WHERE id = %s",
                 (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
             )
+
+    def count_keyword_only(self, kb_ids: Sequence[int]) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM documents WHERE kb_id = ANY(%s) AND {KEYWORD_ONLY_WHERE}",
+                (kb_list(kb_ids),),
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
         keep_id = self._identity_id(keep)

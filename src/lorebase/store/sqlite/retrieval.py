@@ -13,7 +13,7 @@ from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, NotFound
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, Scored, StoredChunk
-from lorebase.store.records import document_list, kb_list
+from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import batches, decompress_text
@@ -117,6 +117,15 @@ class VectorsMixin(SqliteRole):
                 (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
             )
             writes.bump(conn, kb_id, [document_id])
+
+    def count_keyword_only(self, kb_ids: Sequence[int]) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM documents WHERE kb_id IN (SELECT value FROM json_each(?)) "
+                f"AND {KEYWORD_ONLY_WHERE}",
+                (json.dumps(kb_list(kb_ids)),),
+            ).fetchone()
+        return int(row[0])
 
     def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
         with self._write() as conn:
