@@ -19,6 +19,7 @@ from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.cli.progress import PassProgress
 from lorebase.errors import Unavailable
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
 
@@ -65,10 +66,16 @@ def sync(
     as_json: JsonOption = False,
 ) -> None:
     """Bring knowledge bases up to date with their folders: new and changed files are
-    indexed, files that are gone are dropped, unchanged files are not read."""
-    with open_from(ctx, holder="lorebase sync") as lb, graceful_stop() as stop:
-        reports = lb.sync(kb, full=full, stop=stop)
+    indexed (searchable by keyword as soon as they are read, by vector once embedded), files
+    that are gone are dropped, unchanged files are not read. Progress as `lorebase add`
+    shows it."""
     console = render.console()
+    with (
+        PassProgress(render.console(stderr=as_json), label="syncing", transient=as_json) as shown,
+        open_from(ctx, holder="lorebase sync") as lb,
+        graceful_stop() as stop,
+    ):
+        reports = lb.sync(kb, full=full, stop=stop, on_progress=shown)
     if as_json:
         render.print_json(console, render.to_jsonable(reports))
     else:

@@ -112,10 +112,11 @@ class IngestReport:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """Where a pass is: files read (or skipped) of the files it looks at; chunks written
-    (searchable by keyword); chunks done (with their vectors, or written when there is no
-    embedder) of the chunks known so far (cut from the files read); seconds since it began.
-    :mod:`lorebase.ingest.progress` turns a series of them into a rate and the time left."""
+    """Where a pass is: files done (read, or skipped unchanged) of the files it looks at, and
+    how many of them were read; chunks written (searchable by keyword); chunks done (their
+    vectors made, or written when there is no embedder) of the chunks known so far (cut from
+    the files read); seconds since the pass began. :mod:`lorebase.ingest.progress` turns a
+    series of them into a rate and the time left."""
 
     files_done: int
     files_total: int
@@ -123,6 +124,7 @@ class Progress:
     chunks_done: int = 0
     chunks_total: int = 0
     elapsed: float = 0.0
+    files_read: int = 0
 
 
 @dataclass(slots=True)
@@ -142,6 +144,7 @@ class _Counts:
     started: float
     files_total: int
     files_done: int = 0
+    files_read: int = 0
     chunks_written: int = 0
     chunks_done: int = 0
     chunks_total: int = 0
@@ -154,6 +157,7 @@ class _Counts:
             self.chunks_done,
             self.chunks_total,
             time.perf_counter() - self.started,
+            self.files_read,
         )
 
 
@@ -249,6 +253,7 @@ class Ingestor:
                     break
                 item = self._prepare(kb, file, known.get(file.key), identity, full, report)
                 counts.files_done += 1
+                counts.files_read += 1
                 if item is not None:
                     counts.chunks_total += len(item.chunks)
                     if self._stage(kb, item, identity, report, counts):
@@ -493,13 +498,20 @@ class Ingestor:
         for item in batch:
             if item.written is None:  # already embedding once written
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.EMBEDDING)
+        done_before = counts.chunks_done
+
+        def embedded(texts: int) -> None:  # a slice of a long batch: progress between calls
+            counts.chunks_done += texts
+            progressed()
+
         try:
-            vectors = self._vectors(batch, identity, report)
+            vectors = self._vectors(batch, identity, report, embedded)
         except Unavailable:
             for item in waiting:
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
             raise
         assert identity is not None  # documents wait for vectors only with an embedder
+        counts.chunks_done = done_before  # counted again, by document, as each one is written
         offset = 0
         for item in batch:
             own = vectors[offset : offset + len(item.chunks)]
@@ -557,10 +569,15 @@ class Ingestor:
             report.updated += 1
 
     def _vectors(
-        self, batch: list[_Pending], identity: EmbedderIdentity | None, report: IngestReport
+        self,
+        batch: list[_Pending],
+        identity: EmbedderIdentity | None,
+        report: IngestReport,
+        embedded: Callable[[int], None],
     ) -> np.ndarray:
         """One vector per chunk of these documents, in order: found by content (before
-        their chunks were written, or now) or embedded, each distinct text once."""
+        their chunks were written, or now) or embedded, each distinct text once, in calls of
+        at most ``batch_chunks`` texts (``embedded`` is told after each)."""
         assert self.embedder is not None and identity is not None
         chunks = [c for item in batch for c in item.chunks]
         known: dict[str, np.ndarray] = {}
@@ -570,10 +587,13 @@ class Ingestor:
         wanted = [h for h in dict.fromkeys(hashes) if h not in known]
         known.update(self.store.cached_vectors(identity, wanted) if wanted else {})
         missing = list(dict.fromkeys(h for h in hashes if h not in known))
-        if missing:
-            texts = {c.content_hash: c.embed_text for c in chunks}
-            fresh = self.embedder.embed_documents([texts[h] for h in missing])
-            known.update(zip(missing, fresh, strict=True))
+        texts = {c.content_hash: c.embed_text for c in chunks} if missing else {}
+        missing.sort(key=lambda h: len(texts[h]))  # each call's texts alike, as one call's
+        for start in range(0, len(missing), self.batch_chunks):
+            part = missing[start : start + self.batch_chunks]
+            fresh = self.embedder.embed_documents([texts[h] for h in part])
+            known.update(zip(part, fresh, strict=True))
+            embedded(len(part))
         report.embedded += len(missing)
         report.reused += len(hashes) - len(missing)
         return _matrix(chunks, known, identity)
