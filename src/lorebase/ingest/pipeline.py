@@ -148,6 +148,7 @@ class _Counts:
     chunks_written: int = 0
     chunks_done: int = 0
     chunks_total: int = 0
+    chunks_waiting: int = 0  # of the documents written that wait for their vectors
 
     def progress(self) -> Progress:
         return Progress(
@@ -258,7 +259,8 @@ class Ingestor:
                     counts.chunks_total += len(item.chunks)
                     if self._stage(kb, item, identity, report, counts):
                         waiting.append(item)
-                while _chunks(waiting) >= self.lookahead_chunks:
+                        counts.chunks_waiting += len(item.chunks)
+                while counts.chunks_waiting >= self.lookahead_chunks:
                     waiting = self._embed_next(kb, waiting, identity, report, counts, progressed)
                 progressed()
             deadline = time.monotonic() + DRAIN_SECONDS if report.stopped else None
@@ -495,6 +497,7 @@ class Ingestor:
             if taken >= size:
                 break
         batch, rest = waiting[:count], waiting[count:]
+        counts.chunks_waiting -= taken
         for item in batch:
             if item.written is None:  # already embedding once written
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.EMBEDDING)
@@ -533,6 +536,7 @@ class Ingestor:
         its chunks were written is left as it is now: the vectors belonged to what is gone."""
         stored = item.written if item.written is not None else item.replaces
         assert stored is not None  # written by _stage, or stored before (vectors only)
+        counts.chunks_done += len(item.chunks)  # nothing left to do for it either way
         try:
             self.store.add_vectors(kb.id, stored.id, item.chunks, vectors, identity)
         except (NotFound, Conflict):
@@ -541,7 +545,7 @@ class Ingestor:
             self._settled(
                 kb, replace(item.written, state=DocumentState.INDEXED, identity_key=identity.key)
             )
-        self._count_done(item, report, counts)
+        self._count_done(item, report)
 
     def _write_whole(
         self,
@@ -556,12 +560,12 @@ class Ingestor:
             kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
         )
         counts.chunks_written += len(item.chunks)
+        counts.chunks_done += len(item.chunks)
         self._settled(kb, record)
-        self._count_done(item, report, counts)
+        self._count_done(item, report)
 
     @staticmethod
-    def _count_done(item: _Pending, report: IngestReport, counts: _Counts) -> None:
-        counts.chunks_done += len(item.chunks)
+    def _count_done(item: _Pending, report: IngestReport) -> None:
         report.chunks += len(item.chunks)
         if item.replaces is None or item.replaces.state is DocumentState.PENDING:
             report.added += 1
@@ -606,10 +610,6 @@ def _matrix(
     for row, chunk in enumerate(chunks):
         out[row] = known[chunk.content_hash]
     return out
-
-
-def _chunks(waiting: Sequence[_Pending]) -> int:
-    return sum(len(item.chunks) for item in waiting)
 
 
 def _placeholder(file: SourceFile) -> NewDocument:
