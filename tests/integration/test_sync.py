@@ -493,3 +493,59 @@ def test_a_stop_drains_the_documents_waiting_for_vectors(
         assert (kb.searchable, kb.embedded) == (3, 1 + drained)
         assert lb.sync("notes")["notes"].added == 5 - drained
         assert lb.store.count_keyword_only([kb.id]) == 0
+
+
+def test_a_stop_while_the_read_documents_are_embedded_ends_the_pass_in_seconds(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file read (the lookahead holds them all) when the stop comes: the documents
+    being embedded get their vectors, the others wait for the next pass, found by keyword."""
+    from lorebase.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", 0.0)
+    stop = threading.Event()
+
+    def stop_at_first_call(texts: list[str], kind: str) -> None:
+        stop.set()
+
+    with make(tmp_path / "data", FakeEmbedder(hook=stop_at_first_call)) as lb:
+        lb.ingestor.batch_chunks = 1
+        report = lb.add([folder], kb="notes", stop=stop)
+        assert report.stopped == "stop requested"
+        states = list(paths(lb).values())
+        assert (states.count("indexed"), states.count("pending")) == (1, 5)
+        kb = lb.kb("notes")
+        assert lb.store.count_keyword_only([kb.id]) == 5
+        assert lb.sync("notes")["notes"].added == 5
+
+
+def test_a_stop_during_a_long_document_leaves_it_to_the_next_pass(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document of many chunks is embedded in several calls; when the drain window closes
+    between two of them, it goes back to pending, whole and found by keyword."""
+    from lorebase.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", 0.0)
+    for name in os.listdir(folder):
+        if name.endswith(".md"):
+            os.remove(folder / name)
+    sentences = " ".join(f"Walrus colony sentence number {n}." for n in range(600))
+    write(folder / "long.md", f"# Long\n\n{sentences}\n")
+    stop = threading.Event()
+    calls = {"n": 0}
+
+    def stop_at_first_call(texts: list[str], kind: str) -> None:
+        calls["n"] += 1
+        stop.set()
+
+    with make(tmp_path / "data", FakeEmbedder(hook=stop_at_first_call, batch_size=2)) as lb:
+        report = lb.add([folder], kb="notes", stop=stop)
+        assert report.stopped == "stop requested"
+        long = next(d for d in lb.documents("notes") if d.path == "notes/long.md")
+        assert long.chunk_count > 4 and long.state is DocumentState.PENDING
+        assert calls["n"] < long.chunk_count  # not embedded to the end
+        assert lb.search("walrus", kb="notes", mode="keyword").hits
+        assert lb.store.count_keyword_only([lb.kb("notes").id]) >= 1
+        assert lb.sync("notes")["notes"].stopped is None
+        assert lb.store.count_keyword_only([lb.kb("notes").id]) == 0

@@ -1,7 +1,8 @@
 """`lorebase sync` and `lorebase watch`: keep knowledge bases in step with their folders.
 
 The first SIGINT/SIGTERM asks the pass to stop after the current document (documents already
-extracted are written while a short drain window lasts; the rest stay pending for next time);
+read, and found by keyword, get their vectors while a short drain window lasts; the rest stay
+pending for next time);
 a second one stops at once — the database stays consistent either way.
 """
 

@@ -60,8 +60,11 @@ EMBED_BATCH_CHUNKS = 256
 # Extraction runs ahead of embedding until this many written chunks wait for vectors: the
 # folder becomes searchable by keyword early, and what is held in memory stays bounded.
 LOOKAHEAD_CHUNKS = 8_192
-# After a stop request, keep writing already-extracted documents for at most this long.
+# After a stop request, keep giving written documents their vectors for at most this long.
 DRAIN_SECONDS = 5.0
+# Texts are embedded in calls of this many of the embedder's batches (sorted by length first,
+# so the batches are those of one long call): progress, and a stop, are seen between calls.
+EMBED_CALL_BATCHES = 2
 STOP_REQUESTED = "stop requested"
 # Up to this many files, stored documents are looked up one by one instead of all at once.
 FEW_FILES = 32
@@ -135,6 +138,28 @@ class _Pending:
     vectors_only: bool = False  # same chunks, new embedding identity
     written: DocumentRecord | None = None  # its chunks, once written awaiting vectors
     known: dict[str, np.ndarray] = field(default_factory=dict)  # vectors found by content
+
+
+class _OutOfTime(Exception):
+    """The drain window after a stop request closed in the middle of embedding."""
+
+
+@dataclass(slots=True)
+class _Stop:
+    """A pass's stop request, and the end of its drain window from the moment it is seen."""
+
+    event: threading.Event | None
+    deadline: float | None = None
+
+    def requested(self) -> bool:
+        if self.event is None or not self.event.is_set():
+            return False
+        if self.deadline is None:
+            self.deadline = time.monotonic() + DRAIN_SECONDS
+        return True
+
+    def expired(self) -> bool:
+        return self.requested() and self.deadline is not None and time.monotonic() >= self.deadline
 
 
 @dataclass(slots=True)
@@ -246,11 +271,12 @@ class Ingestor:
             if on_progress is not None:
                 on_progress(counts.progress())
 
+        stopping = _Stop(stop)
         waiting: list[_Pending] = []  # written (or unchanged) chunks awaiting their vectors
         try:
             for file in todo:
-                if stop is not None and stop.is_set():
-                    report.stopped = STOP_REQUESTED
+                if stopping.requested():
+                    report.stopped = STOP_REQUESTED  # files left unread
                     break
                 item = self._prepare(kb, file, known.get(file.key), identity, full, report)
                 counts.files_done += 1
@@ -260,22 +286,21 @@ class Ingestor:
                     if self._stage(kb, item, identity, report, counts):
                         waiting.append(item)
                         counts.chunks_waiting += len(item.chunks)
-                while counts.chunks_waiting >= self.lookahead_chunks:
-                    waiting = self._embed_next(kb, waiting, identity, report, counts, progressed)
+                while counts.chunks_waiting >= self.lookahead_chunks and not stopping.requested():
+                    waiting = self._embed_next(
+                        kb, waiting, identity, report, counts, progressed, stopping
+                    )
                 progressed()
-            deadline = time.monotonic() + DRAIN_SECONDS if report.stopped else None
             while waiting:
-                if deadline is not None and time.monotonic() >= deadline:
-                    for left in waiting:
-                        self.store.set_document_state(
-                            kb.id, left.document.path, DocumentState.PENDING
-                        )
-                    break
-                # Draining after a stop: one document at a time, until the deadline.
-                size = 1 if deadline is not None else self.batch_chunks
-                waiting = self._embed_next(kb, waiting, identity, report, counts, progressed, size)
+                # Draining after a stop: one document at a time, until the window closes.
+                size = 1 if stopping.requested() else self.batch_chunks
+                waiting = self._embed_next(
+                    kb, waiting, identity, report, counts, progressed, stopping, size
+                )
         except Unavailable as error:
             report.stopped = str(error)
+        except _OutOfTime:  # the documents left wait for the next pass, found by keyword
+            report.stopped = STOP_REQUESTED
         if identity is not None and report.stopped is None:
             self._switch_identity(kb, identity)
         report.seconds = time.perf_counter() - started
@@ -483,12 +508,14 @@ class Ingestor:
         report: IngestReport,
         counts: _Counts,
         progressed: Callable[[], None],
+        stopping: _Stop,
         size: int | None = None,
     ) -> list[_Pending]:
-        """Embed the first waiting documents (at least ``size`` chunks, or all of them) in
-        one call, write each one's vectors; returns the documents still waiting. When the
-        embedder fails, every waiting document goes back to ``pending`` (written ones stay
-        searchable by keyword) and the failure is raised."""
+        """Embed the first waiting documents (at least ``size`` chunks, or all of them)
+        together, write each one's vectors; returns the documents still waiting. When the
+        embedder fails, or the drain window after a stop closes first, every waiting document
+        goes back to ``pending`` (written ones stay searchable by keyword) and that is
+        raised."""
         size = self.batch_chunks if size is None else size
         count = taken = 0
         for item in waiting:
@@ -503,13 +530,18 @@ class Ingestor:
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.EMBEDDING)
         done_before = counts.chunks_done
 
-        def embedded(texts: int) -> None:  # a slice of a long batch: progress between calls
+        def embedded(texts: int, more: bool) -> None:  # between the calls of a long batch
             counts.chunks_done += texts
             progressed()
+            if more and stopping.expired():
+                raise _OutOfTime
 
         try:
+            if stopping.expired():
+                raise _OutOfTime
             vectors = self._vectors(batch, identity, report, embedded)
-        except Unavailable:
+        except (Unavailable, _OutOfTime):
+            counts.chunks_done = done_before  # none of them is done
             for item in waiting:
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
             raise
@@ -577,11 +609,12 @@ class Ingestor:
         batch: list[_Pending],
         identity: EmbedderIdentity | None,
         report: IngestReport,
-        embedded: Callable[[int], None],
+        embedded: Callable[[int, bool], None],
     ) -> np.ndarray:
         """One vector per chunk of these documents, in order: found by content (before
         their chunks were written, or now) or embedded, each distinct text once, in calls of
-        at most ``batch_chunks`` texts (``embedded`` is told after each)."""
+        ``EMBED_CALL_BATCHES`` of the embedder's batches (at most ``batch_chunks`` texts;
+        ``embedded`` is told after each, and whether more follow)."""
         assert self.embedder is not None and identity is not None
         chunks = [c for item in batch for c in item.chunks]
         known: dict[str, np.ndarray] = {}
@@ -593,11 +626,12 @@ class Ingestor:
         missing = list(dict.fromkeys(h for h in hashes if h not in known))
         texts = {c.content_hash: c.embed_text for c in chunks} if missing else {}
         missing.sort(key=lambda h: len(texts[h]))  # each call's texts alike, as one call's
-        for start in range(0, len(missing), self.batch_chunks):
-            part = missing[start : start + self.batch_chunks]
+        call = max(1, min(self.batch_chunks, EMBED_CALL_BATCHES * self.embedder.batch_size))
+        for start in range(0, len(missing), call):
+            part = missing[start : start + call]
             fresh = self.embedder.embed_documents([texts[h] for h in part])
             known.update(zip(part, fresh, strict=True))
-            embedded(len(part))
+            embedded(len(part), start + call < len(missing))
         report.embedded += len(missing)
         report.reused += len(hashes) - len(missing)
         return _matrix(chunks, known, identity)
