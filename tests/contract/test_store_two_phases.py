@@ -18,7 +18,13 @@ from store_contract import (
 )
 
 from lorebase.errors import Conflict, InvalidInput, NotFound
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, Store
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    DocumentVectors,
+    KnowledgeBase,
+    Store,
+)
 from lorebase.types import Chunk
 
 
@@ -138,3 +144,37 @@ def test_vectors_for_a_document_gone_or_rewritten_are_refused(
     with pytest.raises(NotFound):
         store.add_vectors(kb.id, record.id, chunks, unit(1)[None], IDENTITY)
     assert backend.row_counts(store)["chunks"] == 0
+
+
+def test_vectors_of_several_documents_in_one_write_skip_the_ones_gone_or_rewritten(
+    store: Store,
+) -> None:
+    kb = store.create_kb("docs")
+    store.set_kb_identity(kb.id, IDENTITY)
+    kept, kept_chunks = stage(store, kb, "a.md", ["zebra one", "zebra two"])
+    gone, gone_chunks = stage(store, kb, "b.md", ["tulip"])
+    rewritten, old_chunks = stage(store, kb, "c.md", ["walrus"])
+    store.delete_document(kb.id, gone.id)
+    stage(store, kb, "c.md", ["walrus rewritten"])
+    written = store.add_vectors_many(
+        kb.id,
+        [
+            DocumentVectors(kept.id, kept_chunks, np.stack([unit(1), unit(2)])),
+            DocumentVectors(gone.id, gone_chunks, unit(3)[None]),
+            DocumentVectors(rewritten.id, old_chunks, unit(4)[None]),
+        ],
+        IDENTITY,
+    )
+    assert written == [kept.id]
+    assert store.get_document_by_id(kb.id, kept.id).state is DocumentState.INDEXED
+    assert store.get_document_by_id(kb.id, rewritten.id).state is DocumentState.EMBEDDING
+    assert (
+        ids_of(store.dense_search([kb.id], IDENTITY, unit(2), 10))
+        == stored_ids(kept.id, kept_chunks)[::-1]
+    )
+    assert store.count_keyword_only([kb.id]) == 1  # the rewritten one
+    assert store.add_vectors_many(kb.id, [], IDENTITY) == []
+    with pytest.raises(InvalidInput):  # checked before anything is written
+        store.add_vectors_many(
+            kb.id, [DocumentVectors(rewritten.id, old_chunks, unit(4)[None, :4])], IDENTITY
+        )

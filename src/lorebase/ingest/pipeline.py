@@ -38,7 +38,7 @@ import numpy as np
 
 from lorebase.chunk import chunk_document
 from lorebase.embed.base import Embedder, EmbedderIdentity
-from lorebase.errors import Conflict, ExtractionFailed, NotFound, Unavailable
+from lorebase.errors import ExtractionFailed, NotFound, Unavailable
 from lorebase.extract.base import content_hash
 from lorebase.extract.registry import document_kind, extractor_for
 from lorebase.extract.sandbox import ExtractionPool
@@ -49,6 +49,7 @@ from lorebase.store.base import (
     DocumentRecord,
     Documents,
     DocumentState,
+    DocumentVectors,
     KnowledgeBase,
     NewDocument,
     Vectors,
@@ -546,38 +547,40 @@ class Ingestor:
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
             raise
         assert identity is not None  # documents wait for vectors only with an embedder
-        counts.chunks_done = done_before  # counted again, by document, as each one is written
-        offset = 0
-        for item in batch:
-            own = vectors[offset : offset + len(item.chunks)]
-            offset += len(item.chunks)
-            self._add_vectors(kb, item, own, identity, report, counts)
+        counts.chunks_done = done_before + _chunk_count(batch)
+        self._add_vectors(kb, batch, vectors, identity, report)
         progressed()
         return rest
 
     def _add_vectors(
         self,
         kb: KnowledgeBase,
-        item: _Pending,
+        batch: list[_Pending],
         vectors: np.ndarray,
         identity: EmbedderIdentity,
         report: IngestReport,
-        counts: _Counts,
     ) -> None:
-        """The second write. A document deleted (or written again by someone else) since
-        its chunks were written is left as it is now: the vectors belonged to what is gone."""
-        stored = item.written if item.written is not None else item.replaces
-        assert stored is not None  # written by _stage, or stored before (vectors only)
-        counts.chunks_done += len(item.chunks)  # nothing left to do for it either way
-        try:
-            self.store.add_vectors(kb.id, stored.id, item.chunks, vectors, identity)
-        except (NotFound, Conflict):
-            return
-        if item.written is not None:
-            self._settled(
-                kb, replace(item.written, state=DocumentState.INDEXED, identity_key=identity.key)
-            )
-        self._count_done(item, report)
+        """The second write, for the batch in one transaction. A document deleted (or
+        written again by someone else) since its chunks were written is left as it is now:
+        the vectors belonged to what is gone."""
+        documents = []
+        offset = 0
+        for item in batch:
+            stored = item.written if item.written is not None else item.replaces
+            assert stored is not None  # written by _stage, or stored before (vectors only)
+            own = vectors[offset : offset + len(item.chunks)]
+            offset += len(item.chunks)
+            documents.append(DocumentVectors(stored.id, item.chunks, own))
+        written = set(self.store.add_vectors_many(kb.id, documents, identity))
+        for item, document in zip(batch, documents, strict=True):
+            if document.document_id not in written:
+                continue
+            if item.written is not None:
+                indexed = replace(
+                    item.written, state=DocumentState.INDEXED, identity_key=identity.key
+                )
+                self._settled(kb, indexed)
+            self._count_done(item, report)
 
     def _write_whole(
         self,
@@ -635,6 +638,10 @@ class Ingestor:
         report.embedded += len(missing)
         report.reused += len(hashes) - len(missing)
         return _matrix(chunks, known, identity)
+
+
+def _chunk_count(items: Sequence[_Pending]) -> int:
+    return sum(len(item.chunks) for item in items)
 
 
 def _matrix(

@@ -200,6 +200,15 @@ class StoredChunk:
 Scored = list[tuple[str, float]]  # (chunk id, score), best first
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentVectors:
+    """A document's vectors for its stored chunks (``vectors[i]`` belongs to ``chunks[i]``)."""
+
+    document_id: str
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray
+
+
 class Catalogue(Protocol):
     """The knowledge bases: their rows, settings, embedding identity, state and progress of a
     pass, and the folders (sources) they follow."""
@@ -446,6 +455,15 @@ class Vectors(Protocol):
         pass (its chunks were written ``awaiting_vectors``), or vectors of another identity
         for unchanged chunks, kept beside the current ones until the base switches identity
         (search never mixes two). ``NotFound`` when the document is gone."""
+        ...
+
+    def add_vectors_many(
+        self, kb_id: int, documents: Sequence[DocumentVectors], identity: EmbedderIdentity
+    ) -> list[str]:
+        """:meth:`add_vectors` for several documents in one transaction (the second write of
+        a pass, for one embedding batch). A document gone, or whose chunks changed, since its
+        chunks were written is left as it is: the vectors belonged to what is gone. Returns
+        the ids of the documents written."""
         ...
 
     def count_keyword_only(self, kb_ids: Sequence[int]) -> int:
