@@ -15,8 +15,9 @@ A backend plays every role; a consumer is typed with the roles it uses:
 
 :class:`Store` is all of them plus ``close``. Every read and write is scoped by knowledge base:
 a document or chunk id from another knowledge base finds nothing. A document's rows (document,
-chunks, lexical rows, vectors) are written in one transaction: a search never sees half a
-document, and replacing one is atomic.
+chunks, lexical rows, vectors) are written in one transaction, or in two (its chunks, then all
+their vectors; see :class:`Documents`): a search never sees half a document, and replacing one
+is atomic.
 
 The roles are :class:`typing.Protocol` classes: a backend subclasses :class:`Store` (so a
 type checker proves it complete); a consumer accepts anything that has the role's methods.
