@@ -100,7 +100,9 @@ def test_bases_without_totals_are_the_same_bases_with_zeros(store: Store) -> Non
     put(store, kb, "a.md", ["zebra one", "zebra two"])
     full, bare = store.get_kb("docs"), store.get_kb("docs", totals=False)
     assert (full.documents, full.chunks) == (1, 2)
-    assert replace(full, documents=0, indexed=0, failed=0, chunks=0, bytes=0, pending=0) == bare
+    zeros = dict.fromkeys(("documents", "indexed", "failed", "chunks", "bytes", "pending"), 0)
+    zeros |= {"searchable": 0, "embedded": 0, "embedded_chunks": 0}
+    assert replace(full, **zeros) == bare
     assert store.get_kb_by_id(kb.id, totals=False) == bare
     assert store.list_kbs(totals=False) == [bare]
     with pytest.raises(NotFound):

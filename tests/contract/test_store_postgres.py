@@ -271,3 +271,13 @@ def test_importing_the_backend_loads_no_driver() -> None:
         "assert 'psycopg' not in sys.modules and 'numpy' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_documents_awaiting_vectors_have_a_partial_index(pg: PostgresStore) -> None:
+    """Migration 4: the keyword-only count of a hybrid search reads only those documents."""
+    with pg.database.read() as conn:
+        found = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'documents_keyword_only'"
+        ).fetchone()
+    assert found is not None
+    assert "WHERE ((chunk_count > 0) AND (identity_key IS NULL))" in found[0]

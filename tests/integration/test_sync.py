@@ -397,3 +397,188 @@ def test_a_queued_pass_finds_its_base_when_another_shares_its_name(tmp_path: Pat
         assert lb.queue.join(30)
         assert (lb.queue.stats.done, lb.queue.stats.failed) == (1, 0)
         assert lb.kb_by_id(shared.id, totals=True).indexed == 1
+
+
+# -- two phases: searchable by keyword first, vectors next ---------------------------------------
+class Crash(BaseException):
+    """What a kill -9 does to the pass: it stops where it is, nothing is caught."""
+
+
+def test_documents_are_found_by_keyword_before_their_vectors_are_made(
+    tmp_path: Path, folder: Path
+) -> None:
+    """While the first embedding call runs, every document of the pass is already written and
+    found by keyword; a hybrid search answers and says how many are keyword-only so far."""
+    seen: dict[str, Any] = {}
+
+    def look(texts: list[str], kind: str) -> None:
+        if kind != "document" or seen:
+            return
+        kb = lb.kb("notes")
+        seen["keyword_only"] = lb.store.count_keyword_only([kb.id])
+        seen["states"] = set(paths(lb).values())
+        seen["keyword"] = lb.search("submarines", kb="notes", mode="keyword").hits
+        seen["hybrid"] = lb.search("submarines", kb="notes")
+        seen["totals"] = (kb.searchable, kb.embedded)
+
+    with make(tmp_path / "data", FakeEmbedder(hook=look)) as lb:
+        report = lb.add([folder], kb="notes")
+        assert (report.added, report.stopped) == (6, None)
+        assert seen["keyword_only"] == 6 and seen["states"] == {"embedding"}
+        assert seen["totals"] == (6, 0)
+        assert seen["keyword"][0].provenance.path == "notes/sub/deep.txt"
+        hybrid = seen["hybrid"]
+        assert hybrid.hits and hybrid.hits[0].provenance.path == "notes/sub/deep.txt"
+        assert (
+            "still_embedding: 6 documents are searchable by keyword only until their vectors "
+            "are written" in hybrid.warnings
+        )
+        # Done: every document has its vectors, and the warning is gone.
+        kb = lb.kb("notes")
+        assert (kb.searchable, kb.embedded, kb.embedded_chunks) == (6, 6, kb.chunks)
+        assert lb.store.count_keyword_only([kb.id]) == 0
+        assert lb.search("submarines", kb="notes").warnings == []
+        assert lb.search("submarines", kb="notes", mode="dense").hits
+
+
+def test_a_crash_between_the_two_writes_is_finished_by_the_next_pass(
+    tmp_path: Path, folder: Path
+) -> None:
+    def crash(texts: list[str], kind: str) -> None:
+        if kind == "document":
+            raise Crash
+
+    write(folder / "note0.md", "# Note 0\n\nThe topic of note 0 is item0, now edited.\n")
+    with make(tmp_path / "data") as lb:
+        lb.add([folder], kb="notes")
+        write(folder / "note0.md", "# Note 0\n\nRewritten: the topic is now walruses.\n")
+    with make(tmp_path / "data", FakeEmbedder(hook=crash)) as lb, pytest.raises(Crash):
+        lb.sync("notes")
+    embedder = FakeEmbedder()
+    with make(tmp_path / "data", embedder) as lb:
+        # Left between the writes: the new version found by keyword, the old one gone.
+        assert paths(lb)["notes/note0.md"] == "embedding"
+        assert lb.store.count_keyword_only([lb.kb("notes").id]) == 1
+        assert lb.search("walruses", kb="notes", mode="keyword").hits
+        assert not lb.search("edited", kb="notes", mode="keyword").hits
+        report = lb.sync("notes")["notes"]
+        assert (report.unchanged, report.added, report.embedded) == (5, 1, 1)
+        assert set(paths(lb).values()) == {"indexed"}
+        assert lb.store.count_keyword_only([lb.kb("notes").id]) == 0
+        hits = lb.search("walruses", kb="notes", mode="dense").hits
+        assert hits[0].provenance.path == "notes/note0.md"
+
+
+def test_a_document_deleted_while_it_waits_for_vectors_stays_deleted(
+    tmp_path: Path, folder: Path
+) -> None:
+    def delete_one(texts: list[str], kind: str) -> None:
+        document = lb.store.get_document(lb.kb("notes").id, "notes/note3.md")
+        if kind == "document" and document is not None:
+            lb.store.delete_document(document.kb_id, document.id)
+
+    with make(tmp_path / "data", FakeEmbedder(hook=delete_one)) as lb:
+        report = lb.add([folder], kb="notes")
+        assert (report.added, report.stopped) == (5, None)
+        assert "notes/note3.md" not in paths(lb)
+        assert set(paths(lb).values()) == {"indexed"}
+
+
+def test_an_embedder_lost_after_the_first_write_leaves_documents_found_by_keyword(
+    tmp_path: Path, folder: Path
+) -> None:
+    with make(tmp_path / "data", FakeEmbedder(unavailable=True)) as lb:
+        report = lb.add([folder], kb="notes")
+        assert report.stopped and report.added == 0
+        assert set(paths(lb).values()) == {"pending"}
+        assert lb.search("submarines", kb="notes", mode="keyword").hits
+        kb = lb.kb("notes")
+        assert (kb.searchable, kb.embedded) == (6, 0)
+    with make(tmp_path / "data") as lb:
+        assert lb.sync("notes")["notes"].added == 6
+        assert lb.kb("notes").embedded == 6
+
+
+@pytest.mark.parametrize("drain_seconds", [5.0, 0.0])
+def test_a_stop_drains_the_documents_waiting_for_vectors(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch, drain_seconds: float
+) -> None:
+    """A stop request during the pass: the documents already written get their vectors one
+    by one while the drain window lasts; past it they go back to pending, found by keyword."""
+    from lorebase.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", drain_seconds)
+    stop = threading.Event()
+
+    def stop_at_first_call(texts: list[str], kind: str) -> None:
+        stop.set()
+
+    with make(tmp_path / "data", FakeEmbedder(hook=stop_at_first_call)) as lb:
+        lb.ingestor.lookahead_chunks = 3  # three notes written, then the first embedded
+        lb.ingestor.batch_chunks = 1
+        report = lb.add([folder], kb="notes", stop=stop)
+        assert report.stopped == "stop requested"
+        states = list(paths(lb).values())
+        drained = 2 if drain_seconds else 0
+        assert (states.count("indexed"), states.count("pending")) == (1 + drained, 5 - drained)
+        kb = lb.kb("notes")
+        assert lb.store.count_keyword_only([kb.id]) == 2 - drained
+        assert (kb.searchable, kb.embedded) == (3, 1 + drained)
+        assert lb.sync("notes")["notes"].added == 5 - drained
+        assert lb.store.count_keyword_only([kb.id]) == 0
+
+
+def test_a_stop_while_the_read_documents_are_embedded_ends_the_pass_in_seconds(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file read (the lookahead holds them all) when the stop comes: the documents
+    being embedded get their vectors, the others wait for the next pass, found by keyword."""
+    from lorebase.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", 0.0)
+    stop = threading.Event()
+
+    def stop_at_first_call(texts: list[str], kind: str) -> None:
+        stop.set()
+
+    with make(tmp_path / "data", FakeEmbedder(hook=stop_at_first_call)) as lb:
+        lb.ingestor.batch_chunks = 1
+        report = lb.add([folder], kb="notes", stop=stop)
+        assert report.stopped == "stop requested"
+        states = list(paths(lb).values())
+        assert (states.count("indexed"), states.count("pending")) == (1, 5)
+        kb = lb.kb("notes")
+        assert lb.store.count_keyword_only([kb.id]) == 5
+        assert lb.sync("notes")["notes"].added == 5
+
+
+def test_a_stop_during_a_long_document_leaves_it_to_the_next_pass(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document of many chunks is embedded in several calls; when the drain window closes
+    between two of them, it goes back to pending, whole and found by keyword."""
+    from lorebase.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", 0.0)
+    for name in os.listdir(folder):
+        if name.endswith(".md"):
+            os.remove(folder / name)
+    sentences = " ".join(f"Walrus colony sentence number {n}." for n in range(600))
+    write(folder / "long.md", f"# Long\n\n{sentences}\n")
+    stop = threading.Event()
+    calls = {"n": 0}
+
+    def stop_at_first_call(texts: list[str], kind: str) -> None:
+        calls["n"] += 1
+        stop.set()
+
+    with make(tmp_path / "data", FakeEmbedder(hook=stop_at_first_call, batch_size=2)) as lb:
+        report = lb.add([folder], kb="notes", stop=stop)
+        assert report.stopped == "stop requested"
+        long = next(d for d in lb.documents("notes") if d.path == "notes/long.md")
+        assert long.chunk_count > 4 and long.state is DocumentState.PENDING
+        assert calls["n"] < long.chunk_count  # not embedded to the end
+        assert lb.search("walrus", kb="notes", mode="keyword").hits
+        assert lb.store.count_keyword_only([lb.kb("notes").id]) >= 1
+        assert lb.sync("notes")["notes"].stopped is None
+        assert lb.store.count_keyword_only([lb.kb("notes").id]) == 0

@@ -75,8 +75,12 @@ def test_kb_and_docs_commands(cli, folder: Path) -> None:  # type: ignore[no-unt
     assert "broken.pdf" in failed.output and "leave.md" not in failed.output
     status = json.loads(cli("status", "--json").stdout)
     assert status["knowledge_bases"][0]["chunks"] == 1
+    counts = ("searchable", "embedded", "embedded_chunks")
+    assert [status["knowledge_bases"][0][name] for name in counts] == [1, 1, 1]
     readable = cli("status").output.splitlines()  # one labelled line each, none folded
     assert "  documents  2 (1 indexed, 0 pending, 1 failed)" in readable
+    assert "  by keyword 1 documents · 1 chunks searchable" in readable
+    assert "  by vector  1 documents · 1 chunks" in readable
     assert "  model      fake · 64 dims" in readable
     assert cli("kb", "delete", "team", "--yes").exit_code == 0
     assert cli("search", "vacation", "--kb", "team").exit_code == 3

@@ -403,7 +403,7 @@ def test_migration_9_stores_vectors_once_as_int8(tmp_path: Path) -> None:
         blob = vector.tobytes() if row != 3 else vector[:3].tobytes()  # one of a wrong length
         conn.execute("INSERT INTO vectors VALUES (?, 1, ?)", (row, blob))
         conn.execute("INSERT INTO embedding_cache VALUES (?, 1, ?)", (digest, vector.tobytes()))
-    assert migrate(conn) == [9]
+    assert migrate(conn, MIGRATIONS[:9]) == [9]
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert "embedding_cache" not in tables and "vectors_int8" not in tables
     assert "chunks_content_hash" in tables
@@ -425,3 +425,34 @@ def test_migration_9_stores_vectors_once_as_int8(tmp_path: Path) -> None:
         found = store.cached_vectors(identity, hashes)
         assert set(found) == {"a" * 64, "b" * 64}
         np.testing.assert_allclose(found["a" * 64], vectors[0], atol=1e-2)
+
+
+def test_migration_10_indexes_the_documents_awaiting_vectors(tmp_path: Path) -> None:
+    """A database from migration 9 gains the partial index the keyword-only count reads (and
+    the count reads it, not the whole documents table)."""
+    path = tmp_path / "nine.db"
+    conn = connect(path)
+    try:
+        migrate(conn, MIGRATIONS[:9])
+        conn.execute(
+            "INSERT INTO knowledge_bases (name, description, scope, chunk_size, max_tokens, "
+            "overlap, created_at, updated_at) VALUES ('docs', '', 'global', 1000, 400, 100, 0, 0)"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    with SqliteStore(path) as store:
+        kb = store.get_kb("docs")
+        assert store.count_keyword_only([kb.id]) == 0
+        with store.database.read() as conn:
+            plan = " ".join(
+                str(row[-1])
+                for row in conn.execute(
+                    "EXPLAIN QUERY PLAN SELECT count(*) FROM documents WHERE kb_id IN "
+                    "(SELECT value FROM json_each(?)) AND chunk_count > 0 "
+                    "AND identity_key IS NULL",
+                    ("[1]",),
+                )
+            )
+    assert "documents_keyword_only" in plan
+    assert _recorded(path)[0][-1] == (10, "the documents awaiting vectors")

@@ -31,6 +31,9 @@ def kb_out(kb: KnowledgeBase) -> KnowledgeBaseOut:
         pending=kb.pending,
         failed=kb.failed,
         chunks=kb.chunks,
+        searchable=kb.searchable,
+        embedded=kb.embedded,
+        embedded_chunks=kb.embedded_chunks,
         bytes=kb.bytes,
         chunking=ChunkingIn(
             chunk_size=settings.chunk_size, max_tokens=settings.max_tokens, overlap=settings.overlap

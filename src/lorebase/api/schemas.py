@@ -46,6 +46,9 @@ class KnowledgeBaseOut(BaseModel):
     pending: int
     failed: int
     chunks: int
+    searchable: int = Field(description="Documents found by keyword: their chunks are written.")
+    embedded: int = Field(description="Documents found by vector too: their chunks have vectors.")
+    embedded_chunks: int
     bytes: int
     chunking: ChunkingIn
     embedding_identity: str | None

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
+from lorebase.cli.progress import PassProgress
 from lorebase.errors import Unavailable
 from lorebase.search.query import MAX_TOP_K, Mode
 from lorebase.service import KbState
-
-if TYPE_CHECKING:
-    from lorebase.ingest.pipeline import Progress as IngestProgress
 
 KB_HELP = "The knowledge base to add to (created if needed)."
 DEFER_HELP = (
@@ -36,43 +33,22 @@ def add(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Index files and folders into a knowledge base: extract, chunk, embed, store.
-    Unchanged files are skipped; failures are listed with their reasons."""
+    """Index files and folders into a knowledge base: extract, chunk, store, embed. Each
+    document is searchable by keyword as soon as it is read, by vector once embedded.
+    Unchanged files are skipped; failures are listed with their reasons. Progress (files and
+    chunks done, chunks per second, time left) is a bar on a terminal, otherwise a line on
+    stderr every 5 seconds."""
     console = render.console(stderr=as_json)
     # The bar is drawn from the first progress report on: an error found before any file is
     # read (a missing path, another process indexing) is printed alone.
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]:.0f} chunks/s"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=as_json,
-    )
-    task = progress.add_task("Indexing", total=None, chunks=0, rate=0.0, start=False)
-
-    def on_progress(step: IngestProgress) -> None:
-        if not progress.live.is_started:
-            progress.start()
-            progress.start_task(task)
-        elapsed = progress.tasks[task].elapsed or 0.0
-        rate = step.chunks / elapsed if elapsed > 0 else 0.0
-        progress.update(
-            task, completed=step.files_done, total=step.files_total, chunks=step.chunks, rate=rate
-        )
-
-    try:
-        with open_from(ctx, holder="lorebase add") as lb, graceful_stop() as stop:
-            defer = defer_over_kb * 1024 if defer_over_kb else None
-            report = lb.add(
-                paths, kb=kb, on_progress=on_progress, stop=stop, defer_larger_than=defer
-            )
-            base = lb.kb(kb, totals=False)
-        if progress.live.is_started:  # the bar ends on the summary's count
-            progress.update(task, chunks=report.chunks)
-    finally:
-        progress.stop()
+    with (
+        PassProgress(console, transient=as_json) as on_progress,
+        open_from(ctx, holder="lorebase add") as lb,
+        graceful_stop() as stop,
+    ):
+        defer = defer_over_kb * 1024 if defer_over_kb else None
+        report = lb.add(paths, kb=kb, on_progress=on_progress, stop=stop, defer_larger_than=defer)
+        base = lb.kb(kb, totals=False)
     if as_json:
         render.print_json(render.console(), render.to_jsonable(report))
     else:

@@ -1,7 +1,8 @@
 """`lorebase sync` and `lorebase watch`: keep knowledge bases in step with their folders.
 
 The first SIGINT/SIGTERM asks the pass to stop after the current document (documents already
-extracted are written while a short drain window lasts; the rest stay pending for next time);
+read, and found by keyword, get their vectors while a short drain window lasts; the rest stay
+pending for next time);
 a second one stops at once — the database stays consistent either way.
 """
 
@@ -19,6 +20,7 @@ from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
+from lorebase.cli.progress import PassProgress
 from lorebase.errors import Unavailable
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
 
@@ -65,10 +67,16 @@ def sync(
     as_json: JsonOption = False,
 ) -> None:
     """Bring knowledge bases up to date with their folders: new and changed files are
-    indexed, files that are gone are dropped, unchanged files are not read."""
-    with open_from(ctx, holder="lorebase sync") as lb, graceful_stop() as stop:
-        reports = lb.sync(kb, full=full, stop=stop)
+    indexed (searchable by keyword as soon as they are read, by vector once embedded), files
+    that are gone are dropped, unchanged files are not read. Progress as `lorebase add`
+    shows it."""
     console = render.console()
+    with (
+        PassProgress(render.console(stderr=as_json), label="syncing", transient=as_json) as shown,
+        open_from(ctx, holder="lorebase sync") as lb,
+        graceful_stop() as stop,
+    ):
+        reports = lb.sync(kb, full=full, stop=stop, on_progress=shown)
     if as_json:
         render.print_json(console, render.to_jsonable(reports))
     else:

@@ -354,6 +354,8 @@ def status_blocks(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) ->
         rows = [
             ("documents", f"{kb.documents:,} ({counts})"),
             ("chunks", f"{kb.chunks:,} · {kb.bytes / 1e6:.1f} MB"),
+            ("by keyword", f"{kb.searchable:,} documents · {kb.chunks:,} chunks searchable"),
+            ("by vector", f"{kb.embedded:,} documents · {kb.embedded_chunks:,} chunks"),
             ("last pass", _when(kb.pass_finished_at)),
             *((str(s.kind), f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
             ("model", _model(kb.identity_key)),

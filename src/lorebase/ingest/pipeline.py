@@ -1,15 +1,28 @@
-"""Processing files into a knowledge base: extract, chunk, embed (reusing vectors), store.
+"""Processing files into a knowledge base: extract, chunk, write (searchable by keyword), embed
+(reusing vectors), write the vectors.
 
 A file is left alone without being read when its size and mtime match what was indexed;
-otherwise its content hash decides. Chunks of several documents are embedded together (the
-embedder sorts them by length, so batches stay full and padding short), then each document is
-written in its own transaction. A chunk whose text was embedded before under the same identity
-is never embedded again.
+otherwise its content hash decides. A document is written in two steps, each one transaction:
+
+1. As soon as it is extracted and chunked, its chunks replace whatever the path held (the old
+   version's vectors go with its chunks): the document is found by keyword from now on, whole,
+   and stays ``embedding``. A document whose every chunk has a vector stored already (a moved
+   file, an unchanged chunk) is written whole at once instead, ``indexed``.
+2. Its vectors, when they are made (:meth:`~lorebase.store.base.Vectors.add_vectors`): it is
+   ``indexed``. Chunks of several documents are embedded together (the embedder sorts them by
+   length, so batches stay full and padding short), and extraction runs ahead of embedding by
+   up to ``lookahead_chunks``: a folder is searchable by keyword long before it is embedded.
+
+A chunk whose text was embedded before under the same identity is never embedded again: the
+stored vectors are looked up before step 1 replaces the chunks that hold them.
 
 Document states on the way: ``pending`` (a new path, recorded up front so a crash leaves it
-visible), ``extracting``, ``embedding``, then ``indexed`` or ``failed``. A stop request (first
-SIGINT/SIGTERM) ends the pass after the current document; documents already extracted are
-written while the drain window lasts, the rest stay pending.
+visible), ``extracting``, ``embedding`` (its chunks written, its vectors coming), then
+``indexed`` or ``failed``. A crash between the steps leaves an ``embedding`` document, still
+found by keyword, that the next pass resets to ``pending``, reads and finishes. A
+stop request (first SIGINT/SIGTERM) ends the pass after the current document; documents waiting
+for vectors get them while the drain window lasts, the rest go back to ``pending``, keyword
+searchable. Without an embedder a document is written whole, without vectors, in one step.
 """
 
 from __future__ import annotations
@@ -17,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -36,6 +49,7 @@ from lorebase.store.base import (
     DocumentRecord,
     Documents,
     DocumentState,
+    DocumentVectors,
     KnowledgeBase,
     NewDocument,
     Vectors,
@@ -44,8 +58,14 @@ from lorebase.types import Chunk, FailureReason
 
 # Embed once this many chunks are waiting (several small documents share one call).
 EMBED_BATCH_CHUNKS = 256
-# After a stop request, keep writing already-extracted documents for at most this long.
+# Extraction runs ahead of embedding until this many written chunks wait for vectors: the
+# folder becomes searchable by keyword early, and what is held in memory stays bounded.
+LOOKAHEAD_CHUNKS = 8_192
+# After a stop request, keep giving written documents their vectors for at most this long.
 DRAIN_SECONDS = 5.0
+# Texts are embedded in calls of this many of the embedder's batches (sorted by length first,
+# so the batches are those of one long call): progress, and a stop, are seen between calls.
+EMBED_CALL_BATCHES = 2
 STOP_REQUESTED = "stop requested"
 # Up to this many files, stored documents are looked up one by one instead of all at once.
 FEW_FILES = 32
@@ -96,9 +116,19 @@ class IngestReport:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
+    """Where a pass is: files done (read, or skipped unchanged) of the files it looks at, and
+    how many of them were read; chunks written (searchable by keyword); chunks done (their
+    vectors made, or written when there is no embedder) of the chunks known so far (cut from
+    the files read); seconds since the pass began. :mod:`lorebase.ingest.progress` turns a
+    series of them into a rate and the time left."""
+
     files_done: int
     files_total: int
     chunks: int
+    chunks_done: int = 0
+    chunks_total: int = 0
+    elapsed: float = 0.0
+    files_read: int = 0
 
 
 @dataclass(slots=True)
@@ -107,6 +137,55 @@ class _Pending:
     chunks: list[Chunk]
     replaces: DocumentRecord | None
     vectors_only: bool = False  # same chunks, new embedding identity
+    written: DocumentRecord | None = None  # its chunks, once written awaiting vectors
+    known: dict[str, np.ndarray] = field(default_factory=dict)  # vectors found by content
+
+
+class _OutOfTime(Exception):
+    """The drain window after a stop request closed in the middle of embedding."""
+
+
+@dataclass(slots=True)
+class _Stop:
+    """A pass's stop request, and the end of its drain window from the moment it is seen."""
+
+    event: threading.Event | None
+    deadline: float | None = None
+
+    def requested(self) -> bool:
+        if self.event is None or not self.event.is_set():
+            return False
+        if self.deadline is None:
+            self.deadline = time.monotonic() + DRAIN_SECONDS
+        return True
+
+    def expired(self) -> bool:
+        return self.requested() and self.deadline is not None and time.monotonic() >= self.deadline
+
+
+@dataclass(slots=True)
+class _Counts:
+    """What a pass has done so far, for its progress reports."""
+
+    started: float
+    files_total: int
+    files_done: int = 0
+    files_read: int = 0
+    chunks_written: int = 0
+    chunks_done: int = 0
+    chunks_total: int = 0
+    chunks_waiting: int = 0  # of the documents written that wait for their vectors
+
+    def progress(self) -> Progress:
+        return Progress(
+            self.files_done,
+            self.files_total,
+            self.chunks_written,
+            self.chunks_done,
+            self.chunks_total,
+            time.perf_counter() - self.started,
+            self.files_read,
+        )
 
 
 def source_files(paths: Sequence[Path]) -> Iterator[SourceFile]:
@@ -136,6 +215,7 @@ class Ingestor:
         extract_settings: ExtractSettings,
         batch_chunks: int = EMBED_BATCH_CHUNKS,
         on_document: Callable[[int, DocumentRecord], None] | None = None,
+        lookahead_chunks: int = LOOKAHEAD_CHUNKS,
     ) -> None:
         """``on_document(kb_id, record)`` is told each document that settled, indexed or failed
         (the service turns it into an event: pages follow a folder pass live)."""
@@ -143,6 +223,7 @@ class Ingestor:
         self.embedder = embedder
         self.extract_settings = extract_settings
         self.batch_chunks = batch_chunks
+        self.lookahead_chunks = lookahead_chunks
         self.on_document = on_document
         self._pool: ExtractionPool | None = None
         self._pool_lock = threading.Lock()
@@ -185,27 +266,42 @@ class Ingestor:
             kb.id,
             [_placeholder(f) for f in todo if f.key not in known and document_kind(f.path)],
         )
-        pending: list[_Pending] = []
+        counts = _Counts(started, len(files), files_done=report.unchanged)
+
+        def progressed() -> None:
+            if on_progress is not None:
+                on_progress(counts.progress())
+
+        stopping = _Stop(stop)
+        waiting: list[_Pending] = []  # written (or unchanged) chunks awaiting their vectors
         try:
-            for done, file in enumerate(todo, start=1):
-                if stop is not None and stop.is_set():
-                    report.stopped = STOP_REQUESTED
+            for file in todo:
+                if stopping.requested():
+                    report.stopped = STOP_REQUESTED  # files left unread
                     break
                 item = self._prepare(kb, file, known.get(file.key), identity, full, report)
+                counts.files_done += 1
+                counts.files_read += 1
                 if item is not None:
-                    pending.append(item)
-                    if sum(len(p.chunks) for p in pending) >= self.batch_chunks:
-                        self._flush(kb, pending, identity, report)
-                        pending = []
-                if on_progress is not None:  # chunks written, and cut ones waiting
-                    waiting = sum(len(p.chunks) for p in pending)
-                    on_progress(
-                        Progress(report.unchanged + done, len(files), report.chunks + waiting)
+                    counts.chunks_total += len(item.chunks)
+                    if self._stage(kb, item, identity, report, counts):
+                        waiting.append(item)
+                        counts.chunks_waiting += len(item.chunks)
+                while counts.chunks_waiting >= self.lookahead_chunks and not stopping.requested():
+                    waiting = self._embed_next(
+                        kb, waiting, identity, report, counts, progressed, stopping
                     )
-            deadline = time.monotonic() + DRAIN_SECONDS if report.stopped else None
-            self._flush(kb, pending, identity, report, deadline)
+                progressed()
+            while waiting:
+                # Draining after a stop: one document at a time, until the window closes.
+                size = 1 if stopping.requested() else self.batch_chunks
+                waiting = self._embed_next(
+                    kb, waiting, identity, report, counts, progressed, stopping, size
+                )
         except Unavailable as error:
             report.stopped = str(error)
+        except _OutOfTime:  # the documents left wait for the next pass, found by keyword
+            report.stopped = STOP_REQUESTED
         if identity is not None and report.stopped is None:
             self._switch_identity(kb, identity)
         report.seconds = time.perf_counter() - started
@@ -366,65 +462,145 @@ class Ingestor:
         if self.on_document is not None:
             self.on_document(kb.id, record)
 
-    # -- embedding and writing ---------------------------------------------------------------
-    def _flush(
+    # -- writing and embedding ---------------------------------------------------------------
+    def _stage(
         self,
         kb: KnowledgeBase,
-        pending: list[_Pending],
+        item: _Pending,
         identity: EmbedderIdentity | None,
         report: IngestReport,
-        deadline: float | None = None,
-    ) -> None:
-        """Embed what the waiting documents need (reusing stored vectors), then write each.
-        With a ``deadline`` (draining after a stop), documents go one at a time until it."""
-        if not pending:
-            return
-        if deadline is not None:
-            for position, item in enumerate(pending):
-                if time.monotonic() >= deadline:
-                    for left in pending[position:]:
-                        self.store.set_document_state(
-                            kb.id, left.document.path, DocumentState.PENDING
-                        )
-                    return
-                self._flush(kb, [item], identity, report)
-            return
-        for item in pending:
-            self.store.set_document_state(kb.id, item.document.path, DocumentState.EMBEDDING)
+        counts: _Counts,
+    ) -> bool:
+        """The first write: the document's chunks, searchable by keyword from now on. Whole
+        at once (``indexed``) when there is no embedder or every chunk's vector is stored
+        already; otherwise awaiting its vectors (True). A change of identity only (same
+        chunks) writes nothing yet and awaits its new vectors."""
+        if item.vectors_only:
+            return True
+        if self.embedder is None or identity is None:
+            self._write_whole(kb, item, None, None, report, counts)
+            return False
+        hashes = list(dict.fromkeys(c.content_hash for c in item.chunks))
+        # Looked up before the write replaces the chunks that may hold them.
+        item.known = self.store.cached_vectors(identity, hashes)
+        if len(item.known) == len(hashes):
+            vectors = _matrix(item.chunks, item.known, identity)
+            report.reused += len(item.chunks)
+            self._write_whole(kb, item, vectors, identity, report, counts)
+            return False
+        item.written = self.store.replace_document(
+            kb.id,
+            item.document,
+            item.chunks,
+            None,
+            None,
+            kb.chunk_settings.key,
+            awaiting_vectors=True,
+        )
+        counts.chunks_written += len(item.chunks)
+        self._settled(kb, item.written)
+        return True
+
+    def _embed_next(
+        self,
+        kb: KnowledgeBase,
+        waiting: list[_Pending],
+        identity: EmbedderIdentity | None,
+        report: IngestReport,
+        counts: _Counts,
+        progressed: Callable[[], None],
+        stopping: _Stop,
+        size: int | None = None,
+    ) -> list[_Pending]:
+        """Embed the first waiting documents (at least ``size`` chunks, or all of them)
+        together, write each one's vectors; returns the documents still waiting. When the
+        embedder fails, or the drain window after a stop closes first, every waiting document
+        goes back to ``pending`` (written ones stay searchable by keyword) and that is
+        raised."""
+        size = self.batch_chunks if size is None else size
+        count = taken = 0
+        for item in waiting:
+            count += 1
+            taken += len(item.chunks)
+            if taken >= size:
+                break
+        batch, rest = waiting[:count], waiting[count:]
+        counts.chunks_waiting -= taken
+        for item in batch:
+            if item.written is None:  # already embedding once written
+                self.store.set_document_state(kb.id, item.document.path, DocumentState.EMBEDDING)
+        done_before = counts.chunks_done
+
+        def embedded(texts: int, more: bool) -> None:  # between the calls of a long batch
+            counts.chunks_done += texts
+            progressed()
+            if more and stopping.expired():
+                raise _OutOfTime
+
         try:
-            vectors = self._vectors([c for p in pending for c in p.chunks], identity, report)
-        except Unavailable:
-            for item in pending:
+            if stopping.expired():
+                raise _OutOfTime
+            vectors = self._vectors(batch, identity, report, embedded)
+        except (Unavailable, _OutOfTime):
+            counts.chunks_done = done_before  # none of them is done
+            for item in waiting:
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
             raise
-        offset = 0
-        for item in pending:
-            count = len(item.chunks)
-            own = vectors[offset : offset + count] if vectors is not None else None
-            offset += count
-            self._write(kb, item, own, identity, report)
+        assert identity is not None  # documents wait for vectors only with an embedder
+        counts.chunks_done = done_before + _chunk_count(batch)
+        self._add_vectors(kb, batch, vectors, identity, report)
+        progressed()
+        return rest
 
-    def _write(
+    def _add_vectors(
+        self,
+        kb: KnowledgeBase,
+        batch: list[_Pending],
+        vectors: np.ndarray,
+        identity: EmbedderIdentity,
+        report: IngestReport,
+    ) -> None:
+        """The second write, for the batch in one transaction. A document deleted (or
+        written again by someone else) since its chunks were written is left as it is now:
+        the vectors belonged to what is gone."""
+        documents = []
+        offset = 0
+        for item in batch:
+            stored = item.written if item.written is not None else item.replaces
+            assert stored is not None  # written by _stage, or stored before (vectors only)
+            own = vectors[offset : offset + len(item.chunks)]
+            offset += len(item.chunks)
+            documents.append(DocumentVectors(stored.id, item.chunks, own))
+        written = set(self.store.add_vectors_many(kb.id, documents, identity))
+        for item, document in zip(batch, documents, strict=True):
+            if document.document_id not in written:
+                continue
+            if item.written is not None:
+                indexed = replace(
+                    item.written, state=DocumentState.INDEXED, identity_key=identity.key
+                )
+                self._settled(kb, indexed)
+            self._count_done(item, report)
+
+    def _write_whole(
         self,
         kb: KnowledgeBase,
         item: _Pending,
         vectors: np.ndarray | None,
         identity: EmbedderIdentity | None,
         report: IngestReport,
+        counts: _Counts,
     ) -> None:
-        if (
-            item.vectors_only
-            and item.replaces is not None
-            and vectors is not None
-            and identity is not None  # always so when vectors_only
-        ):
-            # Same chunks under a new model: keep the old vectors until the base switches.
-            self.store.add_vectors(kb.id, item.replaces.id, item.chunks, vectors, identity)
-        else:
-            record = self.store.replace_document(
-                kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
-            )
-            self._settled(kb, record)
+        record = self.store.replace_document(
+            kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
+        )
+        counts.chunks_written += len(item.chunks)
+        counts.chunks_done += len(item.chunks)
+        self._settled(kb, record)
+        self._count_done(item, report)
+
+    @staticmethod
+    def _count_done(item: _Pending, report: IngestReport) -> None:
         report.chunks += len(item.chunks)
         if item.replaces is None or item.replaces.state is DocumentState.PENDING:
             report.added += 1
@@ -432,23 +608,49 @@ class Ingestor:
             report.updated += 1
 
     def _vectors(
-        self, chunks: list[Chunk], identity: EmbedderIdentity | None, report: IngestReport
-    ) -> np.ndarray | None:
-        if self.embedder is None or identity is None:
-            return None
+        self,
+        batch: list[_Pending],
+        identity: EmbedderIdentity | None,
+        report: IngestReport,
+        embedded: Callable[[int, bool], None],
+    ) -> np.ndarray:
+        """One vector per chunk of these documents, in order: found by content (before
+        their chunks were written, or now) or embedded, each distinct text once, in calls of
+        ``EMBED_CALL_BATCHES`` of the embedder's batches (at most ``batch_chunks`` texts;
+        ``embedded`` is told after each, and whether more follow)."""
+        assert self.embedder is not None and identity is not None
+        chunks = [c for item in batch for c in item.chunks]
+        known: dict[str, np.ndarray] = {}
+        for item in batch:
+            known.update(item.known)
         hashes = [c.content_hash for c in chunks]
-        known = self.store.cached_vectors(identity, list(dict.fromkeys(hashes)))
+        wanted = [h for h in dict.fromkeys(hashes) if h not in known]
+        known.update(self.store.cached_vectors(identity, wanted) if wanted else {})
         missing = list(dict.fromkeys(h for h in hashes if h not in known))
-        if missing:
-            texts = {c.content_hash: c.embed_text for c in chunks}
-            fresh = self.embedder.embed_documents([texts[h] for h in missing])
-            known.update(zip(missing, fresh, strict=True))
+        texts = {c.content_hash: c.embed_text for c in chunks} if missing else {}
+        missing.sort(key=lambda h: len(texts[h]))  # each call's texts alike, as one call's
+        call = max(1, min(self.batch_chunks, EMBED_CALL_BATCHES * self.embedder.batch_size))
+        for start in range(0, len(missing), call):
+            part = missing[start : start + call]
+            fresh = self.embedder.embed_documents([texts[h] for h in part])
+            known.update(zip(part, fresh, strict=True))
+            embedded(len(part), start + call < len(missing))
         report.embedded += len(missing)
         report.reused += len(hashes) - len(missing)
-        out = np.empty((len(chunks), identity.dim), dtype=np.float32)
-        for row, digest in enumerate(hashes):
-            out[row] = known[digest]
-        return out
+        return _matrix(chunks, known, identity)
+
+
+def _chunk_count(items: Sequence[_Pending]) -> int:
+    return sum(len(item.chunks) for item in items)
+
+
+def _matrix(
+    chunks: Sequence[Chunk], known: dict[str, np.ndarray], identity: EmbedderIdentity
+) -> np.ndarray:
+    out = np.empty((len(chunks), identity.dim), dtype=np.float32)
+    for row, chunk in enumerate(chunks):
+        out[row] = known[chunk.content_hash]
+    return out
 
 
 def _placeholder(file: SourceFile) -> NewDocument:

@@ -207,6 +207,13 @@ class SearchService:
             )
         if not matching:
             return [] if not stale else None
+        waiting = self.store.count_keyword_only(matching)
+        if waiting:
+            are = "document is" if waiting == 1 else "documents are"
+            warnings.append(
+                f"still_embedding: {waiting} {are} searchable by keyword only until their "
+                "vectors are written"
+            )
         return _timed(
             timings,
             "dense",

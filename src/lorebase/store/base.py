@@ -5,7 +5,8 @@ A backend plays every role; a consumer is typed with the roles it uses:
 - :class:`Catalogue` — knowledge bases: create, find, delete; their settings, identity, state,
   progress and the folders they follow.
 - :class:`Documents` — document records and their life cycle: indexed (with chunks and
-  vectors, atomically), failed, pending, touched, deleted, reset after a crash.
+  vectors, atomically), keyword-searchable while its vectors are made, failed, pending,
+  touched, deleted, reset after a crash.
 - :class:`Uploads` — uploaded files: create, find by content hash, list, sealed names.
 - :class:`LexicalIndex` — keyword (BM25) search.
 - :class:`Vectors` — dense search, vector reuse by content, identity switches.
@@ -14,8 +15,9 @@ A backend plays every role; a consumer is typed with the roles it uses:
 
 :class:`Store` is all of them plus ``close``. Every read and write is scoped by knowledge base:
 a document or chunk id from another knowledge base finds nothing. A document's rows (document,
-chunks, lexical rows, vectors) are written in one transaction: a search never sees half a
-document, and replacing one is atomic.
+chunks, lexical rows, vectors) are written in one transaction, or in two (its chunks, then all
+their vectors; see :class:`Documents`): a search never sees half a document, and replacing one
+is atomic.
 
 The roles are :class:`typing.Protocol` classes: a backend subclasses :class:`Store` (so a
 type checker proves it complete); a consumer accepts anything that has the role's methods.
@@ -97,6 +99,9 @@ class KnowledgeBase:
     chunks: int = 0
     bytes: int = 0
     pending: int = 0
+    searchable: int = 0  # documents whose chunks are written: found by keyword
+    embedded: int = 0  # of those, the documents whose chunks have their vectors too
+    embedded_chunks: int = 0
     state: KbState = KbState.PENDING
     state_reason: str | None = None
     pass_started_at: float | None = None
@@ -196,6 +201,15 @@ class StoredChunk:
 Scored = list[tuple[str, float]]  # (chunk id, score), best first
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentVectors:
+    """A document's vectors for its stored chunks (``vectors[i]`` belongs to ``chunks[i]``)."""
+
+    document_id: str
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray
+
+
 class Catalogue(Protocol):
     """The knowledge bases: their rows, settings, embedding identity, state and progress of a
     pass, and the folders (sources) they follow."""
@@ -280,7 +294,12 @@ class Documents(Protocol):
     """Document records and their life cycle: ``pending`` (search keeps answering from the
     indexed version), then ``indexed`` with exactly its chunks and vectors or ``failed`` with a
     reason, each switch atomic; touched when only the modification time changed; deleted with
-    all their rows; reset to ``pending`` after a crash."""
+    all their rows; reset to ``pending`` after a crash.
+
+    A pass writes a document in two steps: its chunks first (``replace_document`` with
+    ``awaiting_vectors``: state ``embedding``, found by keyword, no vectors, no identity),
+    then their vectors (:meth:`Vectors.add_vectors`: ``indexed``). Each step is atomic; a
+    document between the two is counted by :meth:`Vectors.count_keyword_only`."""
 
     def get_document(self, kb_id: int, path: str) -> DocumentRecord | None: ...
 
@@ -309,12 +328,18 @@ class Documents(Protocol):
         vectors: np.ndarray | None,
         identity: EmbedderIdentity | None,
         settings_key: str,
+        *,
+        awaiting_vectors: bool = False,
     ) -> DocumentRecord:
         """Atomically make ``document`` (by path) indexed with exactly these chunks and
         vectors (``vectors[i]`` belongs to ``chunks[i]``; None when there is no embedder),
-        replacing whatever was stored for that path. The vectors can then be found by
-        ``(chunk.content_hash, identity)`` (:meth:`Vectors.cached_vectors`). The document keeps
-        its id when replaced."""
+        replacing whatever was stored for that path (the old chunks go with their vectors).
+        The vectors can then be found by ``(chunk.content_hash, identity)``
+        (:meth:`Vectors.cached_vectors`). The document keeps its id when replaced.
+
+        ``awaiting_vectors`` (``vectors`` must be None): the first step of a pass — the
+        chunks are searchable by keyword now, the document stays ``embedding`` (no identity)
+        until :meth:`Vectors.add_vectors` gives them their vectors."""
         ...
 
     def record_failure(self, kb_id: int, document: NewDocument, reason: str) -> DocumentRecord:
@@ -426,8 +451,26 @@ class Vectors(Protocol):
         vectors: np.ndarray,
         identity: EmbedderIdentity,
     ) -> None:
-        """Vectors of another identity for a document's unchanged chunks, kept beside the
-        current ones until the base switches identity (search never mixes two)."""
+        """Vectors for a document's stored chunks (exactly these, or ``Conflict``), and the
+        document ``indexed`` under ``identity``, in one transaction: the second step of a
+        pass (its chunks were written ``awaiting_vectors``), or vectors of another identity
+        for unchanged chunks, kept beside the current ones until the base switches identity
+        (search never mixes two). ``NotFound`` when the document is gone."""
+        ...
+
+    def add_vectors_many(
+        self, kb_id: int, documents: Sequence[DocumentVectors], identity: EmbedderIdentity
+    ) -> list[str]:
+        """:meth:`add_vectors` for several documents in one transaction (the second write of
+        a pass, for one embedding batch). A document gone, or whose chunks changed, since its
+        chunks were written is left as it is: the vectors belonged to what is gone. Returns
+        the ids of the documents written."""
+        ...
+
+    def count_keyword_only(self, kb_ids: Sequence[int]) -> int:
+        """How many documents of these bases are searchable by keyword but have no vectors:
+        their chunks are written and their vectors not yet (a pass still embedding, or
+        stopped before it could), or were written by a pass without an embedder."""
         ...
 
     def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:

@@ -130,7 +130,9 @@ def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBa
     """A knowledge base from a ``KB_COLUMNS`` row and its ``KB_TOTALS_SQL`` totals (after the
     kb_id column); None totals: a base without documents."""
     kb = named(KB_FIELDS, row)
-    documents, indexed, failed, chunks, size, pending = totals or (0, 0, 0, 0, 0, 0)
+    documents, indexed, failed, chunks, size, pending, searchable, embedded, embedded_chunks = (
+        totals or (0,) * 9
+    )
     return KnowledgeBase(
         id=kb["id"],
         name=kb["name"],
@@ -148,6 +150,9 @@ def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBa
         chunks=chunks,
         bytes=size,
         pending=pending,
+        searchable=searchable,
+        embedded=embedded,
+        embedded_chunks=embedded_chunks,
         state=KbState(kb["state"]),
         state_reason=kb["state_reason"],
         pass_started_at=kb["pass_started_at"],
@@ -264,6 +269,17 @@ def check_chunks(chunks: Sequence[Chunk]) -> None:
         raise InvalidInput("two chunks of one document share an ordinal")
     if len({chunk.id for chunk in chunks}) != len(chunks):
         raise InvalidInput("two chunks of one document share an id")
+
+
+KEYWORD_ONLY_WHERE = "chunk_count > 0 AND identity_key IS NULL"
+"""The documents searchable by keyword without vectors (each backend's partial index on
+``kb_id`` has exactly this predicate, so the count reads only them)."""
+
+
+def check_awaiting(matrix: object | None, awaiting_vectors: bool) -> None:
+    """A document written to await its vectors is written without them."""
+    if awaiting_vectors and matrix is not None:
+        raise InvalidInput("a document awaiting its vectors is written without vectors")
 
 
 # -- the rules of a base's names and sources, for every backend ------------------------------

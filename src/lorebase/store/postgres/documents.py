@@ -15,6 +15,7 @@ from lorebase.store.postgres.role import PostgresRole
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
     DOCUMENT_VALUE_COLUMNS,
+    check_awaiting,
     check_chunks,
     compress_text,
     document_from_row,
@@ -78,12 +79,15 @@ class DocumentsMixin(PostgresRole):
         vectors: np.ndarray | None,
         identity: EmbedderIdentity | None,
         settings_key: str,
+        *,
+        awaiting_vectors: bool = False,
     ) -> DocumentRecord:
         """One transaction: lock the base (shared) and the document's row, drop its chunks
         (vectors cascade) and sections, update or insert the row, write sections, chunks
         with their lexemes, vectors and the reuse cache. Input is checked, and a new identity
         registered, before it starts."""
         matrix = checked_vectors(chunks, vectors, identity)
+        check_awaiting(matrix, awaiting_vectors)
         check_chunks(chunks)
         with self._read() as conn:
             writes.require_kb(conn, kb_id)
@@ -96,7 +100,7 @@ class DocumentsMixin(PostgresRole):
                 conn,
                 kb_id,
                 document,
-                state=DocumentState.INDEXED,
+                state=DocumentState.EMBEDDING if awaiting_vectors else DocumentState.INDEXED,
                 reason=None,
                 chunk_count=len(chunks),
                 lexical_tokens=0,

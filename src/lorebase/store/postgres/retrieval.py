@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, NotFound
 from lorebase.store import stored_chunk_id
-from lorebase.store.base import DocumentState, Scored, StoredChunk
+from lorebase.store.base import DocumentState, DocumentVectors, Scored, StoredChunk
 from lorebase.store.postgres import search, writes
 from lorebase.store.postgres.role import PostgresRole, lookup_identity
-from lorebase.store.records import decompress_text, document_list, kb_list
+from lorebase.store.records import (
+    KEYWORD_ONLY_WHERE,
+    decompress_text,
+    document_list,
+    kb_list,
+)
 from lorebase.store.vectors import VECTOR_DTYPE, checked_query, checked_vectors
 from lorebase.types import Chunk
 
@@ -102,18 +108,37 @@ class VectorsMixin(PostgresRole):
         identity_id = self._identity_id(identity)
         with self._write() as conn:
             writes.lock_kb(conn, kb_id)
-            writes.load_document(conn, kb_id, document_id, lock=True)
-            present = conn.execute(
-                "SELECT id FROM chunks WHERE document_id = %s", (document_id,)
-            ).fetchall()
-            stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
-            if set(stored) != {row[0] for row in present}:
-                raise Conflict("the document's chunks changed; index it again instead")
-            writes.write_vectors(conn, kb_id, document_id, chunks, stored, matrix, identity_id)
-            conn.execute(
-                "UPDATE documents SET identity_key = %s, state = %s, updated_at = %s WHERE id = %s",
-                (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
-            )
+            _add_vectors(conn, kb_id, document_id, chunks, matrix, identity, identity_id)
+
+    def add_vectors_many(
+        self, kb_id: int, documents: Sequence[DocumentVectors], identity: EmbedderIdentity
+    ) -> list[str]:
+        checked = [
+            (d.document_id, d.chunks, checked_vectors(d.chunks, d.vectors, identity))
+            for d in documents
+        ]
+        if not checked:
+            return []
+        identity_id = self._identity_id(identity)
+        written = []
+        with self._write() as conn:
+            writes.lock_kb(conn, kb_id)
+            for document_id, chunks, matrix in checked:
+                assert matrix is not None
+                try:
+                    _add_vectors(conn, kb_id, document_id, chunks, matrix, identity, identity_id)
+                except (NotFound, Conflict):  # checked before anything is written
+                    continue
+                written.append(document_id)
+        return written
+
+    def count_keyword_only(self, kb_ids: Sequence[int]) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM documents WHERE kb_id = ANY(%s) AND {KEYWORD_ONLY_WHERE}",
+                (kb_list(kb_ids),),
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
         keep_id = self._identity_id(keep)
@@ -122,6 +147,29 @@ class VectorsMixin(PostgresRole):
             conn.execute(
                 "DELETE FROM vectors WHERE kb_id = %s AND identity_id <> %s", (kb_id, keep_id)
             )
+
+
+def _add_vectors(
+    conn: Any,
+    kb_id: int,
+    document_id: str,
+    chunks: Sequence[Chunk],
+    matrix: np.ndarray,
+    identity: EmbedderIdentity,
+    identity_id: int,
+) -> None:
+    """One document's vectors (its row locked), and the document indexed; ``NotFound`` or
+    ``Conflict`` (the chunks changed) before anything is written."""
+    writes.load_document(conn, kb_id, document_id, lock=True)
+    present = conn.execute("SELECT id FROM chunks WHERE document_id = %s", (document_id,))
+    stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+    if set(stored) != {row[0] for row in present.fetchall()}:
+        raise Conflict("the document's chunks changed; index it again instead")
+    writes.write_vectors(conn, kb_id, document_id, chunks, stored, matrix, identity_id)
+    conn.execute(
+        "UPDATE documents SET identity_key = %s, state = %s, updated_at = %s WHERE id = %s",
+        (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
+    )
 
 
 class ChunksMixin(PostgresRole):

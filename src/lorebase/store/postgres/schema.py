@@ -183,10 +183,18 @@ _VECTORS = (
     )""",
 )
 
+# A pass writes a document's chunks before their vectors; a hybrid search counts the documents
+# in between (``count_keyword_only``) through this index of them alone.
+_KEYWORD_ONLY = (
+    "CREATE INDEX documents_keyword_only ON documents (kb_id) WHERE "
+    "chunk_count > 0 AND identity_key IS NULL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
     Migration(3, "identities, vectors (halfvec), the reuse cache", _VECTORS),
+    Migration(4, "the documents awaiting vectors", _KEYWORD_ONLY),
 )
 
 

@@ -41,7 +41,10 @@ UPLOAD_LOCK = 0x6C62_7570  # "lbup": one upload of given bytes per base at a tim
 KB_TOTALS_SQL = (
     "SELECT kb_id, count(*), count(*) FILTER (WHERE state = 'indexed'), "
     "count(*) FILTER (WHERE state = 'failed'), coalesce(sum(chunk_count), 0)::bigint, "
-    "coalesce(sum(size), 0)::bigint, count(*) FILTER (WHERE state NOT IN ('indexed', 'failed')) "
+    "coalesce(sum(size), 0)::bigint, count(*) FILTER (WHERE state NOT IN ('indexed', 'failed')), "
+    "count(*) FILTER (WHERE chunk_count > 0), "
+    "count(*) FILTER (WHERE chunk_count > 0 AND identity_key IS NOT NULL), "
+    "coalesce(sum(chunk_count) FILTER (WHERE identity_key IS NOT NULL), 0)::bigint "
     "FROM documents"
 )
 """Totals of documents, append ``WHERE kb_id = %s`` (one base) or ``GROUP BY kb_id``."""

@@ -13,6 +13,7 @@ import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.store.base import DocumentRecord, DocumentState, NewDocument, new_document_id
+from lorebase.store.records import check_awaiting
 from lorebase.store.sqlite import writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import (
@@ -80,12 +81,15 @@ class DocumentsMixin(SqliteRole):
         vectors: np.ndarray | None,
         identity: EmbedderIdentity | None,
         settings_key: str,
+        *,
+        awaiting_vectors: bool = False,
     ) -> DocumentRecord:
         """Everything happens in one transaction, in this order: drop the old index rows,
         chunks (vectors cascade) and sections; update or insert the document row; write
         sections, chunks and index rows; write vectors (stored once); bump the base's
         generation. Input is checked before the transaction starts."""
         matrix = writes.checked_vectors(chunks, vectors, identity)
+        check_awaiting(matrix, awaiting_vectors)
         writes.check_chunks(chunks)
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
@@ -93,7 +97,7 @@ class DocumentsMixin(SqliteRole):
                 conn,
                 kb_id,
                 document,
-                state=DocumentState.INDEXED,
+                state=DocumentState.EMBEDDING if awaiting_vectors else DocumentState.INDEXED,
                 reason=None,
                 chunk_count=len(chunks),
                 identity_key=identity.key if matrix is not None and identity else None,

@@ -4,6 +4,7 @@ base and identity, reuse by content hash, identity switches) and chunk hydration
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 
@@ -12,8 +13,8 @@ import numpy as np
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, NotFound
 from lorebase.store import stored_chunk_id
-from lorebase.store.base import DocumentState, Scored, StoredChunk
-from lorebase.store.records import document_list, kb_list
+from lorebase.store.base import DocumentState, DocumentVectors, Scored, StoredChunk
+from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import batches, decompress_text
@@ -106,17 +107,37 @@ class VectorsMixin(SqliteRole):
         matrix = writes.checked_vectors(chunks, vectors, identity)
         assert matrix is not None
         with self._write() as conn:
-            writes.load_document(conn, kb_id, document_id)
-            present = conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
-            stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
-            if set(stored) != {row[0] for row in present}:
-                raise Conflict("the document's chunks changed; index it again instead")
-            writes.write_vectors(conn, document_id, chunks, stored, matrix, identity)
-            conn.execute(
-                "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
-                (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
-            )
+            _add_vectors(conn, kb_id, document_id, chunks, matrix, identity)
             writes.bump(conn, kb_id, [document_id])
+
+    def add_vectors_many(
+        self, kb_id: int, documents: Sequence[DocumentVectors], identity: EmbedderIdentity
+    ) -> list[str]:
+        checked = [
+            (d.document_id, d.chunks, writes.checked_vectors(d.chunks, d.vectors, identity))
+            for d in documents
+        ]
+        written = []
+        with self._write() as conn:
+            for document_id, chunks, matrix in checked:
+                assert matrix is not None
+                try:
+                    _add_vectors(conn, kb_id, document_id, chunks, matrix, identity)
+                except (NotFound, Conflict):  # checked before anything is written
+                    continue
+                written.append(document_id)
+            if written:
+                writes.bump(conn, kb_id, written)
+        return written
+
+    def count_keyword_only(self, kb_ids: Sequence[int]) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM documents WHERE kb_id IN (SELECT value FROM json_each(?)) "
+                f"AND {KEYWORD_ONLY_WHERE}",
+                (json.dumps(kb_list(kb_ids)),),
+            ).fetchone()
+        return int(row[0])
 
     def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
         with self._write() as conn:
@@ -127,6 +148,28 @@ class VectorsMixin(SqliteRole):
                 (keep_id, kb_id),
             )
             writes.bump(conn, kb_id, every_document=True)
+
+
+def _add_vectors(
+    conn: sqlite3.Connection,
+    kb_id: int,
+    document_id: str,
+    chunks: Sequence[Chunk],
+    matrix: np.ndarray,
+    identity: EmbedderIdentity,
+) -> None:
+    """One document's vectors, and the document indexed; ``NotFound`` or ``Conflict`` (the
+    chunks changed) before anything is written."""
+    writes.load_document(conn, kb_id, document_id)
+    present = conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
+    stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+    if set(stored) != {row[0] for row in present}:
+        raise Conflict("the document's chunks changed; index it again instead")
+    writes.write_vectors(conn, document_id, chunks, stored, matrix, identity)
+    conn.execute(
+        "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
+        (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
+    )
 
 
 class ChunksMixin(SqliteRole):

@@ -34,7 +34,10 @@ MAX_PARAMS = 500
 KB_TOTALS_SQL = (
     "SELECT kb_id, count(*), coalesce(sum(state = 'indexed'), 0), "
     "coalesce(sum(state = 'failed'), 0), coalesce(sum(chunk_count), 0), "
-    "coalesce(sum(size), 0), coalesce(sum(state NOT IN ('indexed', 'failed')), 0) "
+    "coalesce(sum(size), 0), coalesce(sum(state NOT IN ('indexed', 'failed')), 0), "
+    "coalesce(sum(chunk_count > 0), 0), "
+    "coalesce(sum(chunk_count > 0 AND identity_key IS NOT NULL), 0), "
+    "coalesce(sum(CASE WHEN identity_key IS NOT NULL THEN chunk_count ELSE 0 END), 0) "
     "FROM documents"
 )
 """Totals of documents, append ``WHERE kb_id = ?`` (one base) or ``GROUP BY kb_id`` (all)."""

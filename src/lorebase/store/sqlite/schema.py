@@ -324,6 +324,13 @@ _VECTORS_ONCE: tuple[Step, ...] = (
     f"CREATE INDEX chunks_content_hash ON chunks (substr(content_hash, 1, {CONTENT_HASH_PREFIX}))",
 )
 
+_KEYWORD_ONLY: tuple[Step, ...] = (
+    # A pass writes a document's chunks before their vectors; a hybrid search counts the
+    # documents in between (``count_keyword_only``) through this index of them alone.
+    "CREATE INDEX documents_keyword_only ON documents (kb_id) WHERE "
+    "chunk_count > 0 AND identity_key IS NULL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -334,6 +341,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "files followed one by one", _FILE_SOURCES),
     Migration(8, "base names unique per scope", _NAMES_PER_SCOPE, rebuilds_tables=True),
     Migration(9, "vectors stored once, as int8", _VECTORS_ONCE),
+    Migration(10, "the documents awaiting vectors", _KEYWORD_ONLY),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

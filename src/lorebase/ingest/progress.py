@@ -1,0 +1,119 @@
+"""How far a pass is and how long it has left, from its :class:`~lorebase.ingest.pipeline.Progress`
+reports: pure functions (the CLI's bar and its plain lines say the same), and a small meter that
+keeps the recent reports they read.
+
+The time left is the chunks still to do over the *recent* rate (the last ``RATE_WINDOW_S``),
+not the rate since the start: the first seconds of a pass read files and write them (searchable
+by keyword) faster than the model embeds, and a rate from the start would promise too little.
+The chunks still to do are those of the files read, plus, for the files not read yet, as many
+per file as the read ones had. Until a rate has been measured over ``MIN_SPAN_S`` the estimate
+says so instead of guessing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lorebase.ingest.pipeline import Progress
+
+RATE_WINDOW_S = 60.0
+"""The rate is measured over the last this many seconds of reports: chunks differ in length,
+so a shorter window made the time left swing by half (measured on the sample documents)."""
+MIN_SPAN_S = 2.0
+"""No rate from reports closer together than this (the first batch is a burst)."""
+
+Sample = tuple[float, int]  # (seconds since the pass began, chunks done)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    rate: float | None  # chunks done per second, recently; None while estimating
+    chunks_expected: int  # the chunks of the files read, and an estimate for the others
+    seconds_left: float | None  # None while estimating
+
+
+def recent_rate(samples: Sequence[Sample], window: float = RATE_WINDOW_S) -> float | None:
+    """Chunks per second from the last sample at or before ``window`` seconds ahead of the
+    newest (or the first one) to the newest (samples oldest first); None when they span less
+    than ``MIN_SPAN_S`` or no chunk was done in that time."""
+    if len(samples) < 2:
+        return None
+    newest_t, newest_done = samples[-1]
+    oldest_t, oldest_done = samples[0]
+    for t, done in samples:
+        if t > newest_t - window:
+            break
+        oldest_t, oldest_done = t, done
+    span = newest_t - oldest_t
+    if span < MIN_SPAN_S or newest_done <= oldest_done:
+        return None
+    return (newest_done - oldest_done) / span
+
+
+def expected_chunks(progress: Progress) -> int:
+    """The chunks of the files read so far, plus as many per file for the files left."""
+    left = max(0, progress.files_total - progress.files_done)
+    if not left or not progress.files_read:
+        return max(progress.chunks_total, progress.chunks_done)
+    per_file = progress.chunks_total / progress.files_read
+    return max(progress.chunks_total + round(per_file * left), progress.chunks_done)
+
+
+def estimate(progress: Progress, rate: float | None) -> Estimate:
+    expected = expected_chunks(progress)
+    remaining = expected - progress.chunks_done
+    if remaining <= 0 and progress.files_done >= progress.files_total:
+        return Estimate(rate, expected, 0.0)
+    if rate is None or rate <= 0:
+        return Estimate(None, expected, None)
+    return Estimate(rate, expected, max(0, remaining) / rate)
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min 05 s``, ``2 h 10 min``: as precise as a person plans with."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02} min"
+
+
+def time_left(guess: Estimate) -> str:
+    if guess.seconds_left is None:
+        return "estimating time left"
+    if guess.seconds_left < 1:
+        return "finishing"
+    return f"about {duration(guess.seconds_left)} left"
+
+
+def describe(progress: Progress, guess: Estimate) -> str:
+    """One plain line: files, chunks done of those expected, chunks searchable by keyword,
+    the rate and the time left."""
+    rate = "" if guess.rate is None else f" · {guess.rate:,.1f} chunks/s"
+    return (
+        f"{progress.files_done:,}/{progress.files_total:,} files"
+        f" · {progress.chunks_done:,}/{guess.chunks_expected:,} chunks done"
+        f" · {progress.chunks:,} searchable by keyword"
+        f"{rate} · {time_left(guess)} · {duration(progress.elapsed)} elapsed"
+    )
+
+
+class RateMeter:
+    """The recent reports of one pass, and the estimate they give."""
+
+    def __init__(self, window: float = RATE_WINDOW_S) -> None:
+        self.window = window
+        self._samples: deque[Sample] = deque()
+
+    def add(self, progress: Progress) -> Estimate:
+        samples = self._samples
+        samples.append((progress.elapsed, progress.chunks_done))
+        # Keep one sample at or before the window's start: the rate spans the whole window.
+        while len(samples) > 2 and samples[1][0] <= progress.elapsed - self.window:
+            samples.popleft()
+        return estimate(progress, recent_rate(samples, self.window))
