@@ -134,7 +134,8 @@ def test_a_pass_may_leave_large_new_files_for_the_next(tmp_path: Path, folder: P
     embedder = FakeEmbedder()
     with make(tmp_path / "data", embedder) as lb:
         first = lb.add([folder], kb="notes", defer_larger_than=1024)
-        assert (first.files, first.added) == (6, 6) and "notes/big.txt" not in paths(lb)
+        assert (first.files, first.added) == (6, 6) and paths(lb)["notes/big.txt"] == "pending"
+        assert lb.kb("notes").pending == 1  # status counts it
         base = lb.kb("notes")
         assert base.state is KbState.PENDING
         assert base.state_reason == (
@@ -142,9 +143,12 @@ def test_a_pass_may_leave_large_new_files_for_the_next(tmp_path: Path, folder: P
         )
         again = lb.add([folder], kb="notes", defer_larger_than=1024)
         assert (again.unchanged, again.added, again.removed) == (6, 0, 0)
+        # Another command's pass does not forget it: still pending, still counted.
+        lb.add([write(tmp_path / "extra.md", "# Extra\n\nOne more note.\n")], kb="notes")
+        assert paths(lb)["notes/big.txt"] == "pending" and lb.kb("notes").pending == 1
         before = embedder.texts_embedded
         rest = lb.sync("notes")["notes"]
-        assert (rest.added, rest.unchanged, rest.removed) == (1, 6, 0)
+        assert (rest.added, rest.unchanged, rest.removed) == (1, 7, 0)
         assert embedder.texts_embedded - before == rest.embedded > 0
         assert paths(lb)["notes/big.txt"] == "indexed"
         assert lb.kb("notes").state is KbState.READY
@@ -583,3 +587,36 @@ def test_a_stop_during_a_long_document_leaves_it_to_the_next_pass(
         assert lb.store.count_keyword_only([lb.kb("notes").id]) >= 1
         assert lb.sync("notes")["notes"].stopped is None
         assert lb.store.count_keyword_only([lb.kb("notes").id]) == 0
+
+
+def test_a_pass_that_ends_before_an_edited_documents_vectors_loses_none(
+    tmp_path: Path, folder: Path
+) -> None:
+    """An edited document that reuses some of its old vectors is written whole once its new
+    vectors are made: until then its old version answers in both arms, and a pass that ends
+    first (here: the embedder goes away) leaves the old chunks, and their vectors, in place."""
+    sections = "\n\n".join(
+        f"## Part {n}\n\n" + f"Paragraph {n} about gliders. " * 40 for n in range(8)
+    )
+    write(folder / "long.md", "# Long\n\n" + sections + "\n")
+    with make(tmp_path / "data") as lb:
+        lb.add([folder], kb="notes")
+        chunks = lb.kb("notes").chunks
+    write(folder / "long.md", "# Long\n\n" + sections + "\n\n## Part 8\n\nA new part on kites.\n")
+    with make(tmp_path / "data", FakeEmbedder(unavailable=True)) as lb:
+        assert lb.sync("notes")["notes"].stopped
+        assert paths(lb)["notes/long.md"] == "pending"
+        assert lb.store.count_keyword_only([lb.kb("notes").id]) == 0
+    with make(tmp_path / "data") as lb:  # the old version still answers by vector
+        dense = lb.search(
+            "gliders", kb="notes", mode="dense", top_k=20, no_answer_threshold=NO_FLOOR
+        ).hits
+        assert any(hit.provenance.path == "notes/long.md" for hit in dense)
+        assert not lb.search("kites", kb="notes", mode="keyword").hits
+    with make(tmp_path / "data") as lb:
+        report = lb.sync("notes")["notes"]
+        assert (report.updated, report.embedded) == (1, 1)  # only the new part
+        assert report.reused >= 8
+        assert set(paths(lb).values()) == {"indexed"}
+        assert lb.kb("notes").chunks == chunks + 1
+        assert lb.search("kites", kb="notes", mode="keyword").hits

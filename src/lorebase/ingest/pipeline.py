@@ -7,7 +7,10 @@ otherwise its content hash decides. A document is written in two steps, each one
 1. As soon as it is extracted and chunked, its chunks replace whatever the path held (the old
    version's vectors go with its chunks): the document is found by keyword from now on, whole,
    and stays ``embedding``. A document whose every chunk has a vector stored already (a moved
-   file, an unchanged chunk) is written whole at once instead, ``indexed``.
+   file, an unchanged chunk) is written whole at once instead, ``indexed``. So is, once its
+   vectors are made, a new version of an indexed document that reuses some of the old one's
+   vectors: its old version stays found by both arms until then, and a pass that ends before
+   (a stop, the embedder gone, a kill) loses no vector (the old chunks still hold them).
 2. Its vectors, when they are made (:meth:`~lorebase.store.base.Vectors.add_vectors`): it is
    ``indexed``. Chunks of several documents are embedded together (the embedder sorts them by
    length, so batches stay full and padding short), and extraction runs ahead of embedding by
@@ -139,6 +142,7 @@ class _Pending:
     vectors_only: bool = False  # same chunks, new embedding identity
     written: DocumentRecord | None = None  # its chunks, once written awaiting vectors
     known: dict[str, np.ndarray] = field(default_factory=dict)  # vectors found by content
+    whole: bool = False  # written in one step once its vectors are made (see the docstring)
 
 
 class _OutOfTime(Exception):
@@ -264,7 +268,7 @@ class Ingestor:
         todo = self._changed(kb, files, known, identity, full, report)
         self.store.mark_pending(
             kb.id,
-            [_placeholder(f) for f in todo if f.key not in known and document_kind(f.path)],
+            [placeholder(f) for f in todo if f.key not in known and document_kind(f.path)],
         )
         counts = _Counts(started, len(files), files_done=report.unchanged)
 
@@ -287,7 +291,11 @@ class Ingestor:
                     if self._stage(kb, item, identity, report, counts):
                         waiting.append(item)
                         counts.chunks_waiting += len(item.chunks)
-                while counts.chunks_waiting >= self.lookahead_chunks and not stopping.requested():
+                while (
+                    waiting
+                    and counts.chunks_waiting >= self.lookahead_chunks
+                    and not stopping.requested()
+                ):
                     waiting = self._embed_next(
                         kb, waiting, identity, report, counts, progressed, stopping
                     )
@@ -488,6 +496,9 @@ class Ingestor:
             report.reused += len(item.chunks)
             self._write_whole(kb, item, vectors, identity, report, counts)
             return False
+        if item.known and _indexed(item.replaces):
+            item.whole = True  # the old chunks keep the vectors it reuses until it is written
+            return True
         item.written = self.store.replace_document(
             kb.id,
             item.document,
@@ -548,7 +559,7 @@ class Ingestor:
             raise
         assert identity is not None  # documents wait for vectors only with an embedder
         counts.chunks_done = done_before + _chunk_count(batch)
-        self._add_vectors(kb, batch, vectors, identity, report)
+        self._add_vectors(kb, batch, vectors, identity, report, counts)
         progressed()
         return rest
 
@@ -559,20 +570,30 @@ class Ingestor:
         vectors: np.ndarray,
         identity: EmbedderIdentity,
         report: IngestReport,
+        counts: _Counts,
     ) -> None:
-        """The second write, for the batch in one transaction. A document deleted (or
+        """The second write, for the batch in one transaction (a document written whole now,
+        see the module docstring, in one of its own). A document deleted (or
         written again by someone else) since its chunks were written is left as it is now:
         the vectors belonged to what is gone."""
         documents = []
         offset = 0
+        second: list[_Pending] = []
         for item in batch:
-            stored = item.written if item.written is not None else item.replaces
-            assert stored is not None  # written by _stage, or stored before (vectors only)
             own = vectors[offset : offset + len(item.chunks)]
             offset += len(item.chunks)
+            if item.whole:
+                self._write_whole(kb, item, own, identity, report, None)
+                counts.chunks_written += len(item.chunks)  # its chunks are done already
+                continue
+            stored = item.written if item.written is not None else item.replaces
+            assert stored is not None  # written by _stage, or stored before (vectors only)
             documents.append(DocumentVectors(stored.id, item.chunks, own))
-        written = set(self.store.add_vectors_many(kb.id, documents, identity))
-        for item, document in zip(batch, documents, strict=True):
+            second.append(item)
+        written = (
+            set(self.store.add_vectors_many(kb.id, documents, identity)) if documents else set()
+        )
+        for item, document in zip(second, documents, strict=True):
             if document.document_id not in written:
                 continue
             if item.written is not None:
@@ -589,20 +610,28 @@ class Ingestor:
         vectors: np.ndarray | None,
         identity: EmbedderIdentity | None,
         report: IngestReport,
-        counts: _Counts,
+        counts: _Counts | None,
     ) -> None:
+        """One write of the document with its vectors (if any); ``counts`` when its chunks
+        were not counted as done yet."""
         record = self.store.replace_document(
             kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
         )
-        counts.chunks_written += len(item.chunks)
-        counts.chunks_done += len(item.chunks)
+        if counts is not None:
+            counts.chunks_written += len(item.chunks)
+            counts.chunks_done += len(item.chunks)
         self._settled(kb, record)
         self._count_done(item, report)
 
     @staticmethod
     def _count_done(item: _Pending, report: IngestReport) -> None:
         report.chunks += len(item.chunks)
-        if item.replaces is None or item.replaces.state is DocumentState.PENDING:
+        replaces = item.replaces
+        # A pending document with vectors still holds an indexed version (a pass stopped
+        # before its new one was written): that is an update.
+        if replaces is None or (
+            replaces.state is DocumentState.PENDING and replaces.identity_key is None
+        ):
             report.added += 1
         else:
             report.updated += 1
@@ -653,7 +682,7 @@ def _matrix(
     return out
 
 
-def _placeholder(file: SourceFile) -> NewDocument:
+def placeholder(file: SourceFile) -> NewDocument:
     """The row a new path gets before it is read: pending, nothing known but where it is."""
     kind = document_kind(file.path)
     return NewDocument(
@@ -677,3 +706,8 @@ def _settled(
         return False
     same_identity = identity is None or document.identity_key == identity.key
     return same_identity and document.settings_key == kb.chunk_settings.key
+
+
+def _indexed(record: DocumentRecord | None) -> bool:
+    """Whether a document's stored version is indexed (found by both arms). Pure."""
+    return record is not None and record.state is DocumentState.INDEXED

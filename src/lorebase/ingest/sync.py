@@ -11,7 +11,8 @@ leaves the index and the base stops following it.
 
 A pass may leave the large files the base does not hold yet for a later one
 (``defer_larger_than``): a quick first look at a big folder. They are not "gone" (their
-documents, if any, stay), and the base is ``pending`` until a pass without the limit reads them.
+documents, if any, stay); they are recorded as ``pending`` documents (counted by ``status``),
+and the base is ``pending`` until a pass without the limit reads them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from lorebase.ingest.pipeline import STOP_REQUESTED, Ingestor, IngestReport, Progress, SourceFile
+from lorebase.extract.registry import document_kind
+from lorebase.ingest.pipeline import (
+    STOP_REQUESTED,
+    Ingestor,
+    IngestReport,
+    Progress,
+    SourceFile,
+    placeholder,
+)
 from lorebase.ingest.sources import iter_files
 from lorebase.store.base import (
     Catalogue,
@@ -94,6 +103,11 @@ class Syncer:
             files += found
             gone += self._gone(kb, source, {f.key for f in found})
         deferred = self._deferred(kb, files, defer_larger_than)
+        # Recorded as pending, so status counts them and any later pass without the limit
+        # reads them, whichever command runs it.
+        self.store.mark_pending(
+            kb.id, [placeholder(f) for f in files if f.key in deferred and document_kind(f.path)]
+        )
         try:
             report = self.ingestor.process(
                 kb,
@@ -156,7 +170,12 @@ class Syncer:
         def record(progress: Progress) -> None:
             nonlocal last
             now = time.monotonic()
-            if now - last >= PROGRESS_EVERY_SECONDS or progress.files_done == progress.files_total:
+            finished = (
+                progress.files_done == progress.files_total
+                and progress.chunks_done >= progress.chunks_total
+            )
+            # Throttled while embedding goes on after the last file is read, too.
+            if now - last >= PROGRESS_EVERY_SECONDS or finished:
                 self.store.set_kb_progress(kb.id, progress.files_done, progress.files_total)
                 last = now
             if on_progress is not None:
