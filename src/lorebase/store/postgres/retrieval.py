@@ -123,6 +123,17 @@ class VectorsMixin(PostgresRole):
         written = []
         with self._write() as conn:
             writes.lock_kb(conn, kb_id)
+            # The whole batch's cache rows first, in one order (see writes.cache_vectors).
+            writes.cache_vectors(
+                conn,
+                identity_id,
+                {
+                    chunk.content_hash: row
+                    for _, chunks, matrix in checked
+                    if matrix is not None
+                    for chunk, row in zip(chunks, matrix, strict=True)
+                },
+            )
             for document_id, chunks, matrix in checked:
                 assert matrix is not None
                 try:

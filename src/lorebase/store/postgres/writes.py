@@ -11,7 +11,7 @@ a generation) lives in a shared row: the PostgreSQL store keeps no in-memory ind
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -319,11 +319,23 @@ def write_vectors(
                 for sid, chunk, row in zip(stored_ids, chunks, matrix, strict=True)
             ],
         )
-        fresh = {chunk.content_hash: row for chunk, row in zip(chunks, matrix, strict=True)}
+    cache_vectors(
+        conn, identity_id, dict(zip((c.content_hash for c in chunks), matrix, strict=True))
+    )
+
+
+def cache_vectors(conn: Any, identity_id: int, vectors: Mapping[str, np.ndarray]) -> None:
+    """The vectors the reuse cache lacks, in content-hash order: every writer takes the rows'
+    locks in one order, so two transactions caching the same texts never deadlock. A content
+    hash already cached keeps its vector (a hash names the text embedded)."""
+    with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO embedding_cache (content_hash, identity_id, vector) "
             "VALUES (%s, %s, %s) ON CONFLICT (content_hash, identity_id) DO NOTHING",
-            [(content_hash, identity_id, fresh[content_hash]) for content_hash in sorted(fresh)],
+            [
+                (content_hash, identity_id, vectors[content_hash])
+                for content_hash in sorted(vectors)
+            ],
         )
 
 
