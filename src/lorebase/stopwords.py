@@ -1,5 +1,6 @@
 """English stop words: the Snowball project's English list (Martin Porter's ``stop.txt``, the
-one the Snowball stemmers ship with; PostgreSQL's ``english`` dictionary and NLTK use it too).
+one the Snowball stemmers ship with; PostgreSQL's ``english`` dictionary and NLTK use it
+without the contractions and "would", "could", "ought").
 
 Taken as is, not tuned to any data: the keyword arm leaves these out of a query that has
 other words, so "what to do if the main DB goes down" does not rank passages by "what" and
