@@ -102,6 +102,34 @@ def test_a_crash_between_the_commit_and_its_record_is_repaired(
         _check(store)
 
 
+def test_a_kill_inside_a_commit_leaves_files_the_next_catch_up_cleans(tmp_path: Path) -> None:
+    """Killed after a commit wrote its files (here a delete file) and before its meta.json and
+    record landed: the next catch-up makes a file of the same name. Found by the crash
+    harness ('FileAlreadyExists'); the leftovers are collected first now."""
+    import shutil
+
+    folder = tmp_path / "lorebase.lexical"
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb_id = _fill(store)
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+    index = folder / f"kb{kb_id}"
+    meta = (index / "meta.json").read_text()
+    state = tmp_path / "state-before.sqlite"
+    shutil.copy(folder / "state.sqlite", state)
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        kb = store.get_kb_by_id(kb_id, totals=False)
+        put(store, kb, "d1.md", ["glacier melt", "a new text"])  # d1's old chunks deleted
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+    leftovers = {p.name for p in index.iterdir() if p.suffix == ".del"}
+    assert leftovers  # what the killed commit would have left
+    (index / "meta.json").write_text(meta)  # the kill: its meta.json never landed
+    shutil.copy(state, folder / "state.sqlite")  # nor its record
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        hits = store.keyword_search([kb_id], "glacier melt", 10)
+        assert len(hits) == 3
+        _check(store)
+
+
 def test_a_build_killed_midway_leaves_a_usable_index(tmp_path: Path) -> None:
     """kill -9 while a large catch-up is adding documents: the next process rebuilds or
     finishes it, and the index holds exactly the chunks."""

@@ -317,6 +317,11 @@ class TantivyIndexes:
         gone = known - current.keys()
         large = sum(current[doc][1] for doc in changed) > SMALL_CATCH_UP
         writer = index.writer(heap_size=WRITER_HEAP[large], num_threads=2 if large else 1)
+        # A process killed inside a commit leaves files its meta.json never named (a delete
+        # file, a segment); the next commit may want one of those names and fail with
+        # FileAlreadyExists. Collecting them first (Tantivy lists every file it writes before
+        # writing it) makes the catch-up after a kill -9 go through.
+        writer.garbage_collect_files()
         try:
             # Every changed document, not only those recorded: after a crash between a commit
             # and its record, the index may hold a document the record does not name.
