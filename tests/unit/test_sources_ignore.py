@@ -158,3 +158,13 @@ def test_no_secret_path_is_logged(repo: Path, caplog: pytest.LogCaptureFixture) 
     found, left_out = walk(repo)
     text = caplog.text + repr(found) + repr(left_out)
     assert not any(name in text for name in SECRETS)
+
+
+def test_the_watcher_ignores_events_inside_dependency_folders(tmp_path: Path) -> None:
+    from lorebase.ingest.watch import _visible_under
+
+    visible = _visible_under([tmp_path])
+    assert visible(None, str(tmp_path / "src" / "main.py"))
+    assert visible(None, str(tmp_path / "build"))  # a file may be named so
+    assert not visible(None, str(tmp_path / "node_modules" / "pkg" / "index.js"))
+    assert not visible(None, str(tmp_path / ".git" / "index"))
