@@ -3,6 +3,7 @@ the embedded SQLite store and over PostgreSQL."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -623,8 +624,9 @@ def test_a_pass_that_ends_before_an_edited_documents_vectors_loses_none(
 
 
 def test_a_pass_leaves_out_ignored_dependency_and_secret_files_and_counts_them(
-    tmp_path: Path, folder: Path
+    tmp_path: Path, folder: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     write(folder / ".gitignore", "*.log\n")
     write(folder / "debug.log", "noise\n")
     write(folder / "node_modules" / "pkg" / "README.md", "# Pkg\n\nA dependency.\n")
@@ -636,7 +638,11 @@ def test_a_pass_leaves_out_ignored_dependency_and_secret_files_and_counts_them(
         assert first.left_out == {"dependency_or_build": 1, "ignored": 1, "secret": 2}
         assert not any(".env" in path or "id_rsa" in path for path in paths(lb))
         # A second pass counts them again, and they stay out.
-        assert lb.sync("notes")["notes"].left_out == first.left_out
+        again = lb.sync("notes")["notes"]
+        assert again.left_out == first.left_out
+        # Secrets are counted, never named: not in a report, not in the logs.
+        said = caplog.text + repr(first) + repr(again)
+        assert ".env" not in said and "id_rsa" not in said
 
 
 def test_a_source_over_its_file_limit_says_so(tmp_path: Path, folder: Path) -> None:

@@ -20,7 +20,7 @@ Always left out, whatever the ignore files say (each counted under its reason):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -96,12 +96,10 @@ class IgnoreRules:
 
     levels: tuple[_Level, ...] = ()  # deepest first
     exclude: pathspec.GitIgnoreSpec | None = None  # .git/info/exclude, lowest precedence
-    _empty: bool = field(default=True)
 
     @classmethod
     def at_root(cls, root: Path) -> IgnoreRules:
-        exclude = _read_spec(root.joinpath(*ROOT_EXCLUDE))
-        return cls((), exclude, exclude is None).enter(root, "")
+        return cls((), _read_spec(root.joinpath(*ROOT_EXCLUDE))).enter(root, "")
 
     def enter(self, folder: Path, prefix: str) -> IgnoreRules:
         """The rules inside ``folder`` (``prefix``: its path from the root, ``/``-ended)."""
@@ -109,11 +107,11 @@ class IgnoreRules:
         if not specs:
             return self
         level = _Level(prefix, tuple(reversed(specs)))
-        return IgnoreRules((level, *self.levels), self.exclude, False)
+        return IgnoreRules((level, *self.levels), self.exclude)
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """Whether the path ``rel`` (from the root, ``/``-separated) is ignored."""
-        if self._empty:
+        if not self.levels and self.exclude is None:
             return False
         suffix = "/" if is_dir else ""
         for level in self.levels:

@@ -119,7 +119,9 @@ def _walk(folder: Path, walk: _Walk, rules: IgnoreRules, prefix: str) -> Iterato
             elif entry.is_file(follow_symlinks=False) and walk.admit(path):
                 yield path
         except OSError as exc:
-            if walk.problems is not None:
+            if is_secret(entry.name):  # counted, never named
+                walk.left_out[SECRET] += 1
+            elif walk.problems is not None:
                 walk.problems.append(WalkProblem(path, type(exc).__name__))
 
 
