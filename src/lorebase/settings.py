@@ -10,6 +10,7 @@ from pathlib import Path
 from lorebase.errors import InvalidInput
 
 MB = 1024 * 1024
+GB = 1024 * MB
 # Below this a worker process cannot even import the readers.
 MIN_WORKER_MEMORY = 128 * MB
 
@@ -31,6 +32,10 @@ class ExtractSettings:
     The parent also gives up after twice this in wall-clock time (plus a second).
     ``max_result_bytes``: bound on the extraction sent back (pickled); past it ``too_large``.
     ``workers``: most worker processes kept warm; they start on first use.
+
+    And for one folder source as a whole: past ``max_source_files`` files or
+    ``max_source_bytes`` bytes its walk stops adding files (in path order) and the pass says
+    how many were left out (``over_source_limit``).
     """
 
     max_file_bytes: int = 64 * MB
@@ -40,9 +45,18 @@ class ExtractSettings:
     max_seconds: float = 60.0
     max_result_bytes: int = 512 * MB
     workers: int = 2
+    max_source_files: int = 50_000
+    max_source_bytes: int = 2 * GB
 
     def __post_init__(self) -> None:
-        for name in ("max_file_bytes", "max_expanded_bytes", "max_text_chars", "max_result_bytes"):
+        for name in (
+            "max_file_bytes",
+            "max_expanded_bytes",
+            "max_text_chars",
+            "max_result_bytes",
+            "max_source_files",
+            "max_source_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"{name} must be a positive number")
         if self.max_memory_bytes < MIN_WORKER_MEMORY:

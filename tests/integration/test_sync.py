@@ -3,6 +3,7 @@ the embedded SQLite store and over PostgreSQL."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -16,7 +17,7 @@ from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import Conflict, InvalidInput, Unavailable
 from lorebase.search.floor import NO_FLOOR
-from lorebase.settings import ChunkSettings, Settings
+from lorebase.settings import ChunkSettings, ExtractSettings, Settings
 from lorebase.store.base import DocumentState, KbState
 from lorebase.vault.keys import DataKey
 
@@ -620,3 +621,36 @@ def test_a_pass_that_ends_before_an_edited_documents_vectors_loses_none(
         assert set(paths(lb).values()) == {"indexed"}
         assert lb.kb("notes").chunks == chunks + 1
         assert lb.search("kites", kb="notes", mode="keyword").hits
+
+
+def test_a_pass_leaves_out_ignored_dependency_and_secret_files_and_counts_them(
+    tmp_path: Path, folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    write(folder / ".gitignore", "*.log\n")
+    write(folder / "debug.log", "noise\n")
+    write(folder / "node_modules" / "pkg" / "README.md", "# Pkg\n\nA dependency.\n")
+    write(folder / ".env", "TOKEN=hunter2\n")
+    write(folder / "id_rsa", "-----BEGIN KEY-----\n")
+    with make(tmp_path / "data") as lb:
+        first = lb.add([folder], kb="notes")
+        assert first.added == 6
+        assert first.left_out == {"dependency_or_build": 1, "ignored": 1, "secret": 2}
+        assert not any(".env" in path or "id_rsa" in path for path in paths(lb))
+        # A second pass counts them again, and they stay out.
+        again = lb.sync("notes")["notes"]
+        assert again.left_out == first.left_out
+        # Secrets are counted, never named: not in a report, not in the logs.
+        said = caplog.text + repr(first) + repr(again)
+        assert ".env" not in said and "id_rsa" not in said
+
+
+def test_a_source_over_its_file_limit_says_so(tmp_path: Path, folder: Path) -> None:
+    options = {"extract": ExtractSettings(max_source_files=4)}
+    with open_lorebase(
+        settings=settings(tmp_path / "data", **options), embedder=FakeEmbedder()
+    ) as lb:
+        report = lb.add([folder], kb="notes")
+        assert report.added == 4 and report.left_out == {"over_source_limit": 2}
+        # Stable path order: the first four files, the rest left out.
+        assert sorted(paths(lb)) == [f"notes/note{n}.md" for n in range(4)]

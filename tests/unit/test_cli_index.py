@@ -47,6 +47,20 @@ def test_add_json_report(cli, folder: Path) -> None:  # type: ignore[no-untyped-
     assert data["added"] == 1 and data["failed"] == [["notes/broken.pdf", "corrupt"]]
 
 
+def test_add_counts_what_it_leaves_out_without_naming_secrets(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    (folder / ".gitignore").write_text("*.log\n")
+    (folder / "debug.log").write_text("noise")
+    (folder / "build").mkdir()
+    (folder / "build" / "out.md").write_text("# Out\n")
+    (folder / "server.pem").write_text("-----BEGIN PRIVATE KEY-----")
+    result = cli("add", str(folder), "--kb", "notes")
+    assert result.exit_code == 0, result.output
+    assert "left out: 1 dependency or build · 1 ignored · 1 secret" in result.output
+    assert "server.pem" not in result.output
+    data = json.loads(cli("add", str(folder), "--kb", "notes", "--json").stdout)
+    assert data["left_out"] == {"dependency_or_build": 1, "ignored": 1, "secret": 1}
+
+
 def test_add_can_leave_large_files_for_the_next_pass(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
     (folder / "big.md").write_text("# Big\n\n" + "Whales sing long songs. " * 100)
     first = cli("add", str(folder), "--kb", "notes", "--defer-over-kb", "1")

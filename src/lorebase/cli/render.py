@@ -213,11 +213,21 @@ def summary_tables(summary: Summary, failures: list[FileReport]) -> list[Table]:
 
 
 def ingest_summary(report: IngestReport, kb: str) -> Text:
-    return Text(
+    line = (
         f"{kb}: {report.files} files · {report.added} added · {report.updated} updated · "
         f"{report.unchanged} unchanged · {report.removed} removed · {len(report.failed)} not "
         f"read · {report.chunks} chunks ({report.embedded} embedded, {report.reused} reused) "
         f"in {report.seconds:.1f} s"
+    )
+    if report.left_out:
+        line += "; left out: " + left_out_summary(report.left_out)
+    return Text(line)
+
+
+def left_out_summary(left_out: dict[str, int]) -> str:
+    """``3 ignored · 1 secret · 120 over source limit``: counts only, never which files."""
+    return " · ".join(
+        f"{count} {reason.replace('_', ' ')}" for reason, count in left_out.items() if count
     )
 
 

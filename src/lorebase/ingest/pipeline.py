@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -99,6 +100,8 @@ class IngestReport:
     reused: int = 0
     seconds: float = 0.0
     stopped: str | None = None  # why the pass ended early (embedder gone, stop requested)
+    # What the walks left out, by reason (lorebase.ingest.ignore): never which files.
+    left_out: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: IngestReport) -> None:
         for name in (
@@ -115,6 +118,15 @@ class IngestReport:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed += other.failed
         self.stopped = self.stopped or other.stopped
+        self.left_out = merge_counts(self.left_out, other.left_out)
+
+
+def merge_counts(*counts: Mapping[str, int]) -> dict[str, int]:
+    """Counts by reason added up, in a stable (sorted) order of reasons."""
+    total: Counter[str] = Counter()
+    for count in counts:
+        total.update(count)
+    return {reason: total[reason] for reason in sorted(total) if total[reason]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,14 +204,27 @@ class _Counts:
         )
 
 
-def source_files(paths: Sequence[Path]) -> Iterator[SourceFile]:
+def source_files(
+    paths: Sequence[Path],
+    left_out: Counter[str] | None = None,
+    settings: ExtractSettings | None = None,
+) -> Iterator[SourceFile]:
     """Files named directly keep their name as their path; folders are walked and their files
     keyed ``folder-name/relative/path`` (the key a folder source gives them). Hidden files
-    inside folders are never read."""
+    inside folders are never read; what a walk leaves out is counted in ``left_out``, and each
+    folder is held to the source limits of ``settings``."""
+    limits = settings or ExtractSettings()
     for path in paths:
         if path.is_dir():
             root = path.resolve()
-            for file in iter_files(root):
+            walk = iter_files(
+                root,
+                None,
+                left_out,
+                max_files=limits.max_source_files,
+                max_bytes=limits.max_source_bytes,
+            )
+            for file in walk:
                 yield SourceFile(file, f"{root.name}/{file.relative_to(root).as_posix()}")
         elif path.is_file():
             yield SourceFile(path, path.name)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +31,7 @@ from lorebase.ingest.pipeline import (
     IngestReport,
     Progress,
     SourceFile,
+    merge_counts,
     placeholder,
 )
 from lorebase.ingest.sources import iter_files
@@ -92,8 +94,9 @@ class Syncer:
         missing: list[str] = []
         removed = 0
         gone: list[str] = []
+        left_out: Counter[str] = Counter()
         for source in chosen:
-            found = self._walk(source)
+            found = self._walk(source, left_out)
             if found is None:
                 missing.append(source.label)
                 continue
@@ -119,12 +122,14 @@ class Syncer:
         finally:
             self.store.delete_documents(kb.id, gone)
         report.removed = removed + len(gone)
+        report.left_out = merge_counts(report.left_out, left_out)
         later = _left_for_later(len(deferred), defer_larger_than or 0) if deferred else None
         self._finish(kb, report, missing, later)
         return report
 
-    def _walk(self, source: Source) -> list[SourceFile] | None:
-        """The source's files; None when its folder (a file's: the one holding it) is gone."""
+    def _walk(self, source: Source, left_out: Counter[str]) -> list[SourceFile] | None:
+        """The source's files; None when its folder (a file's: the one holding it) is gone.
+        What the walk leaves out is counted in ``left_out``, by reason."""
         root = Path(source.path)
         if source.kind is SourceKind.FILE:
             if root.is_file():
@@ -132,9 +137,16 @@ class Syncer:
             return [] if root.parent.is_dir() and not root.exists() else None
         if not root.is_dir():
             return None
+        limits = self.ingestor.extract_settings
         return [
             SourceFile(path, f"{source.label}/{path.relative_to(root).as_posix()}", source.id)
-            for path in iter_files(root)
+            for path in iter_files(
+                root,
+                None,
+                left_out,
+                max_files=limits.max_source_files,
+                max_bytes=limits.max_source_bytes,
+            )
         ]
 
     def _deferred(self, kb: KnowledgeBase, files: list[SourceFile], limit: int | None) -> set[str]:

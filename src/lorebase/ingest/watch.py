@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lorebase.ingest.ignore import DEPENDENCY_OR_BUILD_FOLDERS
 from lorebase.ingest.pipeline import STOP_REQUESTED, IngestReport
 from lorebase.store.base import KnowledgeBase
 
@@ -152,13 +153,18 @@ def _run(kb: KnowledgeBase, run_pass: RunPass, schedule: _Schedule, rescan: floa
 
 def _visible_under(roots: list[Path]) -> Callable[[object, str], bool]:
     """A filter that ignores events under hidden files or folders (``.git``, editor swap
-    files) below the source roots, as passes never read them."""
+    files) and inside dependency or build folders (``node_modules`` churning through an
+    install) below the source roots, as passes never read them. Ignore files are not
+    consulted here: an event on an ignored file costs a pass that finds nothing new."""
 
     def visible(change: object, path: str) -> bool:
         changed = Path(path)
         for root in roots:
             if changed.is_relative_to(root):
-                return not any(p.startswith(".") for p in changed.relative_to(root).parts)
+                parts = changed.relative_to(root).parts
+                if any(p.startswith(".") for p in parts):
+                    return False
+                return not any(p in DEPENDENCY_OR_BUILD_FOLDERS for p in parts[:-1])
         return False
 
     return visible
