@@ -46,6 +46,7 @@ from lorebase.errors import ExtractionFailed, NotFound, Unavailable
 from lorebase.extract.base import content_hash
 from lorebase.extract.registry import document_kind, extractor_for
 from lorebase.extract.sandbox import ExtractionPool
+from lorebase.ingest.screening import screen
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ExtractSettings
 from lorebase.store.base import (
@@ -410,6 +411,10 @@ class Ingestor:
         except OSError:
             self._fail(kb, file, kind_name, 0, "", None, FailureReason.UNREADABLE, report)
             return None
+        left_out = screen(file.path.name, kind, data)
+        if left_out is not None:
+            self._leave_out(kb, file, left_out, report)
+            return None
         digest = content_hash(data)
         same_content = existing is not None and existing.content_hash == digest
         if (
@@ -453,6 +458,17 @@ class Ingestor:
             and kb.identity_key != identity.key
         )
         return _Pending(document, chunks, existing, vectors_only)
+
+    def _leave_out(
+        self, kb: KnowledgeBase, file: SourceFile, reason: str, report: IngestReport
+    ) -> None:
+        """A file whose bytes must not be indexed (a secret, a machine-written file): counted
+        by reason, never named in a log; a version indexed before, or the row recorded for it
+        up front, leaves the base."""
+        report.left_out[reason] = report.left_out.get(reason, 0) + 1
+        stored = self.store.get_document(kb.id, file.key)
+        if stored is not None:
+            self.store.delete_documents(kb.id, [stored.id])
 
     def _read(self, file: SourceFile) -> tuple[bytes, float | None]:
         """The file's bytes and mtime; the size limit is checked before reading."""

@@ -16,20 +16,12 @@ generator's marker near the top.
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 
+from lorebase.ingest.ignore import SECRET
 from lorebase.types import DocumentKind
 
-
-class LeftOut(StrEnum):
-    """Why a file a pass found was not indexed (counted per reason in the pass summary)."""
-
-    IGNORED = "ignored"
-    DEPENDENCY_OR_BUILD = "dependency_or_build"
-    VIRTUALENV = "virtualenv"
-    SECRET = "secret"
-    GENERATED = "generated"
-    OVER_SOURCE_LIMIT = "over_source_limit"
+GENERATED = "generated"
+"""The reason a machine-written file is left out (the walk's reasons are in ``ignore``)."""
 
 
 _SECRETS = re.compile(
@@ -74,8 +66,6 @@ LOCK_FILES = frozenset(
 )
 """Dependency lock files: thousands of lines of versions and hashes a tool wrote."""
 
-_TEXT_KINDS = frozenset({DocumentKind.CODE, DocumentKind.TEXT, DocumentKind.MARKDOWN})
-
 
 def holds_secret(data: bytes) -> bool:
     """Whether the bytes hold a private key or a well-known access token. Pure."""
@@ -84,25 +74,25 @@ def holds_secret(data: bytes) -> bool:
 
 def is_generated(name: str, kind: DocumentKind | None, data: bytes) -> bool:
     """Whether a file of this name and kind was written by a tool: a lock file by its name; a
-    code or text file with a line over :data:`MINIFIED_LINE_BYTES` or a generator's marker in
-    its first :data:`GENERATED_MARKER_BYTES` (code only: prose may well say "do not edit").
-    HTML, PDF and DOCX are documents whatever made them. Pure."""
+    code file with a line over :data:`MINIFIED_LINE_BYTES` or a generator's marker in its
+    first :data:`GENERATED_MARKER_BYTES`. Prose is never judged so: a paragraph may be one
+    long line, and a text may well say "do not edit"; documents are documents whatever made
+    them. Pure."""
     if name in LOCK_FILES:
         return True
-    if kind not in _TEXT_KINDS:
+    if kind is not DocumentKind.CODE:
         return False
-    if _LONG_LINE.search(data) is not None:
-        return True
-    return kind is DocumentKind.CODE and (
-        _GENERATED_MARKERS.search(data[:GENERATED_MARKER_BYTES]) is not None
+    return (
+        _LONG_LINE.search(data) is not None
+        or _GENERATED_MARKERS.search(data[:GENERATED_MARKER_BYTES]) is not None
     )
 
 
-def screen(name: str, kind: DocumentKind | None, data: bytes) -> LeftOut | None:
-    """Why a file with these bytes must not be indexed, or None. A secret first: it must never
-    be indexed even when it is also generated. Pure."""
+def screen(name: str, kind: DocumentKind | None, data: bytes) -> str | None:
+    """Why a file with these bytes must not be indexed (``secret``, ``generated``), or None.
+    A secret first: it must never be indexed even when it is also generated. Pure."""
     if holds_secret(data):
-        return LeftOut.SECRET
+        return SECRET
     if is_generated(name, kind, data):
-        return LeftOut.GENERATED
+        return GENERATED
     return None
