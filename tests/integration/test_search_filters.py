@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from store_backends import StoreBackend
 from typer.testing import CliRunner
 
 from lorebase.agent.tools import ToolBox
@@ -68,6 +69,26 @@ def test_each_filter_and_both_restrict_the_hits(lb: Lorebase, mode: str) -> None
     assert paths(path_prefix="repo/lib/", language="rust") == {"repo/lib/crc.rs"}
     # A page with a fenced Python example is no Python source file.
     assert "repo/app/README.md" not in python
+
+
+def test_the_filters_on_each_backend(corpus: Path, tmp_path: Path, backend: StoreBackend) -> None:
+    settings = backend.settings(tmp_path / "data", serve=ServeSettings(watch=False, workers=1))
+    with open_lorebase(
+        settings=settings, embedder=FakeEmbedder(), data_key=backend.data_key()
+    ) as instance:
+        instance.add([corpus], kb="code")
+
+        def paths(**filters: str) -> list[str]:
+            response = instance.search(QUERY, top_k=20, **filters)  # type: ignore[arg-type]
+            return sorted(hit.provenance.path for hit in response.hits)
+
+        assert paths(path_prefix="repo/lib/") == ["repo/lib/crc.py", "repo/lib/crc.rs"]
+        assert paths(language="Rust") == ["repo/app/checksum.rs", "repo/lib/crc.rs"]
+        assert paths(path_prefix="repo/app/", language="python") == [
+            "repo/app/checksum.py",
+            "repo/app/verify.py",
+        ]
+        assert paths(path_prefix="repo/nowhere/") == []
 
 
 def test_the_filter_applies_before_ranking(lb: Lorebase) -> None:
@@ -149,3 +170,13 @@ def test_the_agent_tool_filters(lb: Lorebase) -> None:
     assert "path: repo/lib/crc.py" in result.structured["hits"][0]["content"]
     nothing = toolbox.call("search_knowledge_base", {"query": QUERY, "path_prefix": "nowhere/"})
     assert nothing.structured["hits"] == [] and nothing.structured["no_answer"] is True
+
+
+def test_filters_narrow_the_documents_asked_for(lb: Lorebase) -> None:
+    everything = lb.search(QUERY, top_k=20).hits
+    by_path = {hit.provenance.path: hit.provenance.document_id for hit in everything}
+    asked = [by_path["repo/lib/crc.py"], by_path["repo/app/checksum.rs"]]
+    inside = lb.search(QUERY, top_k=20, document_ids=asked, path_prefix="repo/lib/").hits
+    assert {hit.provenance.path for hit in inside} == {"repo/lib/crc.py"}
+    outside = lb.search(QUERY, document_ids=asked[1:], language="python")
+    assert outside.hits == [] and outside.no_answer
