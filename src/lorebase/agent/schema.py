@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lorebase.search.query import MAX_QUERY_CHARS, Mode
+from lorebase.search.query import (
+    MAX_LANGUAGE_CHARS,
+    MAX_PATH_PREFIX_CHARS,
+    MAX_QUERY_CHARS,
+    Mode,
+)
 
 DEFAULT_TOP_K = 5
 MAX_TOP_K = 20
@@ -120,6 +125,24 @@ SPECS: tuple[ToolSpec, ...] = (
                 "mode": _optional(_MODE),
                 "document_id": _optional(
                     _ID | {"description": "Search only within this document (a document_id)."}
+                ),
+                "path_prefix": _optional(
+                    {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_PATH_PREFIX_CHARS,
+                        "description": "Search only documents whose path, as search results "
+                        "give it, starts with this (e.g. docs/src/); case-sensitive.",
+                    }
+                ),
+                "language": _optional(
+                    {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_LANGUAGE_CHARS,
+                        "description": "Search only source files in this programming language "
+                        "(e.g. python, rust).",
+                    }
                 ),
             },
             ("query",),

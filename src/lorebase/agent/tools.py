@@ -198,6 +198,8 @@ class ToolBox:
             top_k=args["top_k"],
             mode=args["mode"],
             document_ids=[document] if document else None,
+            path_prefix=args["path_prefix"],
+            language=args["language"],
             rerank=self.lb.reranker is not None,  # an agent reads few hits: give it the best
         )
         hits, blocks, sources = [], [], []

@@ -6,7 +6,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lorebase.search.query import MAX_NEIGHBORS, MAX_QUERY_CHARS, MAX_TOP_K, RerankStatus
+from lorebase.search.query import (
+    MAX_LANGUAGE_CHARS,
+    MAX_NEIGHBORS,
+    MAX_PATH_PREFIX_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    RerankStatus,
+)
 
 
 class Strict(BaseModel):
@@ -95,6 +102,20 @@ class SearchIn(Strict):
     rerank: bool = False
     document_ids: list[str] | None = Field(None, max_length=1000)
     neighbors: int = Field(0, ge=0, le=MAX_NEIGHBORS)
+    path_prefix: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_PATH_PREFIX_CHARS,
+        description="Only documents whose path as hits show it (the followed folder's name "
+        "first: `docs/src/`) starts with this; case-sensitive.",
+    )
+    language: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LANGUAGE_CHARS,
+        description="Only source files in this language (`python`; case-insensitive): every "
+        "passage of the document is code in it.",
+    )
 
 
 class StepScoreOut(BaseModel):

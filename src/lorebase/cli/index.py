@@ -85,16 +85,40 @@ def search(
             "seconds (default 1).",
         ),
     ] = False,
+    path: Annotated[
+        str | None,
+        typer.Option(
+            "--path",
+            help="Only documents whose path, as results show it (the folder's name first: "
+            "docs/src/), starts with this; case-sensitive.",
+        ),
+    ] = None,
+    language: Annotated[
+        str | None,
+        typer.Option(
+            "--language",
+            help="Only source files in this language (python, rust, ...; case-insensitive); "
+            "a Markdown page with a fenced example is not one.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Search knowledge bases: BM25 and vector search fused by reciprocal rank, each hit
     with its citation (path › headings, page or line), its labelled score and a snippet. A
     hit no query term matches and whose meaning is not close enough (cosine under
     LOREBASE_NO_ANSWER_THRESHOLD, default 0.35) is left out; with none left the search says
-    "Nothing relevant found" (exit code 0)."""
+    "Nothing relevant found" (exit code 0). --path and --language narrow the candidates
+    before ranking, so a filtered search still fills --top-k when it can."""
     with open_from(ctx, create=False) as lb:
         response = lb.search(
-            query, kb=kb or None, top_k=top_k, mode=mode, neighbors=neighbors, rerank=rerank
+            query,
+            kb=kb or None,
+            top_k=top_k,
+            mode=mode,
+            neighbors=neighbors,
+            rerank=rerank,
+            path_prefix=path,
+            language=language,
         )
         payload = render.search_json(lb, response) if as_json else None
     console = render.console()

@@ -3,6 +3,7 @@ cited hits, each carrying its :class:`~lorebase.types.Provenance`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -14,6 +15,10 @@ from lorebase.types import Provenance
 MAX_TOP_K = 100
 MAX_NEIGHBORS = 2
 MAX_QUERY_CHARS = 2000
+MAX_PATH_PREFIX_CHARS = 1024
+MAX_LANGUAGE_CHARS = 32
+# A language name as the extractors give it: python, cpp, csharp, objective-c, f#, c++.
+LANGUAGE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_+#.-]*")
 
 
 # What the rerank step did (see lorebase.search.reranking): reranked, or why not.
@@ -33,7 +38,13 @@ class SearchRequest:
     """One query over one or more knowledge bases: by id (``kb_ids``, what the application
     service sends, a name being unique only within a scope), else by name (each must name
     one base); neither means all of them. ``no_answer_threshold`` overrides the relevance
-    floor's cosine for this search (an evaluation trying another); None: the configured one."""
+    floor's cosine for this search (an evaluation trying another); None: the configured one.
+
+    ``path_prefix``: only documents whose path as stored, what a hit shows (``folder/src/``,
+    the followed folder's label first), starts with it, case-sensitive. ``language``: only
+    source files in that language (``python``; case-insensitive; every passage of the
+    document is code in it, so a Markdown page with a fenced example is not one). Both
+    restrict the candidates before ranking, together with ``document_ids``."""
 
     query: str
     knowledge_bases: tuple[str, ...] = ()
@@ -45,6 +56,8 @@ class SearchRequest:
     fusion: str = "rrf"
     kb_ids: tuple[int, ...] = ()
     no_answer_threshold: float | None = None
+    path_prefix: str | None = None
+    language: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
@@ -60,10 +73,36 @@ class SearchRequest:
             raise InvalidInput("no_answer_threshold is a cosine, at most 1")
         if self.fusion not in FUSIONS:
             raise InvalidInput(f"fusion must be one of: {', '.join(sorted(FUSIONS))}")
+        if self.path_prefix is not None:
+            _check_path_prefix(self.path_prefix)
+        if self.language is not None:
+            object.__setattr__(self, "language", _checked_language(self.language))
         try:
             object.__setattr__(self, "mode", Mode(self.mode))
         except ValueError:
             raise InvalidInput("mode must be one of: hybrid, keyword, dense") from None
+
+
+def _check_path_prefix(prefix: object) -> None:
+    if not isinstance(prefix, str) or not prefix:
+        raise InvalidInput("path_prefix must be a non-empty string")
+    if len(prefix) > MAX_PATH_PREFIX_CHARS:
+        raise InvalidInput(f"path_prefix must be at most {MAX_PATH_PREFIX_CHARS} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in prefix):
+        raise InvalidInput("path_prefix must not contain NUL or other control characters")
+
+
+def _checked_language(language: object) -> str:
+    """The language in lower case; ``InvalidInput`` unless it is a short identifier."""
+    if not isinstance(language, str) or not language:
+        raise InvalidInput("language must be a non-empty string")
+    lowered = language.lower()
+    if len(lowered) > MAX_LANGUAGE_CHARS or not LANGUAGE_PATTERN.fullmatch(lowered):
+        raise InvalidInput(
+            f"language must be a language name such as python (at most {MAX_LANGUAGE_CHARS} "
+            "letters, digits and _ + # . -)"
+        )
+    return lowered
 
 
 @dataclass(frozen=True, slots=True)

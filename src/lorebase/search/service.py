@@ -87,7 +87,7 @@ class SearchService:
         kbs = self._knowledge_bases(request)
         kb_ids = [kb.id for kb in kbs]
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * request.top_k)
-        documents = list(request.document_ids) if request.document_ids is not None else None
+        documents = self._documents(request, kb_ids)
 
         keyword: Future[Scored] | None = None
         if request.mode in (Mode.HYBRID, Mode.KEYWORD):
@@ -176,6 +176,20 @@ class SearchService:
                 raise NotFound("there are no knowledge bases yet; add files with `lorebase add`")
             return kbs
         return [self.store.get_kb(name, totals=False) for name in dict.fromkeys(names)]
+
+    def _documents(self, request: SearchRequest, kb_ids: list[int]) -> list[str] | None:
+        """The documents both arms are restricted to (None: all): ``document_ids``, and the
+        documents the path and language filters match (resolved here, before ranking)."""
+        documents = list(request.document_ids) if request.document_ids is not None else None
+        if request.path_prefix is None and request.language is None:
+            return documents
+        matching = self.store.matching_documents(
+            kb_ids, path_prefix=request.path_prefix, language=request.language
+        )
+        if documents is None:
+            return matching
+        allowed = set(matching)
+        return [document for document in documents if document in allowed]
 
     def _dense(
         self,

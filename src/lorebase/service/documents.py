@@ -117,12 +117,16 @@ class Documents(Bases):
         fusion: str = "rrf",
         caller: Caller | None = None,
         no_answer_threshold: float | None = None,
+        path_prefix: str | None = None,
+        language: str | None = None,
     ) -> SearchResponse:
         """Hybrid (or one-arm) search over the given bases — by name as :meth:`kb` reads one, by
         id, or a base this service already looked up for the caller — and with none given,
         over every base the caller may see. Each is looked up (and its visibility checked)
         once. ``no_answer_threshold``: the relevance floor for this search (default: the
-        configured one, ``Settings.search``)."""
+        configured one, ``Settings.search``). ``path_prefix`` and ``language``: only documents
+        whose stored path starts with it, only source files in that language (see
+        :class:`~lorebase.search.query.SearchRequest`)."""
         wanted = (kb,) if isinstance(kb, str | int | KnowledgeBase) else tuple(kb or ())
         bases = [
             self.kb(b, caller, totals=False)
@@ -146,6 +150,8 @@ class Documents(Bases):
             fusion=fusion,
             kb_ids=tuple(b.id for b in bases),
             no_answer_threshold=no_answer_threshold,
+            path_prefix=path_prefix,
+            language=language,
         )
         return self.searcher.search(request)
 

@@ -501,6 +501,20 @@ class Chunks(Protocol):
         """The stored extracted text of a document (chunk offsets index into it)."""
         ...
 
+    def matching_documents(
+        self,
+        kb_ids: Sequence[int],
+        *,
+        path_prefix: str | None = None,
+        language: str | None = None,
+    ) -> list[str]:
+        """The ids (in order) of the documents of these bases whose path as stored (what a
+        hit's provenance shows, e.g. ``folder/src/x.py``) starts with ``path_prefix``
+        (case-sensitive) and whose indexed chunks are all code in ``language``
+        (case-insensitive: source files in it, not pages with fenced examples); None: no
+        such condition. What a search filter resolves to before both arms run."""
+        ...
+
 
 class Metrics(Protocol):
     """Counts over every base, for monitoring."""

@@ -349,6 +349,44 @@ def document_list(document_ids: Sequence[str] | None) -> list[str] | None:
     return None if document_ids is None else [str(d) for d in document_ids]
 
 
+# A chunk's language when it is all code, else '' (a passage of a page around a code example).
+_CODE_LANGUAGE = "coalesce(CASE WHEN c.content_kind = 'code' THEN lower(c.language) END, '')"
+
+
+def matching_documents_sql(
+    kb_clause: str, mark: str, *, prefix_length: int | None, language: bool
+) -> str:
+    """The ids (in order) of the documents whose ``kb_id`` passes ``kb_clause`` (``= ANY(%s)``,
+    ``IN (SELECT value FROM json_each(?))``) and, with ``prefix_length``, whose stored path
+    starts with a prefix of that many characters; with ``language``, whose indexed chunks are
+    all code (content kind) in that language (lowercase): a source file in it, not a page with
+    a fenced example. Parameters in order: the kb ids, [the prefix], [the kb ids, the
+    language twice]."""
+    sql = f"SELECT d.id FROM documents AS d WHERE d.kb_id {kb_clause}"
+    if prefix_length is not None:
+        sql += f" AND substr(d.path, 1, {int(prefix_length)}) = {mark}"
+    if language:
+        sql += (
+            f" AND d.id IN (SELECT c.document_id FROM chunks AS c WHERE c.kb_id {kb_clause} "
+            "GROUP BY c.document_id "
+            f"HAVING min({_CODE_LANGUAGE}) = {mark} AND max({_CODE_LANGUAGE}) = {mark})"
+        )
+    return sql + " ORDER BY d.id"
+
+
+def matching_documents_params(
+    kb_ids: Any, path_prefix: str | None, language: str | None
+) -> list[Any]:
+    """The parameters of :func:`matching_documents_sql` (``kb_ids`` as the backend binds
+    them)."""
+    params: list[Any] = [kb_ids]
+    if path_prefix is not None:
+        params.append(path_prefix)
+    if language is not None:
+        params.extend([kb_ids, language.lower(), language.lower()])
+    return params
+
+
 def one_named(name: str, named: Sequence[KnowledgeBase]) -> KnowledgeBase:
     """The one base of ``named`` (every base called ``name``): ``NotFound`` when there is
     none, ``InvalidInput`` listing their ids and scopes when several share the name."""

@@ -26,6 +26,8 @@ def search(body: SearchIn, lb: LbDep, metrics: MetricsDep, caller: CallerDep) ->
         document_ids=body.document_ids,
         neighbors=body.neighbors,
         caller=caller,
+        path_prefix=body.path_prefix,
+        language=body.language,
     )
     metrics.search_seconds.labels(body.mode).observe(time.perf_counter() - started)
     return search_out(lb, response)

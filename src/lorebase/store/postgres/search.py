@@ -14,7 +14,12 @@ from lorebase.errors import NotFound
 from lorebase.store.base import Scored, StoredChunk
 from lorebase.store.postgres import dense, lexical
 from lorebase.store.postgres.lexical import Ranking
-from lorebase.store.records import STORED_CHUNK_SELECT, stored_chunk_from_row
+from lorebase.store.records import (
+    STORED_CHUNK_SELECT,
+    matching_documents_params,
+    matching_documents_sql,
+    stored_chunk_from_row,
+)
 
 
 def keyword_search(
@@ -115,6 +120,22 @@ def get_chunks(conn: Any, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> li
     )
     found = {chunk.id: chunk for chunk in map(stored_chunk_from_row, rows)}
     return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
+
+
+def matching_documents(
+    conn: Any, kb_ids: Sequence[int], path_prefix: str | None, language: str | None
+) -> list[str]:
+    """See :meth:`lorebase.store.base.Chunks.matching_documents`."""
+    if not kb_ids:
+        return []
+    sql = matching_documents_sql(
+        "= ANY(%s)",
+        "%s",
+        prefix_length=None if path_prefix is None else len(path_prefix),
+        language=language is not None,
+    )
+    params = matching_documents_params(list(kb_ids), path_prefix, language)
+    return [str(row[0]) for row in conn.execute(sql, params)]
 
 
 def neighbors(conn: Any, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:

@@ -183,6 +183,16 @@ class ChunksMixin(SqliteRole):
         with self._read() as conn:
             return search.neighbors(conn, kb_list(kb_ids), chunk_id, window)
 
+    def matching_documents(
+        self,
+        kb_ids: Sequence[int],
+        *,
+        path_prefix: str | None = None,
+        language: str | None = None,
+    ) -> list[str]:
+        with self._read() as conn:
+            return search.matching_documents(conn, kb_list(kb_ids), path_prefix, language)
+
     def document_chunks(
         self, kb_id: int, document_id: str, start: int, limit: int
     ) -> list[StoredChunk]:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from lorebase.errors import NotFound
 from lorebase.store.base import Scored, StoredChunk
+from lorebase.store.records import matching_documents_params, matching_documents_sql
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import (
     STORED_CHUNK_SELECT,
@@ -115,6 +116,25 @@ def get_chunks(
             chunk = stored_chunk_from_row(row)
             found[chunk.id] = chunk
     return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
+
+
+def matching_documents(
+    conn: sqlite3.Connection,
+    kb_ids: Sequence[int],
+    path_prefix: str | None,
+    language: str | None,
+) -> list[str]:
+    """See :meth:`lorebase.store.base.Chunks.matching_documents`."""
+    if not kb_ids:
+        return []
+    sql = matching_documents_sql(
+        "IN (SELECT value FROM json_each(?))",
+        "?",
+        prefix_length=None if path_prefix is None else len(path_prefix),
+        language=language is not None,
+    )
+    params = matching_documents_params(json_ids(kb_ids), path_prefix, language)
+    return [str(row[0]) for row in conn.execute(sql, params)]
 
 
 def neighbors(
