@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from lorebase.api.app import create_app
-from lorebase.app import Lorebase, open_lorebase
+from lorebase.app import Lorebase
 from lorebase.cli.main import app
-from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
-from lorebase.settings import SearchSettings, ServeSettings, Settings
+from lorebase.settings import SearchSettings
+from small_base import small_base, write_files
 
 DOCS = {
     "leave.md": "# Leave\n\n## Vacation\n\nStaff earn twenty-five vacation days a year.\n",
@@ -33,20 +33,12 @@ WORDS = sorted({w.strip(".;#,").lower() for text in DOCS.values() for w in text.
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    for name, text in DOCS.items():
-        (root / name).write_text(text)
-    return root
+    return write_files(tmp_path_factory.mktemp("corpus"), DOCS)
 
 
 @pytest.fixture(scope="module")
 def lb(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lorebase]:
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("data"),
-        serve=ServeSettings(auth=False, watch=False, workers=1),
-    )
-    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as instance:
-        instance.add([corpus], kb="hr")
+    with small_base(tmp_path_factory.mktemp("data"), corpus, "hr") as instance:
         yield instance
 
 

@@ -20,7 +20,8 @@ from lorebase.app import Lorebase, open_lorebase
 from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
-from lorebase.settings import ServeSettings, Settings
+from lorebase.settings import ServeSettings
+from small_base import small_base, write_files
 
 FILES = {
     "app/checksum.py": "def checksum(data):\n    return sum(data) % 256\n",
@@ -36,21 +37,12 @@ ALL = {f"repo/{name}" for name in FILES}
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("corpus") / "repo"
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
+    return write_files(tmp_path_factory.mktemp("corpus") / "repo", FILES)
 
 
 @pytest.fixture(scope="module")
 def lb(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lorebase]:
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("data"),
-        serve=ServeSettings(auth=False, watch=False, workers=1),
-    )
-    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as instance:
-        instance.add([corpus], kb="code")
+    with small_base(tmp_path_factory.mktemp("data"), corpus, "code") as instance:
         yield instance
 
 

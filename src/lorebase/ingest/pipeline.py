@@ -413,7 +413,7 @@ class Ingestor:
             return None
         left_out = screen(file.path.name, kind, data)
         if left_out is not None:
-            self._leave_out(kb, file, left_out, report)
+            self._leave_out(kb, file, existing, left_out, report)
             return None
         digest = content_hash(data)
         same_content = existing is not None and existing.content_hash == digest
@@ -460,13 +460,18 @@ class Ingestor:
         return _Pending(document, chunks, existing, vectors_only)
 
     def _leave_out(
-        self, kb: KnowledgeBase, file: SourceFile, reason: str, report: IngestReport
+        self,
+        kb: KnowledgeBase,
+        file: SourceFile,
+        existing: DocumentRecord | None,
+        reason: str,
+        report: IngestReport,
     ) -> None:
         """A file whose bytes must not be indexed (a secret, a machine-written file): counted
-        by reason, never named in a log; a version indexed before, or the row recorded for it
-        up front, leaves the base."""
+        by reason, never named in a log; a version indexed before (``existing``), or the row
+        recorded for a new path up front, leaves the base."""
         report.left_out[reason] = report.left_out.get(reason, 0) + 1
-        stored = self.store.get_document(kb.id, file.key)
+        stored = existing or self.store.get_document(kb.id, file.key)
         if stored is not None:
             self.store.delete_documents(kb.id, [stored.id])
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
+from lorebase.store import stored_chunk_id
 from lorebase.store.base import (
     MAX_SOURCES,
     DocumentRecord,
@@ -395,3 +396,13 @@ def one_named(name: str, named: Sequence[KnowledgeBase]) -> KnowledgeBase:
     if not named:
         raise NotFound(f"no knowledge base named {name!r}; list them to see the names")
     return named[0]
+
+
+def stored_ids_of(document_id: str, chunks: Sequence[Chunk], present: Iterable[str]) -> list[str]:
+    """The stored ids of ``chunks`` (see :func:`lorebase.store.stored_chunk_id`), checked
+    against the ids the document holds now (``present``): a vector write names exactly the
+    chunks stored, else the document changed since and ``Conflict`` is raised. Pure."""
+    stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+    if set(stored) != set(present):
+        raise Conflict("the document's chunks changed; index it again instead")
+    return stored

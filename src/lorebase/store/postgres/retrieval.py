@@ -11,7 +11,6 @@ import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, NotFound
-from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, DocumentVectors, Scored, StoredChunk
 from lorebase.store.postgres import search, writes
 from lorebase.store.postgres.role import PostgresRole, lookup_identity
@@ -20,6 +19,7 @@ from lorebase.store.records import (
     decompress_text,
     document_list,
     kb_list,
+    stored_ids_of,
 )
 from lorebase.store.vectors import VECTOR_DTYPE, checked_query, checked_vectors
 from lorebase.types import Chunk
@@ -173,9 +173,7 @@ def _add_vectors(
     ``Conflict`` (the chunks changed) before anything is written."""
     writes.load_document(conn, kb_id, document_id, lock=True)
     present = conn.execute("SELECT id FROM chunks WHERE document_id = %s", (document_id,))
-    stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
-    if set(stored) != {row[0] for row in present.fetchall()}:
-        raise Conflict("the document's chunks changed; index it again instead")
+    stored = stored_ids_of(document_id, chunks, (row[0] for row in present.fetchall()))
     writes.write_vectors(conn, kb_id, document_id, chunks, stored, matrix, identity_id)
     conn.execute(
         "UPDATE documents SET identity_key = %s, state = %s, updated_at = %s WHERE id = %s",

@@ -12,9 +12,8 @@ import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, NotFound
-from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentState, DocumentVectors, Scored, StoredChunk
-from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list
+from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list, stored_ids_of
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import batches, decompress_text
@@ -162,9 +161,7 @@ def _add_vectors(
     chunks changed) before anything is written."""
     writes.load_document(conn, kb_id, document_id)
     present = conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
-    stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
-    if set(stored) != {row[0] for row in present}:
-        raise Conflict("the document's chunks changed; index it again instead")
+    stored = stored_ids_of(document_id, chunks, (row[0] for row in present))
     writes.write_vectors(conn, document_id, chunks, stored, matrix, identity)
     conn.execute(
         "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
