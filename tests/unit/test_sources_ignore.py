@@ -89,6 +89,17 @@ def test_a_folder_without_ignore_files_walks_as_before(tmp_path: Path) -> None:
     assert left_out == {}
 
 
+def test_lines_git_cannot_read_are_skipped_not_fatal(tmp_path: Path) -> None:
+    """A hostile or broken ignore file ('!' alone, a lone backslash, a reversed range, bytes
+    that are not UTF-8) must not stop the walk; its readable lines still count."""
+    (tmp_path / ".gitignore").write_bytes(b"!\n\\\n[z-a]\n\xff\xfe\n*.log\n")
+    for rel in ["a.md", "app.log"]:
+        write(tmp_path, rel)
+    found, left_out = walk(tmp_path)
+    assert found == ["a.md"]
+    assert left_out == {"ignored": 1}
+
+
 def test_an_ignored_folder_is_not_descended(tmp_path: Path) -> None:
     write(tmp_path, ".gitignore", "cache/\n!cache/keep.md\n")
     write(tmp_path, "cache/keep.md")

@@ -20,6 +20,7 @@ Always left out, whatever the ignore files say (each counted under its reason):
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -132,5 +133,23 @@ def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    spec = _spec(lines)
     return spec if any(p.include is not None for p in spec.patterns) else None
+
+
+def _spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """The patterns of an ignore file; a line Git cannot read either (``!`` alone, a lone
+    backslash, a reversed range ``[z-a]``) is skipped, as Git skips it, instead of failing
+    the walk."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):  # GitIgnorePatternError is a ValueError
+        return pathspec.GitIgnoreSpec.from_lines(line for line in lines if _readable(line))
+
+
+def _readable(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except (ValueError, re.error):
+        return False
+    return True
