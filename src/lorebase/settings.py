@@ -120,6 +120,80 @@ class EmbedSettings:
             raise InvalidInput("the http embedder needs a url and a model name")
 
 
+BUNDLED = "bundled"
+"""The name of the bundled local model among the named embedders (always there)."""
+EMBEDDER_KINDS = ("bundled", "http", "fake")
+EMBEDDER_NAME = r"[a-z0-9][a-z0-9_.-]{0,63}"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderConfig:
+    """One named embedder a knowledge base can be made with (``kb create --embedder NAME``).
+
+    ``kind``: ``bundled`` (the local MiniLM; ``quantize`` as ``LOREBASE_EMBED_QUANTIZE``),
+    ``http`` (an OpenAI-compatible ``/v1/embeddings`` server at ``url`` serving ``model``) or
+    ``fake`` (the deterministic test embedder, ``dimensions`` wide). ``dimensions``: the
+    width the server returns (learned from its first answer when not given). ``truncate``:
+    keep only the first N dimensions (re-normalised), for models trained for it
+    (Matryoshka: nomic-embed-text-v1.5 at 512 or 256). ``query_prefix`` and
+    ``document_prefix``: what the model expects before a question and a passage (None: the
+    table of known models in :mod:`lorebase.embed.base`). ``api_key``: never listed,
+    never logged. ``no_answer_threshold``: the relevance floor's cosine for this model
+    (None: the search settings' one, calibrated for the bundled model). ``batch_size``:
+    texts per request.
+    """
+
+    name: str
+    kind: str = "http"
+    url: str | None = None
+    model: str | None = None
+    dimensions: int | None = None
+    truncate: int | None = None
+    query_prefix: str | None = None
+    document_prefix: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    batch_size: int | None = None
+    no_answer_threshold: float | None = None
+    quantize: bool = True
+
+    def __post_init__(self) -> None:
+        import re
+
+        if not re.fullmatch(EMBEDDER_NAME, self.name):
+            raise InvalidInput(
+                f"embedder name {self.name!r}: use lower-case letters, digits, '-', '_' or "
+                "'.', at most 64"
+            )
+        if self.kind not in EMBEDDER_KINDS:
+            raise InvalidInput(
+                f"embedder {self.name}: kind must be one of {', '.join(EMBEDDER_KINDS)}"
+            )
+        if (self.kind == BUNDLED) != (self.name == BUNDLED):
+            raise InvalidInput(
+                f"embedder {self.name}: the name {BUNDLED!r} is the bundled model's and only its"
+            )
+        if self.kind == "http" and not (self.url and self.model):
+            raise InvalidInput(f"embedder {self.name}: an http embedder needs a url and a model")
+        if self.kind == "fake" and self.dimensions is None:
+            raise InvalidInput(f"embedder {self.name}: a fake embedder needs its dimensions")
+        for what in ("dimensions", "truncate", "batch_size"):
+            value = getattr(self, what)
+            if value is not None and value < 1:
+                raise InvalidInput(f"embedder {self.name}: {what} must be at least 1")
+        if self.truncate is not None and self.dimensions is not None:
+            if self.truncate > self.dimensions:
+                raise InvalidInput(
+                    f"embedder {self.name}: truncate ({self.truncate}) must not exceed "
+                    f"dimensions ({self.dimensions})"
+                )
+        if not 0 < self.timeout <= 3600:
+            raise InvalidInput(f"embedder {self.name}: timeout must be between 0 and 3600")
+        threshold = self.no_answer_threshold
+        if threshold is not None and not -1.0 <= threshold <= 1.0:
+            raise InvalidInput(f"embedder {self.name}: no_answer_threshold is a cosine")
+
+
 RERANKERS = ("none", "http", "fake")
 
 
@@ -263,12 +337,28 @@ class Settings:
     # The embedded store's keyword engine (``LOREBASE_LEXICAL``): ``tantivy`` (a side index
     # per base, the default) or ``fts5`` (inside the SQLite file); see store/sqlite/lexical.py.
     lexical: str = "tantivy"
+    # Named embedders a base can be made with (``embedders.toml``); ``bundled`` is always
+    # there even when not listed. ``default_embedder``: the one a new base gets (None: the
+    # bundled model when the process embedder is the bundled one, else the process's own).
+    embedders: tuple[EmbedderConfig, ...] = ()
+    default_embedder: str | None = None
 
     def __post_init__(self) -> None:
         if self.lexical not in LEXICAL_ENGINES:
             raise InvalidInput(
                 f"unknown lexical engine {self.lexical!r} (LOREBASE_LEXICAL); choose one of "
                 f"{', '.join(LEXICAL_ENGINES)}"
+            )
+        names = [config.name for config in self.embedders]
+        if len(set(names)) != len(names):
+            raise InvalidInput("two embedders have the same name; each needs its own")
+        if self.default_embedder is not None and self.default_embedder not in {
+            BUNDLED,
+            *names,
+        }:
+            raise InvalidInput(
+                f"the default embedder {self.default_embedder!r} is not one of the named "
+                f"embedders ({', '.join(sorted({BUNDLED, *names}))})"
             )
         if self.store_url is not None and not self.store_url.startswith(POSTGRES_SCHEMES):
             raise InvalidInput(

@@ -1,0 +1,269 @@
+"""The named embedders of a lorebase: which model each knowledge base embeds with.
+
+A base names its embedder when it is made (``kb create --embedder NAME``); its vectors are
+made with that embedder and its queries embedded by it. A base that names none (made before
+named embedders, or while the process embedder is not a named one) uses the process's own
+embedder (``LOREBASE_EMBEDDER``), as every base did before. While a base is re-embedded
+(``kb update --embedder NAME --reembed``) it *answers* with the embedder its current vectors
+were made with and *indexes* with the one it is moving to, until the switch.
+
+Embedders are built on first use (a process that never embeds for a base never loads its
+model) and shared by every thread. Whether one is reachable is probed with a short timeout and
+remembered for a little while (a listing of many bases asks once per embedder).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from lorebase.embed.base import Embedder
+from lorebase.errors import LorebaseError, NotFound, Unavailable
+from lorebase.settings import BUNDLED, EmbedderConfig
+
+# A probe gives up after this many seconds (a listing must not hang on a server that is down).
+PROBE_SECONDS = 2.0
+# A probe's answer is trusted this long.
+PROBE_MAX_AGE = 30.0
+PROBE_TEXT = "reachability probe"
+
+
+@dataclass(frozen=True, slots=True)
+class Reachability:
+    """Whether an embedder answered a probe just now; ``detail`` says why not (content-free:
+    a host and a status, never a text)."""
+
+    reachable: bool
+    detail: str | None = None
+    checked_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class KbEmbedders:
+    """What a knowledge base embeds with: the name it answers with (its vectors' embedder)
+    and the name it indexes with (the one it is being re-embedded to, else the same). None
+    names the process's own embedder."""
+
+    answering: str | None
+    indexing: str | None
+
+
+def kb_embedders(kb: Any) -> KbEmbedders:
+    """The names a base's record holds (``embedder``, ``embedder_next``). Pure."""
+    current: str | None = kb.embedder
+    target: str | None = kb.embedder_next
+    return KbEmbedders(current, target if target is not None else current)
+
+
+def public_url(url: str | None) -> str | None:
+    """A URL without user name or password (what a listing may show)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def build_named(config: EmbedderConfig, cache_dir: Path) -> Embedder:
+    """The embedder a configuration describes (its runtime imported now, its model loaded on
+    first use)."""
+    if config.kind == "fake":
+        from lorebase.embed.fake import FakeEmbedder
+
+        assert config.dimensions is not None  # checked by EmbedderConfig
+        model = config.model or f"fake-{config.name}"
+        return FakeEmbedder(config.dimensions, model=model, batch_size=config.batch_size)
+    if config.kind == "http":
+        from lorebase.embed.http import HttpEmbedder
+
+        assert config.url and config.model  # checked by EmbedderConfig
+        options: dict[str, Any] = {}
+        for option in ("query_prefix", "document_prefix", "truncate", "batch_size"):
+            value = getattr(config, option)
+            if value is not None:
+                options[option] = value
+        return HttpEmbedder(
+            config.url,
+            config.model,
+            api_key=config.api_key,
+            dim=config.dimensions,
+            read_timeout=config.timeout,
+            **options,
+        )
+    try:
+        from lorebase.embed.onnx import OnnxEmbedder
+    except ImportError as error:  # onnxruntime or tokenizers missing
+        raise Unavailable(
+            "the local embedding runtime is not installed; run "
+            "`pip install onnxruntime tokenizers` (or reinstall lorebase)"
+        ) from error
+    return OnnxEmbedder(cache_dir, quantize=config.quantize)
+
+
+class Embedders:
+    """The named embedders, the process's own (``default``), and which name a new base gets
+    (``default_name``)."""
+
+    def __init__(
+        self,
+        configs: Sequence[EmbedderConfig],
+        cache_dir: Path,
+        *,
+        default: Embedder | None = None,
+        default_name: str | None = None,
+        build: Callable[[EmbedderConfig, Path], Embedder] = build_named,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        named = {config.name: config for config in configs}
+        named.setdefault(BUNDLED, EmbedderConfig(BUNDLED, kind="bundled"))
+        self._configs = dict(sorted(named.items()))
+        if default_name is not None:
+            self.config(default_name)  # NotFound for an unknown name
+        self.cache_dir = cache_dir
+        self.default = default
+        self.default_name = default_name
+        self._build = build
+        self._clock = clock
+        self._built: dict[str, Embedder] = {}
+        self._probed: dict[str | None, Reachability] = {}
+        self._lock = threading.Lock()
+
+    # -- configuration -----------------------------------------------------------------------
+    def configs(self) -> list[EmbedderConfig]:
+        """Every named embedder, by name."""
+        return list(self._configs.values())
+
+    def names(self) -> list[str]:
+        return list(self._configs)
+
+    def config(self, name: str) -> EmbedderConfig:
+        try:
+            return self._configs[name]
+        except KeyError:
+            raise NotFound(
+                f"there is no embedder named {name!r}; `lorebase embedders` lists them "
+                f"({', '.join(self._configs)})"
+            ) from None
+
+    def threshold(self, name: str | None, default: float) -> float:
+        """The relevance floor's cosine for an embedder's vectors (``default`` unless its
+        configuration sets one)."""
+        if name is None:
+            return default
+        own = self.config(name).no_answer_threshold
+        return default if own is None else own
+
+    # -- embedders ---------------------------------------------------------------------------
+    def get(self, name: str | None) -> Embedder | None:
+        """The embedder called ``name`` (built on first use), or the process's own for None
+        (None when it has none: keyword only)."""
+        if name is None:
+            return self.default
+        config = self.config(name)
+        with self._lock:
+            embedder = self._built.get(name)
+            if embedder is None:
+                embedder = self._built[name] = self._build(config, self.cache_dir)
+            return embedder
+
+    def adopt(self, name: str, embedder: Embedder) -> None:
+        """Use ``embedder`` for ``name`` (the process embedder when it is that model: one
+        instance, one loaded model)."""
+        self.config(name)
+        with self._lock:
+            self._built[name] = embedder
+
+    def answering(self, kb: Any) -> Embedder | None:
+        """The embedder a base's queries are embedded with (its current vectors')."""
+        return self.get(kb_embedders(kb).answering)
+
+    def indexing(self, kb: Any) -> Embedder | None:
+        """The embedder a base's new vectors are made with."""
+        return self.get(kb_embedders(kb).indexing)
+
+    def label(self, name: str | None) -> str:
+        """How people see a name: the name, or ``default`` for the process's own."""
+        return name if name is not None else "default"
+
+    # -- reachability ------------------------------------------------------------------------
+    def reachability(self, name: str | None, *, max_age: float = PROBE_MAX_AGE) -> Reachability:
+        """Whether the embedder answers (probed with a short timeout; remembered ``max_age``
+        seconds)."""
+        now = self._clock()
+        with self._lock:
+            known = self._probed.get(name)
+        if known is not None and now - known.checked_at < max_age:
+            return known
+        found = self._probe(name, now)
+        with self._lock:
+            self._probed[name] = found
+        return found
+
+    def mark_unreachable(self, name: str | None, detail: str) -> None:
+        """Remember that an embedder just failed to answer (a search saw it)."""
+        with self._lock:
+            self._probed[name] = Reachability(False, detail, self._clock())
+
+    def _probe(self, name: str | None, now: float) -> Reachability:
+        if name is None:
+            embedder = self.default
+            if embedder is None:
+                return Reachability(False, "no embedder is configured (keyword only)", now)
+            with self._lock:
+                same = [n for n, built in self._built.items() if built is embedder]
+            if same:  # the process embedder is a named one (the bundled model): probe that
+                return self._probe(same[0], now)
+            return self._answers(embedder, now)
+        config = self.config(name)
+        if config.kind == "bundled":
+            from lorebase.embed.onnx import default_model_path, default_tokenizer_path
+
+            if default_model_path() is None or default_tokenizer_path() is None:
+                return Reachability(False, "the bundled model's packages are not installed", now)
+            return Reachability(True, None, now)
+        if config.kind == "http":
+            from lorebase.embed.http import HttpEmbedder
+
+            assert config.url and config.model
+            probe = HttpEmbedder(
+                config.url,
+                config.model,
+                api_key=config.api_key,
+                read_timeout=PROBE_SECONDS,
+                connect_timeout=PROBE_SECONDS,
+                max_retries=0,
+            )
+            try:
+                return self._answers(probe, now)
+            finally:
+                probe.close()
+        return self._answers(self.get(name), now)
+
+    @staticmethod
+    def _answers(embedder: Embedder | None, now: float) -> Reachability:
+        if embedder is None:
+            return Reachability(False, "no embedder", now)
+        try:
+            embedder.embed_batch([PROBE_TEXT], "query")
+        except LorebaseError as error:
+            return Reachability(False, str(error), now)
+        return Reachability(True, None, now)
+
+    def close(self) -> None:
+        """Close what was built here (HTTP clients hold pooled connections); the process
+        embedder belongs to whoever passed it in."""
+        with self._lock:
+            built, self._built = list(self._built.values()), {}
+        for embedder in built:
+            if embedder is self.default:
+                continue
+            closing = getattr(embedder, "close", None)
+            if callable(closing):
+                closing()
