@@ -181,12 +181,12 @@ class EmbedderConfig:
             value = getattr(self, what)
             if value is not None and value < 1:
                 raise InvalidInput(f"embedder {self.name}: {what} must be at least 1")
-        if self.truncate is not None and self.dimensions is not None:
-            if self.truncate > self.dimensions:
-                raise InvalidInput(
-                    f"embedder {self.name}: truncate ({self.truncate}) must not exceed "
-                    f"dimensions ({self.dimensions})"
-                )
+        truncate, dimensions = self.truncate, self.dimensions
+        if truncate is not None and dimensions is not None and truncate > dimensions:
+            raise InvalidInput(
+                f"embedder {self.name}: truncate ({truncate}) must not exceed "
+                f"dimensions ({dimensions})"
+            )
         if not 0 < self.timeout <= 3600:
             raise InvalidInput(f"embedder {self.name}: timeout must be between 0 and 3600")
         threshold = self.no_answer_threshold
