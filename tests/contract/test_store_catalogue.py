@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from store_contract import (
     IDENTITY,
+    OTHER_IDENTITY,
     SETTINGS_KEY,
     new_doc,
     put,
@@ -122,6 +123,8 @@ def test_duplicate_name_conflicts_and_unknown_bases_are_not_found(store: Store) 
         lambda: store.get_kb_by_id(kb.id + 100),
         lambda: store.delete_kb(kb.id + 100),
         lambda: store.set_kb_identity(kb.id + 100, IDENTITY),
+        lambda: store.switch_kb_embedder(kb.id + 100, IDENTITY, "a"),
+        lambda: store.set_kb_embedder_target(kb.id + 100, "a"),
         lambda: store.replace_document(kb.id + 100, new_doc("a.md"), [], None, None, "k"),
         lambda: store.record_failure(kb.id + 100, new_doc("a.md"), "corrupt"),
     ):
@@ -139,6 +142,26 @@ def test_totals_and_identity(store: Store) -> None:
     assert (kb.documents, kb.indexed, kb.failed, kb.chunks, kb.bytes) == (3, 2, 1, 4, 207)
     assert kb.identity_key == IDENTITY.key
     assert store.list_kbs() == [kb]
+
+
+def test_a_base_records_its_embedder_and_a_reembed_switches_it_in_one_write(store: Store) -> None:
+    kb = store.create_kb("docs", embedder="small")
+    plain = store.create_kb("plain")
+    assert (kb.embedder, kb.embedder_next, plain.embedder) == ("small", None, None)
+    store.switch_kb_embedder(kb.id, IDENTITY, "small")  # the first pass: nothing to switch
+    store.set_kb_embedder_target(kb.id, "large")
+    kb = store.get_kb_by_id(kb.id)
+    assert (kb.identity_key, kb.embedder, kb.embedder_next) == (IDENTITY.key, "small", "large")
+    # A pass that ends with vectors of another name leaves the re-embed asked for.
+    store.switch_kb_embedder(kb.id, IDENTITY, "small")
+    assert store.get_kb_by_id(kb.id).embedder_next == "large"
+    store.switch_kb_embedder(kb.id, OTHER_IDENTITY, "large")
+    kb = store.get_kb_by_id(kb.id)
+    assert (kb.identity_key, kb.embedder, kb.embedder_next) == (OTHER_IDENTITY.key, "large", None)
+    # Back to the process's own embedder (no name) is a re-embed like any other.
+    store.set_kb_embedder_target(kb.id, None)
+    assert store.get_kb_by_id(kb.id).embedder_next is None
+    assert store.get_kb_by_id(plain.id).embedder is None
 
 
 # -- settings, state and progress ----------------------------------------------------------------

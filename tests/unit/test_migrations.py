@@ -320,11 +320,14 @@ def test_names_per_scope_rebuilds_the_table_keeping_rows_ids_and_cascades(
 
     with SqliteStore(path) as store:
         with store.database.read() as read:
-            # Every column, in order, every row with its id and values.
+            # Every column, in order, every row with its id and values (and the columns the
+            # later migrations add, empty).
+            later = ["embedder", "embedder_next"]
             assert [row[1] for row in read.execute("PRAGMA table_info(knowledge_bases)")] == (
-                columns
+                columns + later
             )
-            assert read.execute("SELECT * FROM knowledge_bases ORDER BY id").fetchall() == before
+            after = read.execute("SELECT * FROM knowledge_bases ORDER BY id").fetchall()
+            assert after == [(*row, None, None) for row in before]
             assert read.execute("PRAGMA foreign_key_check").fetchall() == []
             assert read.execute("SELECT count(*) FROM documents").fetchone() == (3,)
             references = {
@@ -455,4 +458,26 @@ def test_migration_10_indexes_the_documents_awaiting_vectors(tmp_path: Path) -> 
                 )
             )
     assert "documents_keyword_only" in plan
-    assert _recorded(path)[0][-1] == (10, "the documents awaiting vectors")
+    assert (10, "the documents awaiting vectors") in _recorded(path)[0]
+
+
+def test_migration_11_gives_every_base_an_embedder_name_left_empty(tmp_path: Path) -> None:
+    """A database from migration 10: its bases keep answering with the process's embedder
+    (no name), and a base made now records the name it is made with."""
+    path = tmp_path / "ten.db"
+    conn = connect(path)
+    try:
+        migrate(conn, MIGRATIONS[:10])
+        conn.execute(
+            "INSERT INTO knowledge_bases (name, description, scope, chunk_size, max_tokens, "
+            "overlap, created_at, updated_at) VALUES ('old', '', 'global', 1000, 400, 100, 0, 0)"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    with SqliteStore(path) as store:
+        old = store.get_kb("old")
+        assert (old.embedder, old.embedder_next) == (None, None)
+        new = store.create_kb("new", embedder="nomic")
+        assert (new.embedder, new.embedder_next) == ("nomic", None)
+    assert _recorded(path)[0][-1] == (11, "an embedder per knowledge base")

@@ -109,6 +109,10 @@ class KnowledgeBase:
     progress_done: int = 0
     progress_total: int = 0
     team_id: int | None = None
+    # The named embedder its vectors are made with (None: the process's own), and the one it
+    # is being re-embedded to (None: none); see lorebase.embed.registry.
+    embedder: str | None = None
+    embedder_next: str | None = None
 
 
 def ambiguous(name: str, bases: Sequence[KnowledgeBase]) -> str:
@@ -223,8 +227,10 @@ class Catalogue(Protocol):
         owner: str | None = None,
         chunk_settings: ChunkSettings | None = None,
         team_id: int | None = None,
+        embedder: str | None = None,
     ) -> KnowledgeBase:
-        """Create a knowledge base; ``Conflict`` when the name is taken in its scope: among the
+        """Create a knowledge base (``embedder``: the named embedder it is made with; None:
+        the process's own); ``Conflict`` when the name is taken in its scope: among the
         global bases, among the team's bases, among the owner's personal bases (no owner: the
         administrators', counted as one owner). The message names only that scope's base."""
         ...
@@ -258,6 +264,19 @@ class Catalogue(Protocol):
 
     def set_kb_identity(self, kb_id: int, identity: EmbedderIdentity) -> None:
         """Record the embedding identity the knowledge base's vectors are made with."""
+        ...
+
+    def switch_kb_embedder(
+        self, kb_id: int, identity: EmbedderIdentity, embedder: str | None
+    ) -> None:
+        """The base answers from now on with ``identity``, made by the named ``embedder``
+        (None: the process's own), in one write; a re-embed to that name is done (a re-embed
+        asked for since, to another name, stays asked for)."""
+        ...
+
+    def set_kb_embedder_target(self, kb_id: int, embedder: str | None) -> None:
+        """Re-embed the base with the named ``embedder`` (None: no re-embed): its passes make
+        vectors with it while searches keep using the current ones until the switch."""
         ...
 
     def set_kb_state(

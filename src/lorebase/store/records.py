@@ -48,6 +48,8 @@ KB_FIELDS = (
     "progress_done",
     "progress_total",
     "team_id",
+    "embedder",
+    "embedder_next",
 )
 KB_COLUMNS = ", ".join(KB_FIELDS)
 
@@ -161,6 +163,8 @@ def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBa
         progress_done=kb["progress_done"],
         progress_total=kb["progress_total"],
         team_id=kb["team_id"],
+        embedder=kb["embedder"],
+        embedder_next=kb["embedder_next"],
     )
 
 

@@ -42,6 +42,7 @@ class CatalogueMixin(PostgresRole):
         owner: str | None = None,
         chunk_settings: ChunkSettings | None = None,
         team_id: int | None = None,
+        embedder: str | None = None,
     ) -> KnowledgeBase:
         """The partial unique indexes decide a race between two processes creating one name:
         the loser's unique violation becomes the same ``Conflict`` as a name found taken."""
@@ -60,8 +61,9 @@ class CatalogueMixin(PostgresRole):
                 with conn.transaction():  # a savepoint: the violation leaves the rest usable
                     row = conn.execute(
                         "INSERT INTO knowledge_bases (name, description, scope, owner, "
-                        "chunk_size, max_tokens, overlap, created_at, updated_at, team_id) "
-                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                        "chunk_size, max_tokens, overlap, created_at, updated_at, team_id, "
+                        "embedder) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                        "RETURNING id",
                         (
                             name,
                             description,
@@ -73,6 +75,7 @@ class CatalogueMixin(PostgresRole):
                             now,
                             now,
                             team_id,
+                            embedder,
                         ),
                     ).fetchone()
             except UniqueViolation:
@@ -136,6 +139,23 @@ class CatalogueMixin(PostgresRole):
             ).rowcount
             if not updated:
                 raise NotFound(writes.NO_KB)
+
+    def switch_kb_embedder(
+        self, kb_id: int, identity: EmbedderIdentity, embedder: str | None
+    ) -> None:
+        self._identity_id(identity)
+        with self._write() as conn:
+            updated = conn.execute(
+                "UPDATE knowledge_bases SET identity_key = %s, embedder = %s, embedder_next = "
+                "CASE WHEN embedder_next IS NOT DISTINCT FROM %s THEN NULL ELSE embedder_next "
+                "END, updated_at = %s WHERE id = %s",
+                (identity.key, embedder, embedder, time.time(), kb_id),
+            ).rowcount
+            if not updated:
+                raise NotFound(writes.NO_KB)
+
+    def set_kb_embedder_target(self, kb_id: int, embedder: str | None) -> None:
+        self._update_kb(kb_id, "embedder_next = %s", embedder)
 
     def set_kb_description(self, kb_id: int, description: str) -> None:
         self._update_kb(kb_id, "description = %s", description)

@@ -190,11 +190,19 @@ _KEYWORD_ONLY = (
     "chunk_count > 0 AND identity_key IS NULL",
 )
 
+_EMBEDDER_PER_BASE = (
+    # The named embedder a base is made with (NULL: the process's own, as before), and the
+    # one it is being re-embedded to.
+    "ALTER TABLE knowledge_bases ADD COLUMN embedder text",
+    "ALTER TABLE knowledge_bases ADD COLUMN embedder_next text",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
     Migration(3, "identities, vectors (halfvec), the reuse cache", _VECTORS),
     Migration(4, "the documents awaiting vectors", _KEYWORD_ONLY),
+    Migration(5, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
 )
 
 

@@ -40,6 +40,7 @@ class CatalogueMixin(SqliteRole):
         owner: str | None = None,
         chunk_settings: ChunkSettings | None = None,
         team_id: int | None = None,
+        embedder: str | None = None,
     ) -> KnowledgeBase:
         if not name or not name.strip():
             raise InvalidInput("a knowledge base needs a name")
@@ -53,8 +54,8 @@ class CatalogueMixin(SqliteRole):
             try:
                 kb_id = conn.execute(
                     "INSERT INTO knowledge_bases (name, description, scope, owner, chunk_size, "
-                    "max_tokens, overlap, created_at, updated_at, team_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "max_tokens, overlap, created_at, updated_at, team_id, embedder) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         name,
                         description,
@@ -66,6 +67,7 @@ class CatalogueMixin(SqliteRole):
                         now,
                         now,
                         team_id,
+                        embedder,
                     ),
                 ).lastrowid
             except sqlite3.IntegrityError:
@@ -128,6 +130,27 @@ class CatalogueMixin(SqliteRole):
                 "UPDATE knowledge_bases SET identity_key = ? WHERE id = ?", (identity.key, kb_id)
             )
             writes.bump(conn, kb_id)
+
+    def switch_kb_embedder(
+        self, kb_id: int, identity: EmbedderIdentity, embedder: str | None
+    ) -> None:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            writes.identity_row(conn, identity, create=True)
+            conn.execute(
+                "UPDATE knowledge_bases SET identity_key = ?, embedder = ?, embedder_next = "
+                "CASE WHEN embedder_next IS ? THEN NULL ELSE embedder_next END WHERE id = ?",
+                (identity.key, embedder, embedder, kb_id),
+            )
+            writes.bump(conn, kb_id)
+
+    def set_kb_embedder_target(self, kb_id: int, embedder: str | None) -> None:
+        with self._write() as conn:
+            writes.require_kb(conn, kb_id)
+            conn.execute(
+                "UPDATE knowledge_bases SET embedder_next = ?, updated_at = ? WHERE id = ?",
+                (embedder, time.time(), kb_id),
+            )
 
     def set_kb_description(self, kb_id: int, description: str) -> None:
         with self._write() as conn:

@@ -331,6 +331,13 @@ _KEYWORD_ONLY: tuple[Step, ...] = (
     "chunk_count > 0 AND identity_key IS NULL",
 )
 
+_EMBEDDER_PER_BASE: tuple[Step, ...] = (
+    # The named embedder a base is made with (NULL: the process's own, as before), and the
+    # one it is being re-embedded to.
+    "ALTER TABLE knowledge_bases ADD COLUMN embedder TEXT",
+    "ALTER TABLE knowledge_bases ADD COLUMN embedder_next TEXT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -342,6 +349,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "base names unique per scope", _NAMES_PER_SCOPE, rebuilds_tables=True),
     Migration(9, "vectors stored once, as int8", _VECTORS_ONCE),
     Migration(10, "the documents awaiting vectors", _KEYWORD_ONLY),
+    Migration(11, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"
