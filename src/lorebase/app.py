@@ -17,6 +17,7 @@ from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
+from lorebase.embed.registry import Embedders
 from lorebase.errors import NotFound, Unavailable
 from lorebase.events import EventBus
 from lorebase.http_json import CONNECT_TIMEOUT
@@ -24,7 +25,7 @@ from lorebase.ingest.queue import Abandon, Job, JobQueue, QueueFactory, Runner
 from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
-from lorebase.settings import EmbedSettings, RerankSettings, Settings
+from lorebase.settings import BUNDLED, EmbedderConfig, EmbedSettings, RerankSettings, Settings
 from lorebase.store.base import Store
 from lorebase.vault.keys import DataKey
 from lorebase.vault.storage import BlobStorage
@@ -203,11 +204,7 @@ def open_lorebase(
     if settings is None:
         settings = Settings.from_env(Path(data_dir) if data_dir is not None else None)
     backend = build_backend(settings, create=create)
-    chosen = (
-        build_embedder(settings.embed, settings.model_cache)
-        if isinstance(embedder, str)
-        else embedder
-    )
+    embedders = build_embedders(settings, embedder)
     reorder = (
         build_reranker(settings.rerank, settings.search.rerank_deadline)
         if isinstance(reranker, str)
@@ -216,7 +213,7 @@ def open_lorebase(
     return Lorebase(
         settings,
         backend.store,
-        chosen,
+        embedders.default,
         holder,
         reorder,
         accounts=backend.accounts,
@@ -224,7 +221,30 @@ def open_lorebase(
         queue=backend.queue,
         events=backend.events,
         blob_storage=backend.blob_storage,
+        embedders=embedders,
     )
+
+
+def build_embedders(
+    settings: Settings, embedder: Embedder | Literal["configured"] | None = "configured"
+) -> Embedders:
+    """The named embedders of ``settings`` and the process's own: ``embedder`` when given
+    (None: keyword only), else the configured one (``LOREBASE_EMBEDDER``). The bundled model,
+    when it is the process's, is one instance under both names, and new bases are made with
+    it by name unless ``settings.default_embedder`` names another."""
+    configs = list(settings.embedders)
+    if not any(config.name == BUNDLED for config in configs):
+        configs.append(EmbedderConfig(BUNDLED, kind="bundled", quantize=settings.embed.quantize))
+    bundled = isinstance(embedder, str) and settings.embed.kind == "onnx"
+    default_name = settings.default_embedder or (BUNDLED if bundled else None)
+    embedders = Embedders(configs, settings.model_cache, default_name=default_name)
+    if bundled:
+        embedders.default = embedders.get(BUNDLED)
+    elif isinstance(embedder, str):
+        embedders.default = build_embedder(settings.embed, settings.model_cache)
+    else:
+        embedders.default = embedder
+    return embedders
 
 
 def open_beside(lb: Lorebase, data_dir: Path, holder: str = "lorebase eval") -> Lorebase:
@@ -244,6 +264,7 @@ def open_beside(lb: Lorebase, data_dir: Path, holder: str = "lorebase eval") -> 
         lb.embedder,
         holder,
         lb.reranker,
+        embedders=lb.embedders,
         accounts=backend.accounts,
         shared_clients=True,
         queue=backend.queue,

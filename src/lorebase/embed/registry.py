@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from lorebase.embed.base import Embedder
+from lorebase.embed.base import Embedder, EmbedKind
 from lorebase.errors import LorebaseError, NotFound, Unavailable
 from lorebase.settings import BUNDLED, EmbedderConfig
 
@@ -132,6 +132,7 @@ class Embedders:
         self._build = build
         self._clock = clock
         self._built: dict[str, Embedder] = {}
+        self._observers: list[Callable[[EmbedKind, float], None]] = []
         self._probed: dict[str | None, Reachability] = {}
         self._lock = threading.Lock()
 
@@ -171,7 +172,20 @@ class Embedders:
             embedder = self._built.get(name)
             if embedder is None:
                 embedder = self._built[name] = self._build(config, self.cache_dir)
+                for observer in self._observers:
+                    if embedder is not self.default:
+                        embedder.observe_batches(observer)
             return embedder
+
+    def observe_batches(self, observer: Callable[[EmbedKind, float], None]) -> None:
+        """Call ``observer(kind, seconds)`` after every batch any of these embedders answers
+        (metrics), those built later included."""
+        with self._lock:
+            self._observers.append(observer)
+            built = [e for e in self._built.values() if e is not self.default]
+        for embedder in [self.default, *built]:
+            if embedder is not None:
+                embedder.observe_batches(observer)
 
     def adopt(self, name: str, embedder: Embedder) -> None:
         """Use ``embedder`` for ``name`` (the process embedder when it is that model: one

@@ -42,6 +42,7 @@ import numpy as np
 
 from lorebase.chunk import chunk_document
 from lorebase.embed.base import Embedder, EmbedderIdentity
+from lorebase.embed.registry import Embedders, kb_embedders
 from lorebase.errors import ExtractionFailed, NotFound, Unavailable
 from lorebase.extract.base import content_hash
 from lorebase.extract.registry import document_kind, extractor_for
@@ -241,16 +242,22 @@ class Ingestor:
     def __init__(
         self,
         store: IndexingStore,
-        embedder: Embedder | None,
+        embedders: Embedders | Embedder | None,
         extract_settings: ExtractSettings,
         batch_chunks: int = EMBED_BATCH_CHUNKS,
         on_document: Callable[[int, DocumentRecord], None] | None = None,
         lookahead_chunks: int = LOOKAHEAD_CHUNKS,
     ) -> None:
-        """``on_document(kb_id, record)`` is told each document that settled, indexed or failed
+        """``embedders``: the named embedders (a base is indexed with its own, see
+        :mod:`lorebase.embed.registry`), or one embedder for every base (None: no vectors).
+        ``on_document(kb_id, record)`` is told each document that settled, indexed or failed
         (the service turns it into an event: pages follow a folder pass live)."""
         self.store = store
-        self.embedder = embedder
+        self.embedders = (
+            embedders
+            if isinstance(embedders, Embedders)
+            else Embedders((), Path(), default=embedders)
+        )
         self.extract_settings = extract_settings
         self.batch_chunks = batch_chunks
         self.lookahead_chunks = lookahead_chunks
@@ -286,9 +293,11 @@ class Ingestor:
         shortcut) and retries failed ones."""
         started = time.perf_counter()
         report = IngestReport(files=len(files))
-        identity = self.embedder.identity if self.embedder is not None else None
+        name = kb_embedders(kb).indexing  # a base is only ever embedded by its own model
+        embedder = self.embedders.get(name)
+        identity = embedder.identity if embedder is not None else None
         if identity is not None and kb.identity_key is None:
-            self.store.set_kb_identity(kb.id, identity)
+            self.store.switch_kb_embedder(kb.id, identity, name)
             kb = self.store.get_kb_by_id(kb.id)
         known = self._known(kb, files)
         todo = self._changed(kb, files, known, identity, full, report)
@@ -323,32 +332,35 @@ class Ingestor:
                     and not stopping.requested()
                 ):
                     waiting = self._embed_next(
-                        kb, waiting, identity, report, counts, progressed, stopping
+                        kb, waiting, embedder, report, counts, progressed, stopping
                     )
                 progressed()
             while waiting:
                 # Draining after a stop: one document at a time, until the window closes.
                 size = 1 if stopping.requested() else self.batch_chunks
                 waiting = self._embed_next(
-                    kb, waiting, identity, report, counts, progressed, stopping, size
+                    kb, waiting, embedder, report, counts, progressed, stopping, size
                 )
         except Unavailable as error:
             report.stopped = str(error)
         except _OutOfTime:  # the documents left wait for the next pass, found by keyword
             report.stopped = STOP_REQUESTED
         if identity is not None and report.stopped is None:
-            self._switch_identity(kb, identity)
+            self._switch_identity(kb, identity, name)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _switch_identity(self, kb: KnowledgeBase, identity: EmbedderIdentity) -> None:
+    def _switch_identity(
+        self, kb: KnowledgeBase, identity: EmbedderIdentity, name: str | None
+    ) -> None:
         """Once every indexed document has vectors of the new identity, the base answers
-        from it and the old vectors go; until then search keeps using the old ones."""
-        if kb.identity_key == identity.key:
+        from it (and from the embedder ``name`` that made them: a re-embed ends) and the old
+        vectors go; until then search keeps using the old ones."""
+        if kb.identity_key == identity.key and kb.embedder == name and kb.embedder_next is None:
             return
         documents = self.store.list_documents(kb.id, DocumentState.INDEXED)
         if all(d.identity_key == identity.key for d in documents):
-            self.store.set_kb_identity(kb.id, identity)
+            self.store.switch_kb_embedder(kb.id, identity, name)
             self.store.purge_other_identities(kb.id, identity)
 
     def _known(self, kb: KnowledgeBase, files: Sequence[SourceFile]) -> dict[str, DocumentRecord]:
@@ -531,7 +543,7 @@ class Ingestor:
         chunks) writes nothing yet and awaits its new vectors."""
         if item.vectors_only:
             return True
-        if self.embedder is None or identity is None:
+        if identity is None:
             self._write_whole(kb, item, None, None, report, counts)
             return False
         hashes = list(dict.fromkeys(c.content_hash for c in item.chunks))
@@ -562,7 +574,7 @@ class Ingestor:
         self,
         kb: KnowledgeBase,
         waiting: list[_Pending],
-        identity: EmbedderIdentity | None,
+        embedder: Embedder | None,
         report: IngestReport,
         counts: _Counts,
         progressed: Callable[[], None],
@@ -597,13 +609,14 @@ class Ingestor:
         try:
             if stopping.expired():
                 raise _OutOfTime
-            vectors = self._vectors(batch, identity, report, embedded)
+            assert embedder is not None  # documents wait for vectors only with an embedder
+            identity = embedder.identity
+            vectors = self._vectors(batch, embedder, report, embedded)
         except (Unavailable, _OutOfTime):
             counts.chunks_done = done_before  # none of them is done
             for item in waiting:
                 self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
             raise
-        assert identity is not None  # documents wait for vectors only with an embedder
         counts.chunks_done = done_before + _chunk_count(batch)
         self._add_vectors(kb, batch, vectors, identity, report, counts)
         progressed()
@@ -685,7 +698,7 @@ class Ingestor:
     def _vectors(
         self,
         batch: list[_Pending],
-        identity: EmbedderIdentity | None,
+        embedder: Embedder,
         report: IngestReport,
         embedded: Callable[[int, bool], None],
     ) -> np.ndarray:
@@ -693,7 +706,7 @@ class Ingestor:
         their chunks were written, or now) or embedded, each distinct text once, in calls of
         ``EMBED_CALL_BATCHES`` of the embedder's batches (at most ``batch_chunks`` texts;
         ``embedded`` is told after each, and whether more follow)."""
-        assert self.embedder is not None and identity is not None
+        identity = embedder.identity
         chunks = [c for item in batch for c in item.chunks]
         known: dict[str, np.ndarray] = {}
         for item in batch:
@@ -704,10 +717,10 @@ class Ingestor:
         missing = list(dict.fromkeys(h for h in hashes if h not in known))
         texts = {c.content_hash: c.embed_text for c in chunks} if missing else {}
         missing.sort(key=lambda h: len(texts[h]))  # each call's texts alike, as one call's
-        call = max(1, min(self.batch_chunks, EMBED_CALL_BATCHES * self.embedder.batch_size))
+        call = max(1, min(self.batch_chunks, EMBED_CALL_BATCHES * embedder.batch_size))
         for start in range(0, len(missing), call):
             part = missing[start : start + call]
-            fresh = self.embedder.embed_documents([texts[h] for h in part])
+            fresh = embedder.embed_documents([texts[h] for h in part])
             known.update(zip(part, fresh, strict=True))
             embedded(len(part), start + call < len(missing))
         report.embedded += len(missing)

@@ -154,7 +154,9 @@ class SearchResponse:
     (``rerank_skipped``). ``rerank``: what the rerank step did when it was asked for —
     ``reranked``, or the reason code of the note or warning that says why not; None when it was
     not asked for. :attr:`no_answer`: nothing relevant was found (no hit passed the relevance
-    floor; see :mod:`lorebase.search.floor`): do not answer from this search."""
+    floor; see :mod:`lorebase.search.floor`): do not answer from this search. ``identities``:
+    the embedding identity each base's dense ranking came from, by base id (a base searched by
+    keyword only is not in it): one identity per base, never two."""
 
     hits: list[Hit]
     mode: Mode
@@ -162,6 +164,7 @@ class SearchResponse:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rerank: RerankStatus | None = None
+    identities: dict[int, str] = field(default_factory=dict)
 
     @property
     def no_answer(self) -> bool:

@@ -2,9 +2,12 @@
 if asked, hydrate, expand, cite.
 
 Both arms are scoped to the same knowledge bases and return the same number of candidates.
-When the embedder cannot answer, the search degrades to keyword only and says so in the
-response's warnings; it never fails for that. Likewise the reranker (see
-:mod:`lorebase.search.reranking`).
+Bases embedded with different models (see :mod:`lorebase.embed.registry`) are searched
+together: the query is embedded once per embedding identity, each identity's bases give a
+dense ranking held to that model's own relevance floor, and the rankings are merged into one
+dense arm (:func:`~lorebase.search.floor.merge_dense`). When an embedder cannot answer, the
+bases it serves are searched by keyword only and the response's warnings name it; the search
+never fails for that. Likewise the reranker (see :mod:`lorebase.search.reranking`).
 """
 
 from __future__ import annotations
@@ -12,15 +15,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 import numpy as np
 
-from lorebase.embed.base import Embedder
+from lorebase.embed.base import Embedder, EmbedderIdentity
+from lorebase.embed.registry import Embedders, kb_embedders
 from lorebase.errors import LorebaseError, NotFound
 from lorebase.rerank.base import Reranker
-from lorebase.search.floor import fuse_supported, supported
+from lorebase.search.floor import Threshold, fuse_supported, merge_dense, supported
 from lorebase.search.fusion import FUSIONS, Scored
 from lorebase.search.gate import rerank_depth
 from lorebase.search.query import (
@@ -55,16 +60,45 @@ class SearchableStore(Catalogue, LexicalIndex, Vectors, Chunks, Protocol):
     """The roles a search reads: the bases, both arms, and the chunks they hydrate."""
 
 
+@dataclass(slots=True)
+class _Dense:
+    """The dense arm of one search: the merged ranking, the threshold its candidates are held
+    to, the identity each base's ranking came from, and the bases searched by keyword only
+    (their embedder did not answer)."""
+
+    ranking: Scored | None = None
+    threshold: Threshold = 0.0
+    identities: dict[int, str] = field(default_factory=dict)
+    keyword_only: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Model:
+    """One embedding identity a search embedded the query with, and the bases it answers
+    for."""
+
+    identity: EmbedderIdentity
+    vector: np.ndarray
+    threshold: float
+    kbs: list[KnowledgeBase] = field(default_factory=list)
+
+
 class SearchService:
     def __init__(
         self,
         store: SearchableStore,
-        embedder: Embedder | None,
+        embedders: Embedders | Embedder | None,
         reranker: Reranker | None = None,
         settings: SearchSettings | None = None,
     ) -> None:
+        """``embedders``: the named embedders (each base's own), or one embedder for every
+        base (None: keyword only)."""
         self.store = store
-        self.embedder = embedder
+        self.embedders = (
+            embedders
+            if isinstance(embedders, Embedders)
+            else Embedders((), Path(), default=embedders)
+        )
         self.reranker = reranker
         self.settings = settings or SearchSettings()
         self._pool = ThreadPoolExecutor(
@@ -97,25 +131,28 @@ class SearchService:
                 "keyword",
                 lambda: self.store.keyword_search(kb_ids, request.query, limit, documents),
             )
-        dense: Scored | None = None
+        dense = _Dense()
         if request.mode in (Mode.HYBRID, Mode.DENSE):
             dense = self._dense(request, kbs, limit, documents, timings, warnings)
-            if dense is None and keyword is None:  # dense only, and it could not run
+            if keyword is None and (dense.ranking is None or dense.keyword_only):
+                # Dense only, and some bases' (or every base's) embedder could not answer:
+                # those bases answer by keyword.
+                by_keyword = kb_ids if dense.ranking is None else dense.keyword_only
                 keyword = self._pool.submit(
                     _timed,
                     timings,
                     "keyword",
-                    lambda: self.store.keyword_search(kb_ids, request.query, limit, documents),
+                    lambda: self.store.keyword_search(by_keyword, request.query, limit, documents),
                 )
         arms: dict[str, Scored] = {}
         if keyword is not None:
             arms["keyword"] = keyword.result()
-        if dense is not None:
-            arms["dense"] = dense
+        if dense.ranking is not None:
+            arms["dense"] = dense.ranking
 
         fuse_started = time.perf_counter()
         floor = request.no_answer_threshold
-        threshold = self.settings.no_answer_threshold if floor is None else floor
+        threshold = dense.threshold if floor is None else floor
         if len(arms) > 1:
             fused = fuse_supported(FUSIONS[request.fusion], arms, threshold)
         else:
@@ -162,6 +199,7 @@ class SearchService:
             warnings=warnings,
             notes=notes,
             rerank=rerank_status,
+            identities=dense.identities,
         )
 
     # -- steps -------------------------------------------------------------------------------
@@ -199,42 +237,110 @@ class SearchService:
         documents: list[str] | None,
         timings: dict[str, float],
         warnings: list[str],
-    ) -> Scored | None:
-        embedder = self.embedder
-        if embedder is None:
-            warnings.append("embedder_unavailable: no embedder is configured; answered by keyword")
-            return None
-        try:
-            identity = embedder.identity
-            vector = _timed(timings, "embed", lambda: embedder.embed_query(request.query))
-        except LorebaseError:
-            warnings.append(
-                "embedder_unavailable: the embedder did not answer; answered by keyword"
-            )
-            return None
-        matching = [kb.id for kb in kbs if kb.identity_key == identity.key]
-        stale = [kb.name for kb in kbs if kb.identity_key not in (None, identity.key)]
+    ) -> _Dense:
+        """The dense arm over ``kbs``: each identity's bases searched with its query vector,
+        the rankings merged (one identity: its ranking as it is). A base whose embedder does
+        not answer, or that was indexed with another model than the one it names, answers by
+        keyword only (``keyword_only``), with a warning."""
+        out = _Dense(threshold=self.settings.no_answer_threshold)
+        models = self._models(request.query, kbs, out, timings, warnings)
+        stale = [
+            kb.name
+            for key, model in models.items()
+            for kb in model.kbs
+            if kb.identity_key not in (None, key)
+        ]
         if stale:
             warnings.append(
                 "embedding_identity_mismatch: knowledge bases indexed with another model "
-                f"answered by keyword only: {', '.join(stale)}; run `lorebase add` again"
+                f"answered by keyword only: {', '.join(stale)}; re-embed them (`lorebase kb "
+                "update NAME --embedder EMBEDDER --reembed`) or run `lorebase add` again"
             )
-        if not matching:
-            return [] if not stale else None
-        waiting = self.store.count_keyword_only(matching)
+            out.keyword_only += [
+                kb.id for key, m in models.items() for kb in m.kbs if kb.identity_key != key
+            ]
+        searched = {
+            key: [kb.id for kb in model.kbs if kb.identity_key == key]
+            for key, model in models.items()
+        }
+        searched = {key: ids for key, ids in searched.items() if ids}
+        if not searched:
+            # Nothing embedded yet: an empty dense arm, unless no base answers by vector.
+            out.ranking = [] if models and not stale else None
+            return out
+        waiting = self.store.count_keyword_only([i for ids in searched.values() for i in ids])
         if waiting:
             are = "document is" if waiting == 1 else "documents are"
             warnings.append(
                 f"still_embedding: {waiting} {are} searchable by keyword only until their "
                 "vectors are written"
             )
-        return _timed(
-            timings,
-            "dense",
-            lambda: self.store.dense_search(
-                matching, identity, np.asarray(vector), limit, documents
-            ),
-        )
+        started = time.perf_counter()
+        rankings = []
+        for key, ids in searched.items():
+            model = models[key]
+            found = self.store.dense_search(ids, model.identity, model.vector, limit, documents)
+            rankings.append((found, model.threshold))
+            out.identities.update(dict.fromkeys(ids, key))
+        timings["dense"] = _ms(started)
+        if len(rankings) == 1:
+            out.ranking, out.threshold = rankings[0]
+        else:
+            out.ranking, out.threshold = merge_dense(rankings)
+        return out
+
+    def _models(
+        self,
+        query: str,
+        kbs: list[KnowledgeBase],
+        out: _Dense,
+        timings: dict[str, float],
+        warnings: list[str],
+    ) -> dict[str, _Model]:
+        """The query embedded once per embedding identity of the embedders ``kbs`` answer
+        with, by identity key. The bases of an embedder that is not there or does not answer
+        go to ``out.keyword_only``, each embedder named in a warning."""
+        by_name: dict[str | None, list[KnowledgeBase]] = {}
+        for kb in kbs:
+            by_name.setdefault(kb_embedders(kb).answering, []).append(kb)
+        models: dict[str, _Model] = {}
+        started = time.perf_counter()
+        for name, members in by_name.items():
+            bases = ", ".join(kb.name for kb in members)
+            try:
+                embedder = self.embedders.get(name)
+            except NotFound:
+                warnings.append(
+                    f"embedder_unavailable: the embedder {name!r} is not configured any more; "
+                    f"answered by keyword only: {bases} (`lorebase embedders` lists them)"
+                )
+                out.keyword_only += [kb.id for kb in members]
+                continue
+            if embedder is None:
+                warnings.append(
+                    "embedder_unavailable: no embedder is configured; answered by keyword"
+                )
+                out.keyword_only += [kb.id for kb in members]
+                continue
+            try:
+                identity = embedder.identity
+                model = models.get(identity.key)
+                if model is None:
+                    vector = np.asarray(embedder.embed_query(query))
+                    threshold = self.embedders.threshold(name, self.settings.no_answer_threshold)
+                    model = models[identity.key] = _Model(identity, vector, threshold)
+            except LorebaseError as error:
+                self.embedders.mark_unreachable(name, str(error))
+                label = self.embedders.label(name)
+                warnings.append(
+                    f"embedder_unavailable: the embedder {label} did not answer; answered by "
+                    f"keyword only: {bases}"
+                )
+                out.keyword_only += [kb.id for kb in members]
+                continue
+            model.kbs += members
+        timings["embed"] = _ms(started)
+        return models
 
     def _candidates(self, kb_ids: list[int], top: Scored, arms: dict[str, Scored]) -> list[Hit]:
         """The fused candidates as hits (no snippets yet), with their step scores."""

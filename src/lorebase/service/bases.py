@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lorebase.accounts.access import Caller
-from lorebase.errors import Forbidden, InvalidInput, NotFound
+from lorebase.errors import Forbidden, InvalidInput, NotFound, Unavailable
 from lorebase.service.access import Access
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
@@ -66,12 +66,18 @@ class Bases(Access):
         sources: Sequence[Path] = (),
         team: str | None = None,
         caller: Caller | None = None,
+        embedder: str | None = None,
     ) -> KnowledgeBase:
         """A new base (``Conflict`` when the name is taken in its own scope: the global bases,
         the team's, the owner's personal ones; a name used in another scope is free), owned by
         the caller, following
-        ``sources`` (checked first; nothing is left behind when one is refused)."""
+        ``sources`` (checked first; nothing is left behind when one is refused), embedded with
+        the named ``embedder`` (default: the embedders' default; ``NotFound`` for a name no
+        embedder has). The choice is kept: only :meth:`reembed_kb` changes it."""
         scope = Scope(scope)
+        if embedder is not None:
+            self.embedders.config(embedder)  # NotFound, listing the names
+        chosen = embedder if embedder is not None else self.embedders.default_name
         team_id = self.team_id(team, caller) if team else None
         if scope is Scope.TEAM and team_id is None:
             raise InvalidInput("a team knowledge base needs a team")
@@ -86,6 +92,7 @@ class Bases(Access):
             owner=caller.user.name if caller is not None else None,
             chunk_settings=chunk_settings or self.settings.chunk,
             team_id=team_id if scope is Scope.TEAM else None,
+            embedder=chosen,
         )
         try:
             for path in folders:
@@ -120,6 +127,28 @@ class Bases(Access):
         if description is not None:
             self.store.set_kb_description(base.id, description)
         self.audit(caller, "update_knowledge_base", f"kb:{base.id}")
+        return self.store.get_kb_by_id(base.id)
+
+    def reembed_kb(
+        self, kb: KnowledgeBase | str, embedder: str, *, caller: Caller | None = None
+    ) -> KnowledgeBase:
+        """Move the base to the named ``embedder``: recorded now; its passes (``sync``, the
+        queue's job :meth:`request_pass` queues, a server's watcher) then make every
+        document's vectors with it, reusing vectors of identical texts, while searches keep
+        using the current vectors; once all are made the base switches at once and the old
+        vectors go. A pass cut short (a stop, a kill) leaves what it made for the next one.
+        ``NotFound`` for an unknown name, ``Unavailable`` when the embedder does not answer
+        now (nothing is recorded)."""
+        base = self._base(kb)
+        self.embedders.config(embedder)
+        reached = self.embedders.reachability(embedder, max_age=0)
+        if not reached.reachable:
+            raise Unavailable(
+                f"the embedder {embedder} does not answer ({reached.detail}); start it, then "
+                "ask for the re-embed again"
+            )
+        self.store.set_kb_embedder_target(base.id, embedder)
+        self.audit(caller, "reembed_knowledge_base", f"kb:{base.id}")
         return self.store.get_kb_by_id(base.id)
 
     def delete_kb(self, kb: KnowledgeBase | str, *, caller: Caller | None = None) -> None:

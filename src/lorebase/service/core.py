@@ -20,6 +20,7 @@ from types import TracebackType
 
 from lorebase.accounts.base import AccountStore, Role, User
 from lorebase.embed.base import Embedder
+from lorebase.embed.registry import Embedders
 from lorebase.events import EventBus
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.queue import IngestQueue, JobQueue, QueueFactory
@@ -59,16 +60,29 @@ class Lorebase(Passes):
         queue: QueueFactory | None = None,
         events: EventBus | None = None,
         blob_storage: BlobStorage | None = None,
+        embedders: Embedders | None = None,
     ) -> None:
+        """``embedder``: the process's own (what bases that name no embedder use);
+        ``embedders``: the named ones (default: those of ``settings``, around ``embedder``)."""
         self.settings = settings
         # Borrowed from another instance (an evaluation's own data directory): not closed here.
         self._shared_clients = shared_clients
         self.store = store
-        self.embedder = embedder
+        self.embedders = (
+            embedders
+            if embedders is not None
+            else Embedders(
+                settings.embedders,
+                settings.model_cache,
+                default=embedder,
+                default_name=settings.default_embedder,
+            )
+        )
+        self.embedder = self.embedders.default
         self.reranker = reranker
-        self.ingestor = Ingestor(store, embedder, settings.extract, on_document=self._settled)
+        self.ingestor = Ingestor(store, self.embedders, settings.extract, on_document=self._settled)
         self.syncer = Syncer(store, self.ingestor)
-        self.searcher = SearchService(store, embedder, reranker, settings.search)
+        self.searcher = SearchService(store, self.embedders, reranker, settings.search)
         self.lock = IngestLock(settings.data_dir, holder)
         self.events = events if events is not None else EventBus()
         self.queue = (
@@ -128,6 +142,8 @@ class Lorebase(Passes):
         self.searcher.close()
         self.ingestor.close()
         self.store.close()
+        if not self._shared_clients:
+            self.embedders.close()
         for client in () if self._shared_clients else (self.embedder, self.reranker):
             # HTTP ones hold pooled connections
             closing = getattr(client, "close", None)

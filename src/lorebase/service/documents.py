@@ -95,8 +95,7 @@ class Documents(Bases):
 
     def observe_embedding(self, observer: Callable[[str, float], None]) -> None:
         """Call ``observer(kind, seconds)`` after each batch the embedder answers (metrics)."""
-        if self.embedder is not None:
-            self.embedder.observe_batches(observer)
+        self.embedders.observe_batches(observer)
 
     def documents_by_state(self) -> dict[str, int]:
         """How many documents are in each state, over every base (metrics)."""

@@ -7,6 +7,7 @@ import threading
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
+from lorebase.embed.registry import Embedders
 from lorebase.events import EventBus
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.queue import JobQueue
@@ -23,6 +24,7 @@ class Parts:
     settings: Settings
     store: Store
     embedder: Embedder | None
+    embedders: Embedders
     reranker: Reranker | None
     ingestor: Ingestor
     syncer: Syncer

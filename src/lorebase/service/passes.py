@@ -88,12 +88,17 @@ class Passes(Uploads):
             bases = [self._base(kb)] if kb else self.store.list_kbs()
             reports: dict[str, IngestReport] = {}
             for base in bases:
-                if kb is None and not self.store.list_sources(base.id):
+                moving = base.embedder_next is not None
+                if kb is None and not moving and not self.store.list_sources(base.id):
                     continue
                 if stop is not None and stop.is_set():
                     break
                 reports[base.name] = self.syncer.sync(
-                    base, full=full, stop=stop, on_progress=on_progress
+                    base,
+                    full=full,
+                    stop=stop,
+                    on_progress=on_progress,
+                    extra_files=self._uploads_to_reembed(base) if moving else (),
                 )
             return reports
 
@@ -167,6 +172,9 @@ class Passes(Uploads):
             return
         self.queue.start()
         self.queue.sweep_now()
+        for base in self.store.list_kbs(totals=False):
+            if base.embedder_next is not None:  # a re-embed a stop or a crash cut short
+                self.queue.admit(base.id, None)
         if self.settings.serve.watch:
             self._watcher = threading.Thread(
                 target=self._watch_folders, name="lorebase-watch", daemon=True

@@ -9,7 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path, PurePath
 
 from lorebase.accounts.access import Caller
-from lorebase.errors import Conflict, InvalidInput, NotFound, ServerFault, Unsupported
+from lorebase.errors import (
+    Conflict,
+    InvalidInput,
+    LorebaseError,
+    NotFound,
+    ServerFault,
+    Unsupported,
+)
 from lorebase.extract.registry import document_kind
 from lorebase.ingest.pipeline import IngestReport, SourceFile
 from lorebase.service.documents import Documents
@@ -226,13 +233,7 @@ class Uploads(Documents):
             self._fail_lost(kb_id, document_id)
             return
         kb = self.store.get_kb_by_id(kb_id)
-        display = self.display_name(document)
-        file = SourceFile(
-            path=Path(PurePath(display).name or document.path),
-            key=document.path,
-            data=lambda: self.blobs.get(document_id),
-            display_name=document.display_name,
-        )
+        file = self._upload_file(document)
         self.events.publish("document", kb_id, document_id=document_id, state="extracting")
         # Over the embedded store uploads are indexed under the ingestion lock (one indexer);
         # over a shared store every process indexes, each job held by its lease.
@@ -251,6 +252,31 @@ class Uploads(Documents):
                 reason=final.reason,
             )
         self._settle(kb_id, report)
+
+    def _upload_file(self, document: DocumentRecord) -> SourceFile:
+        """A stored upload as a file a pass reads (its bytes decrypted from the blob store)."""
+        document_id = document.id
+        return SourceFile(
+            path=Path(PurePath(self.display_name(document)).name or document.path),
+            key=document.path,
+            data=lambda: self.blobs.get(document_id),
+            display_name=document.display_name,
+        )
+
+    def _uploads_to_reembed(self, kb: KnowledgeBase) -> list[SourceFile]:
+        """The base's indexed uploads whose vectors are not made by the embedder it is moving
+        to (a re-embed's pass reads them with the folders' files). None when that embedder
+        does not answer: the pass finds out and says so."""
+        embedder = self.embedders.indexing(kb)
+        try:
+            key = embedder.identity.key if embedder is not None else None
+        except LorebaseError:
+            return []
+        return [
+            self._upload_file(document)
+            for document in self.store.list_documents(kb.id, DocumentState.INDEXED)
+            if document.uploaded and document.identity_key != key and self.blobs.exists(document.id)
+        ]
 
     def _settle(self, kb_id: int, report: IngestReport) -> None:
         """The base's state once an upload is done — waiting for the embedder when it was
