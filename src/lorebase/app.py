@@ -241,7 +241,12 @@ def build_embedders(
     if bundled:
         embedders.default = embedders.get(BUNDLED)
     elif isinstance(embedder, str):
-        embedders.default = build_embedder(settings.embed, settings.model_cache)
+        embed = settings.embed
+        embedders.default = build_embedder(embed, settings.model_cache)
+        if embed.kind == "http":
+            embedders.default_config = EmbedderConfig(
+                "default", url=embed.url, model=embed.model, api_key=embed.api_key
+            )
     else:
         embedders.default = embedder
     return embedders

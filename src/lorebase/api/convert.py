@@ -11,11 +11,13 @@ from lorebase.api.schemas import (
     KnowledgeBaseOut,
     SearchOut,
 )
+from lorebase.embed.registry import Reachability
 from lorebase.search.query import Hit, SearchResponse
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
 
 
-def kb_out(kb: KnowledgeBase) -> KnowledgeBaseOut:
+def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBaseOut:
+    """``reach``: whether the base's embedder answers (None: not checked)."""
     settings = kb.chunk_settings
     return KnowledgeBaseOut(
         id=kb.id,
@@ -39,6 +41,10 @@ def kb_out(kb: KnowledgeBase) -> KnowledgeBaseOut:
             chunk_size=settings.chunk_size, max_tokens=settings.max_tokens, overlap=settings.overlap
         ),
         embedding_identity=kb.identity_key,
+        embedder=kb.embedder if kb.embedder is not None else "default",
+        embedder_next=kb.embedder_next,
+        embedder_reachable=reach.reachable if reach is not None else None,
+        embedder_problem=reach.detail if reach is not None else None,
         last_pass_finished_at=kb.pass_finished_at,
     )
 

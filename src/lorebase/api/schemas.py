@@ -32,6 +32,22 @@ class KnowledgeBaseIn(Strict):
     scope: Literal["global", "team", "personal"] = "personal"
     team: str | None = Field(None, max_length=64)
     chunking: ChunkingIn | None = None
+    embedder: str | None = Field(
+        None,
+        max_length=64,
+        description="The named embedder the base is made with (`GET /v1/embedders` lists "
+        "them); default: the server's default. Kept for the base's life unless it is "
+        "re-embedded (`POST /v1/knowledge-bases/{id}/reembed`).",
+    )
+
+
+class ReembedIn(Strict):
+    embedder: str = Field(
+        min_length=1,
+        max_length=64,
+        description="The named embedder to move the base to (it may be its current one: "
+        "after its configuration changed, every vector is made again).",
+    )
 
 
 class KnowledgeBaseUpdate(Strict):
@@ -58,7 +74,24 @@ class KnowledgeBaseOut(BaseModel):
     embedded_chunks: int
     bytes: int
     chunking: ChunkingIn
-    embedding_identity: str | None
+    embedding_identity: str | None = Field(
+        description="The identity (model@digest/transform/dims) its searchable vectors have."
+    )
+    embedder: str = Field(
+        description="The named embedder its vectors are made by and its queries embedded "
+        "with; `default`: the server's own (a base made before named embedders)."
+    )
+    embedder_next: str | None = Field(
+        description="The embedder the base is being re-embedded to; searches keep using "
+        "`embedder` until every document has its new vectors, then switch at once. Null: none."
+    )
+    embedder_reachable: bool | None = Field(
+        description="Whether `embedder` answered a probe in the last half minute (a base "
+        "whose embedder does not answer is searched by keyword only); null: not checked."
+    )
+    embedder_problem: str | None = Field(
+        description="Why `embedder` is not reachable (a host and a status, never a text)."
+    )
     last_pass_finished_at: float | None
 
 

@@ -131,15 +131,18 @@ def search(
 @handles_errors
 def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show every knowledge base: state (with the reason when it waits), documents by
-    state, chunks, size, progress of a running pass, last pass, folders and model."""
+    state, chunks, size, progress of a running pass, last pass, folders, the embedder (and
+    whether it answers: a base whose embedder does not is searched by keyword only) and
+    model."""
     with open_from(ctx, create=False) as lb:
         kbs = lb.knowledge_bases()
         sources = {kb.name: lb.sources(kb.name) for kb in kbs}
+        reach = {kb.id: lb.embedder_reachability(kb) for kb in kbs}
         data_dir = lb.settings.data_dir
         store = lb.store_location
     if as_json:
         payload = [
-            render.kb_json(kb)
+            render.kb_json(kb, reach[kb.id])
             | {
                 "progress_done": kb.progress_done,
                 "progress_total": kb.progress_total,
@@ -157,5 +160,5 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     console.print(Text(f"store: {store}"))
     if not kbs:
         console.print(Text("no knowledge bases yet; add files with `lorebase add PATH`"))
-    for block in render.status_blocks(kbs, sources):
+    for block in render.status_blocks(kbs, sources, reach):
         console.print(block)

@@ -13,6 +13,9 @@ from rich.text import Text
 
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
+from lorebase.cli.passes import graceful_stop
+from lorebase.cli.progress import PassProgress
+from lorebase.errors import Conflict, InvalidInput, Unavailable
 from lorebase.service import Scope, Source
 from lorebase.service.names import describe_scope
 from lorebase.settings import ChunkSettings
@@ -22,6 +25,13 @@ ChunkSizeOption = Annotated[
 ]
 MaxTokensOption = Annotated[int | None, typer.Option(help="Most estimated tokens in one chunk.")]
 OverlapOption = Annotated[int | None, typer.Option(help="Characters repeated between chunks.")]
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="A named embedder (`lorebase embedders` lists them; default: the default one).",
+    ),
+]
 
 app = command_group("Create, list and delete knowledge bases.")
 
@@ -40,7 +50,7 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
         out.print(Text("No knowledge bases yet: add files with `lorebase add PATH`."))
         return
     table = Table(title="Knowledge bases", title_justify="left")
-    for column in ("id", "name", "description", "scope", "documents", "chunks"):
+    for column in ("id", "name", "description", "scope", "documents", "chunks", "embedder"):
         table.add_column(column)
     for kb in kbs:
         # A name is unique only within a scope: the id and the owner or team tell them apart.
@@ -51,6 +61,7 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
             Text(describe_scope(kb)),
             str(kb.documents),
             str(kb.chunks),
+            Text(render.embedder_label(kb)),
         )
     out.print(table)
 
@@ -71,8 +82,10 @@ def create(
         list[Path] | None,
         typer.Option("--source", help="A folder to follow (repeatable, at most 16)."),
     ] = None,
+    embedder: EmbedderOption = None,
 ) -> None:
-    """Create a knowledge base, optionally following folders (index them with `sync`)."""
+    """Create a knowledge base, optionally following folders (index them with `sync`). Its
+    embedder is chosen now and kept: only `kb update --embedder NAME --reembed` changes it."""
     with open_from(ctx) as lb:
         settings = _chunking(lb.settings.chunk, chunk_size, max_tokens, overlap)
         kb = lb.create_kb(
@@ -81,8 +94,14 @@ def create(
             scope=scope,
             chunk_settings=settings,
             sources=source or (),
+            embedder=embedder,
         )
-    Console().print(Text(f"created knowledge base {kb.name} (id {kb.id})"))
+    Console().print(
+        Text(
+            f"created knowledge base {kb.name} (id {kb.id}), embedded with "
+            f"{render.embedder_label(kb)}"
+        )
+    )
 
 
 @app.command()
@@ -93,13 +112,87 @@ def update(
     chunk_size: ChunkSizeOption = None,
     max_tokens: MaxTokensOption = None,
     overlap: OverlapOption = None,
+    embedder: EmbedderOption = None,
+    reembed: Annotated[
+        bool,
+        typer.Option(
+            "--reembed",
+            help="With --embedder: make every document's vectors with it now (searches keep "
+            "the current vectors until all are made, then switch at once).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Change a knowledge base's chunking (what is not given stays as it is); the next
-    `sync` re-chunks every document (vectors of unchanged chunks are reused)."""
-    with open_from(ctx) as lb:
-        current = lb.kb(name, totals=False).chunk_settings
-        lb.update_kb(name, _chunking(current, chunk_size, max_tokens, overlap))
-    Console().print(Text(f"updated {name}; run `lorebase sync --kb {name}` to apply"))
+    """Change a knowledge base's chunking (what is not given stays as it is; the next `sync`
+    re-chunks every document, reusing the vectors of unchanged chunks), or move it to another
+    embedder with `--embedder NAME --reembed`: the re-embed runs here with progress (Ctrl-C
+    stops it; the next `sync` or the same command goes on from where it stopped)."""
+    if (embedder is None) != (not reembed):
+        raise InvalidInput(
+            "changing a base's embedder re-embeds every document: give both --embedder NAME "
+            "and --reembed"
+        )
+    chunking = (chunk_size, max_tokens, overlap) != (None, None, None)
+    if chunking or embedder is None:
+        with open_from(ctx) as lb:
+            current = lb.kb(name, totals=False).chunk_settings
+            lb.update_kb(name, _chunking(current, chunk_size, max_tokens, overlap))
+        if embedder is None:
+            Console().print(Text(f"updated {name}; run `lorebase sync --kb {name}` to apply"))
+            return
+    assert embedder is not None
+    _reembed(ctx, name, embedder, as_json)
+
+
+def _reembed(ctx: typer.Context, name: str, embedder: str, as_json: bool) -> None:
+    """Record the move, then run the pass that makes the vectors here, with progress; when
+    another process holds the ingestion lock (a server), it does them with its next pass."""
+    console = render.console()
+    with open_from(ctx, holder="lorebase kb update") as lb:
+        kb = lb.reembed_kb(name, embedder)
+        if not as_json:
+            console.print(
+                Text(
+                    f"re-embedding {kb.name} with {embedder}; until it is done searches use "
+                    "its current vectors"
+                )
+            )
+        try:
+            with (
+                PassProgress(render.console(stderr=True), label="re-embedding") as shown,
+                graceful_stop() as stop,
+            ):
+                reports = lb.sync(kb, stop=stop, on_progress=shown)
+        except Conflict:
+            console.print(
+                Text(
+                    f"another lorebase process is indexing now: it re-embeds {kb.name} with "
+                    "its next pass over the base (or run this again later)"
+                )
+            )
+            return
+        after = lb.kb_by_id(kb.id)
+    report = reports.get(kb.name)
+    if as_json:
+        payload = render.to_jsonable(report) if report is not None else {}
+        render.print_json(console, payload | {"knowledge_base": render.kb_json(after)})
+        return
+    if report is not None:
+        console.print(render.ingest_summary(report, kb.name))
+    label = render.embedder_label(after)
+    if after.embedder_next is None:
+        console.print(Text(f"{kb.name} now answers with {label}"))
+        return
+    why = report.stopped if report is not None and report.stopped else "documents wait"
+    console.print(
+        Text(
+            f"{kb.name} still answers with its current vectors ({label}; {why}); run "
+            f"`lorebase kb update {kb.name} --embedder {after.embedder_next} --reembed` or "
+            "`lorebase sync` to go on"
+        )
+    )
+    if report is not None and report.stopped and report.stopped != "stop requested":
+        raise Unavailable(report.stopped)
 
 
 def _chunking(

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lorebase.agent.citations import terminal_citation
+from lorebase.embed.registry import Reachability
 from lorebase.errors import reason_hint
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
@@ -241,10 +242,10 @@ def failures_table(failed: list[tuple[str, str]]) -> Table:
 
 
 # -- the HTTP API's vocabulary: `--json` names fields as the API does (docs/api.md) ----------
-def kb_json(kb: KnowledgeBase) -> dict[str, Any]:
+def kb_json(kb: KnowledgeBase, reach: Reachability | None = None) -> dict[str, Any]:
     from lorebase.api.convert import kb_out
 
-    return kb_out(kb).model_dump(mode="json")
+    return kb_out(kb, reach).model_dump(mode="json")
 
 
 def document_json(lb: Lorebase, document: DocumentRecord) -> dict[str, Any]:
@@ -333,6 +334,14 @@ def _when(timestamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
 
 
+def _reached(reach: Reachability | None) -> str:
+    if reach is None:
+        return ""
+    if reach.reachable:
+        return " · reachable"
+    return f" · NOT reachable ({reach.detail}): searched by keyword only"
+
+
 def _model(identity_key: str | None) -> str:
     """``model@digest/transform/dim`` as a person reads it: the model, its form, its size
     (the digest is in ``--json``)."""
@@ -347,7 +356,20 @@ def _model(identity_key: str | None) -> str:
     return f"{named}{form} · {dim} dims"
 
 
-def status_blocks(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) -> list[Text]:
+def embedder_label(kb: KnowledgeBase) -> str:
+    """The embedder a base answers with, and the one it is moving to."""
+    current = kb.embedder if kb.embedder is not None else "default"
+    if kb.embedder_next is None or kb.embedder_next == kb.embedder:
+        moving = " (re-embedding)" if kb.embedder_next is not None else ""
+        return current + moving
+    return f"{current} → {kb.embedder_next} (re-embedding)"
+
+
+def status_blocks(
+    kbs: list[KnowledgeBase],
+    sources: dict[str, list[Source]],
+    reach: dict[int, Reachability] | None = None,
+) -> list[Text]:
     """One short block per knowledge base, readable in an 80-column terminal (a table of
     eleven columns folded every cell into slivers)."""
     blocks = []
@@ -368,6 +390,7 @@ def status_blocks(kbs: list[KnowledgeBase], sources: dict[str, list[Source]]) ->
             ("by vector", f"{kb.embedded:,} documents · {kb.embedded_chunks:,} chunks"),
             ("last pass", _when(kb.pass_finished_at)),
             *((str(s.kind), f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
+            ("embedder", embedder_label(kb) + _reached((reach or {}).get(kb.id))),
             ("model", _model(kb.identity_key)),
         ]
         for label, value in rows:

@@ -129,6 +129,8 @@ class Embedders:
         self.cache_dir = cache_dir
         self.default = default
         self.default_name = default_name
+        # How to probe the process embedder when it is a server (LOREBASE_EMBEDDER=http).
+        self.default_config: EmbedderConfig | None = None
         self._build = build
         self._clock = clock
         self._built: dict[str, Embedder] = {}
@@ -226,16 +228,20 @@ class Embedders:
             self._probed[name] = Reachability(False, detail, self._clock())
 
     def _probe(self, name: str | None, now: float) -> Reachability:
-        if name is None:
-            embedder = self.default
-            if embedder is None:
-                return Reachability(False, "no embedder is configured (keyword only)", now)
-            with self._lock:
-                same = [n for n, built in self._built.items() if built is embedder]
-            if same:  # the process embedder is a named one (the bundled model): probe that
-                return self._probe(same[0], now)
-            return self._answers(embedder, now)
-        config = self.config(name)
+        if name is not None:
+            return self._probe_config(self.config(name), now)
+        embedder = self.default
+        if embedder is None:
+            return Reachability(False, "no embedder is configured (keyword only)", now)
+        if self.default_config is not None:  # a server: probed with a short timeout
+            return self._probe_config(self.default_config, now)
+        with self._lock:
+            same = [n for n, built in self._built.items() if built is embedder]
+        if same:  # the process embedder is a named one (the bundled model): probe that
+            return self._probe_config(self.config(same[0]), now)
+        return self._answers(embedder, now)
+
+    def _probe_config(self, config: EmbedderConfig, now: float) -> Reachability:
         if config.kind == "bundled":
             from lorebase.embed.onnx import default_model_path, default_tokenizer_path
 
@@ -258,7 +264,7 @@ class Embedders:
                 return self._answers(probe, now)
             finally:
                 probe.close()
-        return self._answers(self.get(name), now)
+        return self._answers(self.get(config.name), now)
 
     @staticmethod
     def _answers(embedder: Embedder | None, now: float) -> Reachability:

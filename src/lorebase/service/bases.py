@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lorebase.accounts.access import Caller
+from lorebase.embed.registry import Reachability, kb_embedders
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unavailable
 from lorebase.service.access import Access
 from lorebase.settings import ChunkSettings
@@ -150,6 +151,15 @@ class Bases(Access):
         self.store.set_kb_embedder_target(base.id, embedder)
         self.audit(caller, "reembed_knowledge_base", f"kb:{base.id}")
         return self.store.get_kb_by_id(base.id)
+
+    def embedder_reachability(self, kb: KnowledgeBase) -> Reachability:
+        """Whether the embedder the base answers with does (probed at most every half
+        minute per embedder)."""
+        name = kb_embedders(kb).answering
+        try:
+            return self.embedders.reachability(name)
+        except NotFound:
+            return Reachability(False, f"the embedder {name} is not configured any more")
 
     def delete_kb(self, kb: KnowledgeBase | str, *, caller: Caller | None = None) -> None:
         """The base and everything in it: rows, vectors, lexical rows (one transaction), then

@@ -11,6 +11,7 @@ from lorebase.api.schemas import (
     KnowledgeBaseIn,
     KnowledgeBaseOut,
     KnowledgeBaseUpdate,
+    ReembedIn,
     SourceIn,
     SourceOut,
 )
@@ -27,8 +28,9 @@ def _chunking(body: ChunkingIn) -> ChunkSettings:
 
 @router.get("", response_model=list[KnowledgeBaseOut])
 def list_knowledge_bases(lb: LbDep, caller: CallerDep) -> list[KnowledgeBaseOut]:
-    """The knowledge bases the caller may see, with totals and state."""
-    return [kb_out(kb) for kb in lb.knowledge_bases(caller, totals=True)]
+    """The knowledge bases the caller may see, with totals, state and embedder."""
+    bases = lb.knowledge_bases(caller, totals=True)
+    return [kb_out(kb, lb.embedder_reachability(kb)) for kb in bases]
 
 
 @router.post("", response_model=KnowledgeBaseOut, status_code=status.HTTP_201_CREATED)
@@ -40,13 +42,15 @@ def create_knowledge_base(body: KnowledgeBaseIn, lb: LbDep, caller: CallerDep) -
         team=body.team,
         chunk_settings=_chunking(body.chunking) if body.chunking else None,
         caller=caller,
+        embedder=body.embedder,
     )
-    return kb_out(kb)
+    return kb_out(kb, lb.embedder_reachability(kb))
 
 
 @router.get("/{kb_id}", response_model=KnowledgeBaseOut)
 def get_knowledge_base(kb_id: KbId, lb: LbDep, caller: CallerDep) -> KnowledgeBaseOut:
-    return kb_out(lb.kb_by_id(kb_id, caller, totals=True))
+    kb = lb.kb_by_id(kb_id, caller, totals=True)
+    return kb_out(kb, lb.embedder_reachability(kb))
 
 
 @router.patch("/{kb_id}", response_model=KnowledgeBaseOut)
@@ -58,6 +62,19 @@ def update_knowledge_base(
     kb = lb.kb_by_id(kb_id, caller, write=True)
     chunking = _chunking(body.chunking) if body.chunking is not None else None
     return kb_out(lb.update_kb(kb, chunking, description=body.description, caller=caller))
+
+
+@router.post("/{kb_id}/reembed", response_model=KnowledgeBaseOut, status_code=202)
+def reembed(kb_id: KbId, body: ReembedIn, lb: LbDep, caller: CallerDep) -> KnowledgeBaseOut:
+    """Move the base to another named embedder: every document's vectors are made again in
+    the background (vectors of identical texts reused); searches keep using the current
+    vectors until all the new ones are made, then switch at once (`embedder_next` says it is
+    under way). 404 for an unknown embedder, 503 when it does not answer now (nothing
+    changes)."""
+    kb = lb.kb_by_id(kb_id, caller, write=True)
+    moved = lb.reembed_kb(kb, body.embedder, caller=caller)
+    lb.request_pass(moved)
+    return kb_out(moved, lb.embedder_reachability(moved))
 
 
 @router.delete("/{kb_id}", status_code=status.HTTP_204_NO_CONTENT)
