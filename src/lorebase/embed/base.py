@@ -1,7 +1,8 @@
 """The ``Embedder`` seam: texts to L2-normalised float32 vectors.
 
 An implementation writes one method, :meth:`Embedder.embed_batch`. The base class does the
-rest: query/document prefixes (one table, by model), length-sorted batching, dtype and shape
+rest: query/document prefixes (one table, by model; an embedder configured with its own
+overrides :meth:`Embedder.prefix`), length-sorted batching, dtype and shape
 checks, and the convenience calls ``embed_query`` / ``embed_documents``.
 
 Every embedder has an :class:`EmbedderIdentity`. Vectors are only ever compared within one
@@ -87,13 +88,17 @@ class Embedder(ABC):
         latency, apart from the rest of a pass)."""
         self.__dict__.setdefault("_batch_observers", []).append(observer)
 
+    def prefix(self, kind: EmbedKind) -> str:
+        """What goes before a text of this kind (the table of known models by default)."""
+        return prefix_for(self.identity.model, kind)
+
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> np.ndarray:
         """Embed any number of texts: prefixed, sorted by length into batches (so padding is
         short), returned in input order, L2-normalised."""
         dim = self.identity.dim
         if not texts:
             return np.zeros((0, dim), dtype=np.float32)
-        prefix = prefix_for(self.identity.model, kind)
+        prefix = self.prefix(kind)
         prepared = [prefix + text for text in texts]
         order = sorted(range(len(prepared)), key=lambda i: len(prepared[i]))
         out = np.empty((len(prepared), dim), dtype=np.float32)

@@ -4,6 +4,12 @@ One client speaks to Ollama, llama.cpp's server, vLLM, TEI, LM Studio and OpenAI
 ``{base_url}/embeddings`` with ``{"model": ..., "input": [...]}`` and read
 ``data[i].embedding`` in ``data[i].index`` order.
 
+Options for models that need them: ``query_prefix`` / ``document_prefix`` (what goes before a
+question and a passage, when the table in :mod:`lorebase.embed.base` does not know the model or
+knows it wrong) and ``truncate`` (keep the first N dimensions of each vector, re-normalised by
+the base class: Matryoshka models such as nomic-embed-text-v1.5 are trained for it). Both are
+part of the identity, so vectors made with other options are never compared with these.
+
 The transport (retries with backoff, ``Retry-After``, content-free errors: ``Unavailable``
 when the server cannot answer, ``InvalidInput`` when it refuses) is
 :class:`~lorebase.http_json.JsonEndpoint`. Error messages name the host and the status, never
@@ -13,16 +19,24 @@ the texts or the server's reply body (which may quote them); nothing here logs.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any, Unpack
 
 import numpy as np
 
-from lorebase.embed.base import DEFAULT_BATCH_SIZE, Embedder, EmbedderIdentity, EmbedKind
+from lorebase.embed.base import (
+    DEFAULT_BATCH_SIZE,
+    Embedder,
+    EmbedderIdentity,
+    EmbedKind,
+    prefix_for,
+)
 from lorebase.errors import InvalidInput, Unavailable
 from lorebase.http_json import JsonEndpoint, Transport
 
 PROBE_TEXT = "dimension probe"
+KINDS: tuple[EmbedKind, ...] = ("query", "document")
 
 
 class HttpEmbedder(Embedder):
@@ -36,9 +50,15 @@ class HttpEmbedder(Embedder):
         api_key: str | None = None,
         dim: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
+        truncate: int | None = None,
         **transport: Unpack[Transport],
     ) -> None:
-        """``transport``: timeouts, retries and backoff (see :class:`JsonEndpoint`)."""
+        """``dim``: the width the server returns (checked on every answer; learned from the
+        first one when not given). ``query_prefix`` / ``document_prefix``: None uses the
+        table of known models. ``truncate``: keep the first N dimensions. ``transport``:
+        timeouts, retries and backoff (see :class:`JsonEndpoint`)."""
         self.endpoint = JsonEndpoint(
             base_url,
             "embeddings",
@@ -55,10 +75,21 @@ class HttpEmbedder(Embedder):
             raise InvalidInput("the embedding dimension must be at least 1")
         if batch_size < 1:
             raise InvalidInput("the embedding batch size must be at least 1")
+        if truncate is not None and truncate < 1:
+            raise InvalidInput("truncate must keep at least 1 dimension")
+        if truncate is not None and dim is not None and truncate > dim:
+            raise InvalidInput(
+                f"truncate ({truncate}) must not exceed the model's dimensions ({dim})"
+            )
         self.model = model
         self.batch_size = batch_size
         self.reported_model: str | None = None  # the "model" field of the last answer
         self._dim = dim
+        self.truncate = truncate
+        self._prefixes: dict[EmbedKind, str | None] = {
+            "query": query_prefix,
+            "document": document_prefix,
+        }
 
     @property
     def base_url(self) -> str:
@@ -73,24 +104,44 @@ class HttpEmbedder(Embedder):
 
     @property
     def dim(self) -> int | None:
-        """The vector dimension: configured, or learned from the first answer."""
+        """The server's vector width: configured, or learned from the first answer (the
+        vectors handed out are ``truncate`` wide when that is set)."""
         return self._dim
 
     @property
     def identity(self) -> EmbedderIdentity:
         """Keyed on the configured model name, so it is the same before and after any call
-        (the name a server reports back can differ in spelling, e.g. a ``:latest`` tag)."""
+        (the name a server reports back can differ in spelling, e.g. a ``:latest`` tag).
+
+        With prefixes other than the table's, the digest covers them too; without, it is
+        sha256 of the model name alone (as before prefixes could be configured, so stored
+        vectors stay valid). With ``truncate`` the dimension is N and the transform
+        ``truncate:N`` (no server call is needed to know it)."""
+        model = f"http:{self.model}"
+        prefixes = {kind: self.prefix(kind) for kind in KINDS}
+        if prefixes == {kind: prefix_for(model, kind) for kind in KINDS}:
+            named = self.model
+        else:
+            named = json.dumps({"model": self.model, "prefixes": prefixes}, sort_keys=True)
+        digest = hashlib.sha256(named.encode("utf-8")).hexdigest()
+        if self.truncate is not None:
+            return EmbedderIdentity(model, digest, self.truncate, f"truncate:{self.truncate}")
         if self._dim is None:
             self.embed_batch([PROBE_TEXT], "query")
         assert self._dim is not None
-        digest = hashlib.sha256(self.model.encode("utf-8")).hexdigest()
-        return EmbedderIdentity(model=f"http:{self.model}", digest=digest, dim=self._dim)
+        return EmbedderIdentity(model=model, digest=digest, dim=self._dim)
+
+    def prefix(self, kind: EmbedKind) -> str:
+        """The configured prefix for this kind, else the table's for the model."""
+        configured = self._prefixes[kind]
+        return configured if configured is not None else prefix_for(f"http:{self.model}", kind)
 
     # -- embedding --------------------------------------------------------------------------
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
+        """The server's vectors for ``texts`` (cut to ``truncate`` dimensions when set)."""
         if not texts:
-            return np.zeros((0, self._dim or 0), dtype=np.float32)
+            return np.zeros((0, self.truncate or self._dim or 0), dtype=np.float32)
         body = self.endpoint.post({"model": self.model, "input": list(texts)})
         vectors = self._parse(body, len(texts))
         if self._dim is None:
@@ -100,6 +151,14 @@ class HttpEmbedder(Embedder):
                 f"embedding server at {self.host} returned {vectors.shape[1]}-dimensional "
                 f"vectors, expected {self._dim}; check the model name and --embed-dim"
             )
+        if self.truncate is not None:
+            if self.truncate > vectors.shape[1]:
+                raise Unavailable(
+                    f"embedding server at {self.host} returns {vectors.shape[1]}-dimensional "
+                    f"vectors, fewer than truncate ({self.truncate}) keeps; lower truncate to "
+                    f"at most {vectors.shape[1]} or remove it"
+                )
+            vectors = vectors[:, : self.truncate]
         return vectors
 
     def close(self) -> None:
