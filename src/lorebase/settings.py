@@ -398,7 +398,10 @@ class Settings:
         ``LOREBASE_DATA_KEY`` (the data key, base64; default: ``data.key`` in the data
         directory); ``LOREBASE_STORE`` (a ``postgresql://`` URL; default: the SQLite file in
         the data directory); ``LOREBASE_LEXICAL`` (tantivy | fts5: the SQLite store's keyword
-        engine).
+        engine); ``LOREBASE_EMBEDDERS`` (the embedders file, TOML: the named embedders a
+        knowledge base can be made with and the default one; it must exist when set; unset:
+        ``embedders.toml`` in the data directory when it is there; the format is in
+        :mod:`lorebase.embed.config_file`).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -406,6 +409,14 @@ class Settings:
             from platformdirs import user_data_dir
 
             home = Path(user_data_dir("lorebase", appauthor=False))
+        home = home.expanduser()
+        # Imported here: the file's reader builds EmbedderConfig from this module.
+        from lorebase.embed.config_file import embedders_path, load_embedders
+
+        embedders_file = embedders_path(env, home)
+        embedders, default_embedder = (
+            load_embedders(embedders_file, env) if embedders_file is not None else ((), None)
+        )
         embed = EmbedSettings(
             kind=env.get("LOREBASE_EMBEDDER", "onnx"),
             url=env.get("LOREBASE_EMBED_URL"),
@@ -438,7 +449,7 @@ class Settings:
             in TRUE_WORDS,
         )
         return cls(
-            data_dir=home.expanduser(),
+            data_dir=home,
             embed=embed,
             rerank=rerank,
             search=search,
@@ -446,6 +457,8 @@ class Settings:
             data_key=env.get("LOREBASE_DATA_KEY", "").strip() or None,
             store_url=env.get("LOREBASE_STORE", "").strip() or None,
             lexical=env.get("LOREBASE_LEXICAL", "").strip() or "tantivy",
+            embedders=embedders,
+            default_embedder=default_embedder,
         )
 
 
