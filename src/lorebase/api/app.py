@@ -24,6 +24,7 @@ from lorebase.api.routes import (
     account,
     ask,
     documents,
+    embedders,
     knowledge_bases,
     search,
     session,
@@ -82,7 +83,17 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     documents.add_upload_route(app, lb.settings.serve.max_upload_bytes)
-    for module in (knowledge_bases, documents, search, system, tools, ask, session, account):
+    for module in (
+        knowledge_bases,
+        embedders,
+        documents,
+        search,
+        system,
+        tools,
+        ask,
+        session,
+        account,
+    ):
         app.include_router(module.router)
     app.include_router(tools.profiles_router)
     install_page(app)

@@ -11,6 +11,7 @@ from lorebase import __version__
 from lorebase.cli import (
     agents,
     documents,
+    embedders,
     evaluate,
     index,
     inspection,
@@ -93,6 +94,7 @@ app.command("eval")(evaluate.evaluate)
 app.command()(serving.serve)
 app.command()(serving.worker)
 app.add_typer(knowledge_bases.app, name="kb")
+app.command()(embedders.embedders)
 app.add_typer(serving.users_app, name="users")
 app.add_typer(serving.teams_app, name="teams")
 app.add_typer(serving.keys_app, name="keys")
