@@ -39,12 +39,13 @@ app = command_group("Create, list and delete knowledge bases.")
 @app.command("list")
 @handles_errors
 def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """List knowledge bases with their totals."""
+    """List knowledge bases with their totals and embedders."""
     with open_from(ctx, create=False) as lb:
         kbs = lb.knowledge_bases()
+        reach = {kb.id: lb.embedder_reachability(kb) for kb in kbs}
     out = render.console()
     if as_json:
-        render.print_json(out, [render.kb_json(kb) for kb in kbs])
+        render.print_json(out, [render.kb_json(kb, reach[kb.id]) for kb in kbs])
         return
     if not kbs:
         out.print(Text("No knowledge bases yet: add files with `lorebase add PATH`."))

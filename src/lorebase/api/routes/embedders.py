@@ -62,7 +62,5 @@ def list_all(
 ) -> list[EmbedderOut]:
     """The named embedders (from the embedders file; `bundled` always), by name, and whether
     each answers now."""
-    # TEMPORARY (branch embedcfg): the ignore goes once Lorebase has its embedders attribute.
-    registry = lb.embedders  # type: ignore[attr-defined]
-    rows = list_embedders(registry, lb.settings.search.no_answer_threshold, check=check)
+    rows = list_embedders(lb.embedders, lb.settings.search.no_answer_threshold, check=check)
     return [EmbedderOut(**dataclasses.asdict(row)) for row in rows]
