@@ -102,4 +102,5 @@ def search_out(lb: Lorebase, response: SearchResponse) -> SearchOut:
         notes=response.notes,
         rerank=response.rerank,
         no_answer=response.no_answer,
+        embedding_identities={str(kb_id): key for kb_id, key in response.identities.items()},
     )

@@ -216,6 +216,12 @@ class SearchOut(BaseModel):
         description="Nothing relevant was found: no passage matches a query term or is close "
         "enough in meaning (the relevance floor); `hits` is empty. Do not answer from it."
     )
+    embedding_identities: dict[str, str] = Field(
+        default_factory=dict,
+        description="The embedding identity each knowledge base's vector ranking came from, by "
+        "base id (bases embedded with different models are searched each with its own; a base "
+        "searched by keyword only is absent).",
+    )
 
 
 class ChunkOut(BaseModel):

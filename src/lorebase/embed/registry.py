@@ -31,6 +31,10 @@ PROBE_SECONDS = 2.0
 # A probe's answer is trusted this long.
 PROBE_MAX_AGE = 30.0
 PROBE_TEXT = "reachability probe"
+# A search does not wait again on an embedder that failed to answer this recently: its bases
+# are searched by keyword at once (a server that is down would otherwise cost every search
+# its connection timeouts and retries).
+DOWN_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +225,14 @@ class Embedders:
         with self._lock:
             self._probed[name] = found
         return found
+
+    def known_down(self, name: str | None, within: float = DOWN_SECONDS) -> Reachability | None:
+        """The last failure of an embedder when it is more recent than ``within`` seconds."""
+        with self._lock:
+            known = self._probed.get(name)
+        if known is None or known.reachable or self._clock() - known.checked_at >= within:
+            return None
+        return known
 
     def mark_unreachable(self, name: str | None, detail: str) -> None:
         """Remember that an embedder just failed to answer (a search saw it)."""

@@ -322,6 +322,13 @@ class SearchService:
                 )
                 out.keyword_only += [kb.id for kb in members]
                 continue
+            if self.embedders.known_down(name) is not None:
+                warnings.append(
+                    f"embedder_unavailable: the embedder {self.embedders.label(name)} did not "
+                    f"answer a moment ago; answered by keyword only: {bases}"
+                )
+                out.keyword_only += [kb.id for kb in members]
+                continue
             try:
                 identity = embedder.identity
                 model = models.get(identity.key)

@@ -1,0 +1,324 @@
+"""An embedder per knowledge base: two bases made with two models — the fake embedder at 64
+dimensions, and a stand-in HTTP embedding server on 127.0.0.1 at 48 — searched together; one
+model down while the other answers; a re-embed from one to the other, also killed with
+SIGKILL half way and resumed, never answering with vectors of two models for one base."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from embed_stand_in import MODEL, EmbeddingServer, embedders_file
+from lorebase.api.app import create_app
+from lorebase.app import Lorebase, open_lorebase
+from lorebase.chunk.base import embed_text
+from lorebase.embed.fake import FakeEmbedder
+from lorebase.errors import NotFound, Unavailable
+from lorebase.ingest.pipeline import EMBED_BATCH_CHUNKS
+from lorebase.search.query import Hit, SearchResponse
+from lorebase.settings import ServeSettings, Settings
+from small_base import write_files
+
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+BIRDS = {
+    "herons.md": "# Herons\n\nThe grey heron stands still in shallow water and spears fish.\n",
+    "swifts.md": "# Swifts\n\nCommon swifts sleep and eat on the wing, rarely landing at all.\n",
+    "owls.md": "# Owls\n\nBarn owls hunt voles at night, hearing them under the grass.\n",
+}
+BOATS = {
+    "keels.md": "# Keels\n\nA deep keel keeps a sailing boat upright against the wind.\n",
+    "knots.md": "# Knots\n\nThe bowline makes a fixed loop at the end of a mooring line.\n",
+    "herons-boat.md": "# The Heron\n\nThe Heron is a small dinghy sailed by two in light wind.\n",
+}
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingServer]:
+    stand_in = EmbeddingServer(dim=48).start()
+    yield stand_in
+    stand_in.stop()
+
+
+def settings_for(data: Path, server: EmbeddingServer) -> Settings:
+    environ = {
+        "LOREBASE_EMBEDDERS": str(embedders_file(data.parent, server)),
+        "LOREBASE_EMBEDDER": "fake",
+    }
+    settings = Settings.from_env(data, environ=environ)
+    return Settings(
+        data_dir=settings.data_dir,
+        embed=settings.embed,
+        embedders=settings.embedders,
+        default_embedder=settings.default_embedder,
+        serve=ServeSettings(auth=False, watch=False, workers=1),
+    )
+
+
+def open_at(data: Path, server: EmbeddingServer) -> Lorebase:
+    return open_lorebase(settings=settings_for(data, server))
+
+
+def two_bases(tmp_path: Path, server: EmbeddingServer) -> Lorebase:
+    """``birds`` made with ``small`` (the default), ``boats`` with ``remote``, both indexed."""
+    lb = open_at(tmp_path / "data", server)
+    lb.create_kb("birds")
+    lb.create_kb("boats", embedder="remote")
+    lb.add([write_files(tmp_path / "birds", BIRDS)], kb="birds")
+    lb.add([write_files(tmp_path / "boats", BOATS)], kb="boats")
+    return lb
+
+
+def expected_cosine(model: FakeEmbedder, query: str, hit: Hit) -> float:
+    """The cosine ``model`` gives the hit's passage for the query: what the stored vector
+    scores only if ``model`` made it."""
+    passage = embed_text(hit.provenance.title, hit.provenance.trail, hit.text)
+    question = model.embed([query], "query")[0]
+    document = model.embed([passage], "document")[0]
+    return float(np.dot(question, document))
+
+
+def assert_dense_scores_made_by(
+    response: SearchResponse, query: str, models: dict[str, FakeEmbedder]
+) -> int:
+    """Every dense score of every hit is the cosine of its own base's model (int8 storage:
+    within 0.03). Returns how many hits had one."""
+    checked = 0
+    for hit in response.hits:
+        if "dense" not in hit.scores:
+            continue
+        model = models[hit.provenance.knowledge_base]
+        assert hit.scores["dense"].score == pytest.approx(
+            expected_cosine(model, query, hit), abs=0.03
+        )
+        checked += 1
+    return checked
+
+
+SMALL = FakeEmbedder(64, model="fake-small")
+REMOTE = FakeEmbedder(48, model=MODEL)
+
+
+def test_two_bases_with_two_models_are_searched_together(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    with two_bases(tmp_path, server) as lb:
+        birds, boats = lb.kb("birds"), lb.kb("boats")
+        assert (birds.embedder, boats.embedder) == ("small", "remote")
+        assert birds.identity_key == SMALL.identity.key
+        assert boats.identity_key.startswith(f"http:{MODEL}@") and boats.identity_key.endswith(
+            "/48"
+        )
+        before = server.requests
+        query = "heron standing in water"
+        response = lb.search(query, kb=["birds", "boats"], mode="dense", top_k=6)
+        assert server.requests == before + 1  # the query embedded once for the remote model
+        assert response.warnings == []
+        assert response.identities == {birds.id: birds.identity_key, boats.id: boats.identity_key}
+        found = {hit.provenance.knowledge_base for hit in response.hits}
+        assert found == {"birds", "boats"}
+        checked = assert_dense_scores_made_by(response, query, {"birds": SMALL, "boats": REMOTE})
+        assert checked == len(response.hits) == 6
+        # Each model's best passage comes before either model's second (rank by rank).
+        firsts = {hit.provenance.knowledge_base for hit in response.hits[:2]}
+        assert firsts == {"birds", "boats"}
+        hybrid = lb.search(query, kb=["birds", "boats"], top_k=3)
+        assert hybrid.warnings == [] and hybrid.hits
+        assert hybrid.hits[0].provenance.path.endswith("herons.md")
+
+
+def test_one_model_down_the_other_base_answers_in_full(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    with two_bases(tmp_path, server) as lb:
+        server.stop()
+        query = "the heron dinghy in light wind"
+        response = lb.search(query, kb=["birds", "boats"], top_k=6)
+        down = [w for w in response.warnings if w.startswith("embedder_unavailable")]
+        assert len(down) == 1 and "remote" in down[0] and "boats" in down[0]
+        assert query not in " ".join(response.warnings)
+        birds = [h for h in response.hits if h.provenance.knowledge_base == "birds"]
+        boats = [h for h in response.hits if h.provenance.knowledge_base == "boats"]
+        assert birds and all("dense" in h.scores for h in birds)  # answered in full
+        assert boats and all(set(h.scores) <= {"keyword", "fused"} for h in boats)
+        assert boats[0].provenance.path.endswith("herons-boat.md")
+        assert response.identities == {lb.kb("birds").id: SMALL.identity.key}
+        # Dense only: the base whose model is down still answers, by keyword.
+        dense = lb.search(query, kb=["birds", "boats"], mode="dense", top_k=6)
+        assert {h.provenance.knowledge_base for h in dense.hits} == {"birds", "boats"}
+        # Status says which embedder does not answer.
+        reach = lb.embedder_reachability(lb.kb("boats"))
+        assert not reach.reachable and "127.0.0.1" in (reach.detail or "")
+        assert lb.embedder_reachability(lb.kb("birds")).reachable
+        # Over the API too: each base's embedder and whether it answers.
+        client = TestClient(create_app(lb))
+        listed = {kb["name"]: kb for kb in client.get("/v1/knowledge-bases").json()}
+        assert (listed["birds"]["embedder"], listed["birds"]["embedder_reachable"]) == (
+            "small",
+            True,
+        )
+        assert (listed["boats"]["embedder"], listed["boats"]["embedder_reachable"]) == (
+            "remote",
+            False,
+        )
+        assert "127.0.0.1" in listed["boats"]["embedder_problem"]
+        ids = [listed["birds"]["id"], listed["boats"]["id"]]
+        searched = client.post("/v1/search", json={"query": query, "knowledge_bases": ids})
+        assert searched.status_code == 200, searched.text
+        body = searched.json()
+        assert any("remote" in w for w in body["warnings"]) and body["hits"]
+        assert body["embedding_identities"] == {str(ids[0]): SMALL.identity.key}
+
+
+def test_a_base_keeps_its_embedder_and_moves_only_by_an_explicit_reembed(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    with two_bases(tmp_path, server) as lb:
+        with pytest.raises(NotFound, match="lorebase embedders"):
+            lb.create_kb("nope", embedder="no-such-model")
+        birds = lb.kb("birds")
+        before = server.texts
+        lb.sync("birds")  # a pass keeps the base's own model
+        assert lb.kb("birds").identity_key == birds.identity_key and server.texts == before
+
+        moved = lb.reembed_kb("birds", "remote")
+        assert (moved.embedder, moved.embedder_next) == ("small", "remote")
+        # Until the pass, searches use the old vectors (the small model's).
+        query = "owls hunting at night"
+        response = lb.search(query, kb="birds", mode="dense", top_k=3)
+        assert response.identities == {birds.id: SMALL.identity.key}
+        assert assert_dense_scores_made_by(response, query, {"birds": SMALL}) == 3
+        lb.sync("birds")
+        after = lb.kb("birds")
+        assert (after.embedder, after.embedder_next) == ("remote", None)
+        assert after.identity_key == lb.kb("boats").identity_key
+        response = lb.search(query, kb="birds", mode="dense", top_k=3)
+        assert response.identities == {birds.id: after.identity_key}
+        assert assert_dense_scores_made_by(response, query, {"birds": REMOTE}) == 3
+        with lb.store.database.read() as conn:  # the old model's vectors are gone
+            identities = conn.execute(
+                "SELECT DISTINCT i.key FROM vectors v JOIN identities i ON i.id = v.identity_id "
+                "JOIN chunks c ON c.rowid = v.chunk_rowid WHERE c.kb_id = ?",
+                (birds.id,),
+            ).fetchall()
+        assert identities == [(after.identity_key,)]
+
+        server.stop()  # a re-embed to a model that does not answer is refused, nothing changes
+        with pytest.raises(Unavailable, match="remote"):
+            lb.reembed_kb("boats", "remote")
+        assert lb.kb("boats").embedder_next is None
+
+
+def lorebase_cli(data: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "lorebase", "--data-dir", str(data), *args]
+
+
+def test_a_reembed_killed_half_way_resumes_and_never_mixes_two_models(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    """``kb update --embedder remote --reembed`` in its own process, killed with SIGKILL while
+    the server holds a request of its second batch of vectors (the first one written); the
+    base still answers with the small model's vectors only; the same command again finishes,
+    embedding only what was not done."""
+    data = tmp_path / "data"
+    words = "heron swift owl keel bowline mooring dinghy wind grass water fish night".split()
+
+    def part(n: int, p: int) -> str:
+        return " ".join(words[(n * 7 + p * 3 + i) % len(words)] for i in range(60))
+
+    files = {
+        f"notes/n{n:03}.md": f"# Note {n}\n\n"
+        + "\n\n".join(f"## Part {p}\n\n{part(n, p)}" for p in range(3))
+        for n in range(160)
+    }
+    folder = write_files(tmp_path / "src", files)
+    with open_at(data, server) as lb:
+        lb.add([folder], kb="notes")
+        small_key = lb.kb("notes").identity_key
+        assert lb.kb("notes").chunks > EMBED_BATCH_CHUNKS + 64
+    assert small_key == SMALL.identity.key
+    environ = os.environ | {
+        "LOREBASE_EMBEDDERS": str(tmp_path / "embedders.toml"),
+        "LOREBASE_EMBEDDER": "fake",
+    }
+    # A pass writes vectors every EMBED_BATCH_CHUNKS chunks; the server answers 8 texts a
+    # request: hold a request of the second batch.
+    server.hold_after = EMBED_BATCH_CHUNKS // 8 + 2
+    process = subprocess.Popen(
+        lorebase_cli(data, "kb", "update", "notes", "--embedder", "remote", "--reembed"),
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert server.holding.wait(120), "the re-embed never reached its second batch"
+        time.sleep(0.5)  # the first batch's vectors written
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    done_before_kill = server.texts
+    assert done_before_kill > 0
+
+    with open_at(data, server) as lb:
+        kb = lb.kb("notes")
+        assert (kb.identity_key, kb.embedder, kb.embedder_next) == (small_key, "small", "remote")
+        with lb.store.database.read() as conn:
+            by_identity = dict(
+                conn.execute(
+                    "SELECT i.key, count(*) FROM vectors v "
+                    "JOIN identities i ON i.id = v.identity_id GROUP BY i.key"
+                ).fetchall()
+            )
+        assert by_identity[small_key] == kb.chunks  # every old vector still there
+        assert 0 < sum(n for key, n in by_identity.items() if key != small_key) < kb.chunks
+        query = "owl hunting in the grass at night"
+        response = lb.search(query, kb="notes", mode="dense", top_k=10)
+        assert response.identities == {kb.id: small_key}
+        assert assert_dense_scores_made_by(response, query, {"notes": SMALL}) == 10
+        assert response.hits and not response.warnings
+
+    server.hold_after = None
+    server.texts = 0
+    finished = subprocess.run(
+        lorebase_cli(data, "kb", "update", "notes", "--embedder", "remote", "--reembed"),
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert "now answers with remote" in finished.stdout
+    with open_at(data, server) as lb:
+        kb = lb.kb("notes")
+        assert (kb.embedder, kb.embedder_next) == ("remote", None)
+        assert kb.identity_key != small_key and kb.identity_key.startswith(f"http:{MODEL}@")
+        # What the killed run made was kept: the resumed one embedded only the rest.
+        distinct = len({c for d in lb.documents("notes") for c in _hashes(lb, d.id)})
+        assert server.texts < distinct
+        response = lb.search(query, kb="notes", mode="dense", top_k=10)
+        assert response.identities == {kb.id: kb.identity_key}
+        assert assert_dense_scores_made_by(response, query, {"notes": REMOTE}) == 10
+        with lb.store.database.read() as conn:
+            left = conn.execute(
+                "SELECT DISTINCT i.key FROM vectors v JOIN identities i ON i.id = v.identity_id"
+            ).fetchall()
+        assert left == [(kb.identity_key,)]
+
+
+def _hashes(lb: Lorebase, document_id: str) -> set[str]:
+    with lb.store.database.read() as conn:
+        rows = conn.execute(
+            "SELECT content_hash FROM chunks WHERE document_id = ?", (document_id,)
+        ).fetchall()
+    return {row[0] for row in rows}
