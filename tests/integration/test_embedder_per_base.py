@@ -104,6 +104,8 @@ def assert_dense_scores_made_by(
     return checked
 
 
+BIRD_WORDS = ("heron", "swift", "owl", "grass", "water", "fish", "night")
+BOAT_WORDS = ("keel", "bowline", "mooring", "dinghy", "wind")
 SMALL = FakeEmbedder(64, model="fake-small")
 REMOTE = FakeEmbedder(48, model=MODEL)
 
@@ -230,7 +232,7 @@ def test_a_reembed_killed_half_way_resumes_and_never_mixes_two_models(
     base still answers with the small model's vectors only; the same command again finishes,
     embedding only what was not done."""
     data = tmp_path / "data"
-    words = "heron swift owl keel bowline mooring dinghy wind grass water fish night".split()
+    words = [*BIRD_WORDS, *BOAT_WORDS]
 
     def part(n: int, p: int) -> str:
         return " ".join(words[(n * 7 + p * 3 + i) % len(words)] for i in range(60))
