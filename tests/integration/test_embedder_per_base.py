@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from store_backends import StoreBackend
 
 from embed_stand_in import MODEL, EmbeddingServer, embedders_file
 from lorebase.api.app import create_app
@@ -29,6 +30,7 @@ from lorebase.settings import ServeSettings, Settings
 from small_base import write_files
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+SQLITE = StoreBackend("sqlite")
 
 BIRDS = {
     "herons.md": "# Herons\n\nThe grey heron stands still in shallow water and spears fish.\n",
@@ -49,14 +51,14 @@ def server() -> Iterator[EmbeddingServer]:
     stand_in.stop()
 
 
-def settings_for(data: Path, server: EmbeddingServer) -> Settings:
+def settings_for(data: Path, server: EmbeddingServer, backend: StoreBackend) -> Settings:
     environ = {
         "LOREBASE_EMBEDDERS": str(embedders_file(data.parent, server)),
         "LOREBASE_EMBEDDER": "fake",
     }
     settings = Settings.from_env(data, environ=environ)
-    return Settings(
-        data_dir=settings.data_dir,
+    return backend.settings(
+        settings.data_dir,
         embed=settings.embed,
         embedders=settings.embedders,
         default_embedder=settings.default_embedder,
@@ -64,13 +66,13 @@ def settings_for(data: Path, server: EmbeddingServer) -> Settings:
     )
 
 
-def open_at(data: Path, server: EmbeddingServer) -> Lorebase:
-    return open_lorebase(settings=settings_for(data, server))
+def open_at(data: Path, server: EmbeddingServer, backend: StoreBackend = SQLITE) -> Lorebase:
+    return open_lorebase(settings=settings_for(data, server, backend), data_key=backend.data_key())
 
 
-def two_bases(tmp_path: Path, server: EmbeddingServer) -> Lorebase:
+def two_bases(tmp_path: Path, server: EmbeddingServer, backend: StoreBackend) -> Lorebase:
     """``birds`` made with ``small`` (the default), ``boats`` with ``remote``, both indexed."""
-    lb = open_at(tmp_path / "data", server)
+    lb = open_at(tmp_path / "data", server, backend)
     lb.create_kb("birds")
     lb.create_kb("boats", embedder="remote")
     lb.add([write_files(tmp_path / "birds", BIRDS)], kb="birds")
@@ -104,6 +106,9 @@ def assert_dense_scores_made_by(
     return checked
 
 
+DISTINCT_IDENTITIES = (
+    "SELECT DISTINCT i.key FROM vectors v JOIN identities i ON i.id = v.identity_id"
+)
 BIRD_WORDS = ("heron", "swift", "owl", "grass", "water", "fish", "night")
 BOAT_WORDS = ("keel", "bowline", "mooring", "dinghy", "wind")
 SMALL = FakeEmbedder(64, model="fake-small")
@@ -111,9 +116,9 @@ REMOTE = FakeEmbedder(48, model=MODEL)
 
 
 def test_two_bases_with_two_models_are_searched_together(
-    tmp_path: Path, server: EmbeddingServer
+    tmp_path: Path, server: EmbeddingServer, backend: StoreBackend
 ) -> None:
-    with two_bases(tmp_path, server) as lb:
+    with two_bases(tmp_path, server, backend) as lb:
         birds, boats = lb.kb("birds"), lb.kb("boats")
         assert (birds.embedder, boats.embedder) == ("small", "remote")
         assert birds.identity_key == SMALL.identity.key
@@ -139,9 +144,9 @@ def test_two_bases_with_two_models_are_searched_together(
 
 
 def test_one_model_down_the_other_base_answers_in_full(
-    tmp_path: Path, server: EmbeddingServer
+    tmp_path: Path, server: EmbeddingServer, backend: StoreBackend
 ) -> None:
-    with two_bases(tmp_path, server) as lb:
+    with two_bases(tmp_path, server, backend) as lb:
         server.stop()
         query = "the heron dinghy in light wind"
         response = lb.search(query, kb=["birds", "boats"], top_k=6)
@@ -182,9 +187,9 @@ def test_one_model_down_the_other_base_answers_in_full(
 
 
 def test_a_base_keeps_its_embedder_and_moves_only_by_an_explicit_reembed(
-    tmp_path: Path, server: EmbeddingServer
+    tmp_path: Path, server: EmbeddingServer, backend: StoreBackend
 ) -> None:
-    with two_bases(tmp_path, server) as lb:
+    with two_bases(tmp_path, server, backend) as lb:
         with pytest.raises(NotFound, match="lorebase embedders"):
             lb.create_kb("nope", embedder="no-such-model")
         birds = lb.kb("birds")
@@ -206,13 +211,8 @@ def test_a_base_keeps_its_embedder_and_moves_only_by_an_explicit_reembed(
         response = lb.search(query, kb="birds", mode="dense", top_k=3)
         assert response.identities == {birds.id: after.identity_key}
         assert assert_dense_scores_made_by(response, query, {"birds": REMOTE}) == 3
-        with lb.store.database.read() as conn:  # the old model's vectors are gone
-            identities = conn.execute(
-                "SELECT DISTINCT i.key FROM vectors v JOIN identities i ON i.id = v.identity_id "
-                "JOIN chunks c ON c.rowid = v.chunk_rowid WHERE c.kb_id = ?",
-                (birds.id,),
-            ).fetchall()
-        assert identities == [(after.identity_key,)]
+        # The old model's vectors are gone: both bases hold the remote model's only.
+        assert backend.rows(tmp_path / "data", DISTINCT_IDENTITIES) == [(after.identity_key,)]
 
         server.stop()  # a re-embed to a model that does not answer is refused, nothing changes
         with pytest.raises(Unavailable, match="remote"):
@@ -311,11 +311,7 @@ def test_a_reembed_killed_half_way_resumes_and_never_mixes_two_models(
         response = lb.search(query, kb="notes", mode="dense", top_k=10)
         assert response.identities == {kb.id: kb.identity_key}
         assert assert_dense_scores_made_by(response, query, {"notes": REMOTE}) == 10
-        with lb.store.database.read() as conn:
-            left = conn.execute(
-                "SELECT DISTINCT i.key FROM vectors v JOIN identities i ON i.id = v.identity_id"
-            ).fetchall()
-        assert left == [(kb.identity_key,)]
+        assert SQLITE.rows(data, DISTINCT_IDENTITIES) == [(kb.identity_key,)]
 
 
 def _hashes(lb: Lorebase, document_id: str) -> set[str]:
