@@ -25,7 +25,7 @@ from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
-from lorebase.settings import ChatConfig, ServeSettings, Settings
+from lorebase.settings import ChatConfig, EmbedderConfig, ServeSettings, Settings
 from lorebase.vault.keys import DataKey
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -67,12 +67,25 @@ def auth() -> bool:
 
 
 @pytest.fixture
-def server(tmp_path: Path, chat_url: str | None, auth: bool) -> Iterator[Server]:
+def named_embedders() -> tuple[EmbedderConfig, ...]:
+    """The server's named embedders besides ``bundled`` (a test module may override this)."""
+    return ()
+
+
+@pytest.fixture
+def server(
+    tmp_path: Path,
+    chat_url: str | None,
+    auth: bool,
+    named_embedders: tuple[EmbedderConfig, ...],
+) -> Iterator[Server]:
     """A real lorebase server with users admin, alice, bob (alice and bob in team "red",
     carol in team "blue")."""
     serve = ServeSettings(auth=auth, workers=1)
     chat = ChatConfig(url=chat_url, model="stand-in") if chat_url else ChatConfig()
-    settings = Settings(data_dir=tmp_path / "data", serve=serve, chat=chat)
+    settings = Settings(
+        data_dir=tmp_path / "data", serve=serve, chat=chat, embedders=named_embedders
+    )
     lb = open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=DataKey.generate())
     accounts = lb.accounts
     live = Server(lb, "")

@@ -8,7 +8,23 @@ export async function basesView(view, route, session) {
 
   async function load() {
     const bases = await api("GET", "/v1/knowledge-bases");
-    fill(table, bases.length ? bases.map(row) : h("tr", {}, h("td", { colspan: 7 }, "No knowledge base yet: create one below.")));
+    fill(table, bases.length ? bases.map(row) : h("tr", {}, h("td", { colspan: 8 }, "No knowledge base yet: create one below.")));
+  }
+
+  // Each base's embedder, the one it is being re-embedded to, and whether it answers (a base
+  // whose embedder does not is searched by keyword only).
+  function embedderCell(kb) {
+    const moving = kb.embedder_next && kb.embedder_next !== kb.embedder
+      ? ` → ${kb.embedder_next}` : "";
+    const name = h("span", { class: "embedder" }, kb.embedder + moving);
+    const under = kb.embedder_next ? h("div", { class: "muted" }, "re-embedding: searches use the current vectors until it is done") : null;
+    let answers = null;
+    if (kb.embedder_reachable === true) answers = h("div", { class: "muted reachable" }, "answers");
+    if (kb.embedder_reachable === false) {
+      answers = h("div", { class: "unreachable" },
+        `not answering (${kb.embedder_problem ?? "no reason given"}): searched by keyword only`);
+    }
+    return h("td", {}, name, under, answers);
   }
 
   function row(kb) {
@@ -36,6 +52,7 @@ export async function basesView(view, route, session) {
       h("td", { class: "num" }, `${kb.indexed} / ${kb.pending} / ${kb.failed}`),
       h("td", { class: "num" }, String(kb.chunks)),
       h("td", { class: "num" }, bytes(kb.bytes)),
+      embedderCell(kb),
       h("td", {}, state, kb.state_reason ? h("div", { class: "muted" }, kb.state_reason) : null,
         h("div", { class: "muted" }, `last pass: ${when(kb.last_pass_finished_at)}`)),
       h("td", {}, del, confirmBox));
@@ -50,6 +67,14 @@ export async function basesView(view, route, session) {
   const team = h("select", { id: "kb-team", name: "team" }, session.teams.map((t) => h("option", { value: t.name }, t.name)));
   const chunkSize = h("input", { id: "kb-chunk", type: "number", min: 200, max: 4000, value: 1200 });
   const overlap = h("input", { id: "kb-overlap", type: "number", min: 0, max: 2000, value: 200 });
+  // The named embedders, the default one first; kept for the base's life.
+  const embedder = h("select", { id: "kb-embedder", name: "embedder" },
+    h("option", { value: "" }, "the server's default"));
+  api("GET", "/v1/embedders?check=false").then((listed) => {
+    fill(embedder, h("option", { value: "" }, "the server's default"),
+      listed.map((e) => h("option", { value: e.name },
+        `${e.name}${e.default ? " (default)" : ""} — ${e.model ?? e.kind}${e.dimensions ? `, ${e.truncate ?? e.dimensions} dims` : ""}`)));
+  }).catch(() => {});
   const form = h("form", { class: "card", id: "create-kb" },
     h("h2", {}, "New knowledge base"),
     h("div", { class: "grid" },
@@ -58,13 +83,15 @@ export async function basesView(view, route, session) {
       h("label", { for: "kb-scope" }, "Scope"), scope,
       h("label", { for: "kb-team" }, "Team (for a team base)"), team,
       h("label", { for: "kb-chunk" }, "Chunk size (characters)"), chunkSize,
-      h("label", { for: "kb-overlap" }, "Overlap (characters)"), overlap),
+      h("label", { for: "kb-overlap" }, "Overlap (characters)"), overlap,
+      h("label", { for: "kb-embedder" }, "Embedding model (kept for its life)"), embedder),
     h("button", { type: "submit" }, "Create"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = { name: name.value.trim(), description: description.value, scope: scope.value,
       chunking: { chunk_size: Number(chunkSize.value), overlap: Number(overlap.value) } };
     if (scope.value === "team") body.team = team.value;
+    if (embedder.value) body.embedder = embedder.value;
     try {
       const kb = await api("POST", "/v1/knowledge-bases", body);
       flash(`Created “${kb.name}”.`);
@@ -76,7 +103,7 @@ export async function basesView(view, route, session) {
   fill(view,
     h("h1", {}, "Knowledge bases"),
     h("div", { class: "scroll" }, h("table", { id: "bases" },
-      h("thead", {}, h("tr", {}, ["Name", "Scope", "Indexed / pending / failed", "Chunks", "Size", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ["Name", "Scope", "Indexed / pending / failed", "Chunks", "Size", "Embedder", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
       table)),
     form);
   let timer = null;

@@ -12,6 +12,16 @@ async function probe(path) {
 
 export async function statusView(view, route, session) {
   const [health, ready, server] = await Promise.all([probe("/healthz"), probe("/readyz"), api("GET", "/v1/status")]);
+  // The named embedders, probed (a server that is down takes a moment to say so).
+  const embedders = h("tbody", {}, h("tr", {}, h("td", { colspan: 4 }, "checking…")));
+  api("GET", "/v1/embedders").then((listed) => fill(embedders, listed.map((e) => h("tr", { dataset: { embedder: e.name } },
+    h("td", {}, e.name + (e.default ? " (default)" : "")),
+    h("td", {}, e.model ?? e.kind, e.url ? h("div", { class: "muted" }, e.url) : null),
+    h("td", { class: "num" }, e.dimensions ? String(e.truncate ?? e.dimensions) : "?"),
+    h("td", {}, e.reachable === false ? h("span", { class: "unreachable" }, `not answering (${e.detail ?? "no reason given"})`)
+      : e.reachable ? h("span", { class: "reachable" }, "answers") : "not checked"))))).catch((error) => {
+    fill(embedders, h("tr", {}, h("td", { colspan: 4 }, error.message)));
+  });
   const keys = h("tbody");
   const shown = h("div", { id: "new-key", "aria-live": "polite" });
 
@@ -57,6 +67,9 @@ export async function statusView(view, route, session) {
       h("div", { class: "scroll" }, h("table", { id: "keys" },
         h("thead", {}, h("tr", {}, ["Name", "Key", "Created", "Expires", "State", ""].map((t) => h("th", { scope: "col" }, t)))), keys)),
       form] : null,
+    h("h2", {}, "Embedding models"),
+    h("div", { class: "scroll" }, h("table", { id: "embedders" },
+      h("thead", {}, h("tr", {}, ["Name", "Model", "Dimensions", "Answers"].map((t) => h("th", { scope: "col" }, t)))), embedders)),
     h("p", {}, "The HTTP API is described at ", h("a", { href: "/docs" }, "/docs"), "."));
   if (session.auth) await loadKeys();
 }
