@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -320,3 +320,66 @@ def _hashes(lb: Lorebase, document_id: str) -> set[str]:
             "SELECT content_hash FROM chunks WHERE document_id = ?", (document_id,)
         ).fetchall()
     return {row[0] for row in rows}
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_over_the_api_a_base_is_made_with_an_embedder_and_reembedded_uploads_and_all(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    """The server's queue does the re-embed: uploaded documents (read back from the encrypted
+    store) and a followed folder's alike; unknown names 404, a model that does not answer
+    503, nothing changed."""
+    with open_at(tmp_path / "data", server) as lb, TestClient(create_app(lb)) as client:
+        made = client.post("/v1/knowledge-bases", json={"name": "mixed", "embedder": "small"})
+        assert made.status_code == 201, made.text
+        kb = made.json()
+        assert (kb["embedder"], kb["embedder_next"]) == ("small", None)
+        unknown = client.post("/v1/knowledge-bases", json={"name": "x", "embedder": "nope"})
+        assert unknown.status_code == 404 and "lorebase embedders" in unknown.text
+        lb.add_source("mixed", write_files(tmp_path / "boats", BOATS))
+        lb.sync("mixed")
+        files = [("files", (name, text.encode(), "text/markdown")) for name, text in BIRDS.items()]
+        uploaded = client.post(f"/v1/knowledge-bases/{kb['id']}/documents", files=files)
+        assert uploaded.status_code == 202, uploaded.text
+
+        def indexed() -> bool:
+            return lb.kb("mixed").indexed == len(BIRDS) + len(BOATS)
+
+        wait_for(indexed)
+        assert lb.kb("mixed").identity_key == SMALL.identity.key
+
+        refused = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "x"})
+        assert refused.status_code == 404
+        moved = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "remote"})
+        assert moved.status_code == 202, moved.text
+        assert moved.json()["embedder_next"] == "remote"
+
+        def switched() -> bool:
+            return lb.kb("mixed").embedder == "remote"
+
+        wait_for(switched)
+        after = client.get(f"/v1/knowledge-bases/{kb['id']}").json()
+        assert (after["embedder"], after["embedder_next"], after["embedder_reachable"]) == (
+            "remote",
+            None,
+            True,
+        )
+        query = "a heron in shallow water"
+        response = lb.search(query, kb="mixed", mode="dense", top_k=6)
+        assert assert_dense_scores_made_by(response, query, {"mixed": REMOTE}) == 6
+        assert {h.provenance.uploaded for h in response.hits} == {True, False}
+
+        server.stop()
+        # Back to the small model (the fake: it answers), then refused the remote one (down).
+        down = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "small"})
+        assert down.status_code == 202, down.text
+        wait_for(lambda: lb.kb("mixed").embedder == "small")
+        back = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "remote"})
+        assert back.status_code == 503 and "remote" in back.json()["detail"]
+        assert lb.kb("mixed").embedder_next is None
