@@ -204,12 +204,14 @@ def test_a_base_keeps_its_embedder_and_moves_only_by_an_explicit_reembed(
         response = lb.search(query, kb="birds", mode="dense", top_k=3)
         assert response.identities == {birds.id: SMALL.identity.key}
         assert assert_dense_scores_made_by(response, query, {"birds": SMALL}) == 3
+        assert any(n.startswith("reembedding: birds") for n in response.notes)
         lb.sync("birds")
         after = lb.kb("birds")
         assert (after.embedder, after.embedder_next) == ("remote", None)
         assert after.identity_key == lb.kb("boats").identity_key
         response = lb.search(query, kb="birds", mode="dense", top_k=3)
         assert response.identities == {birds.id: after.identity_key}
+        assert response.notes == []
         assert assert_dense_scores_made_by(response, query, {"birds": REMOTE}) == 3
         # The old model's vectors are gone: both bases hold the remote model's only.
         assert backend.rows(tmp_path / "data", DISTINCT_IDENTITIES) == [(after.identity_key,)]

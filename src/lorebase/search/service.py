@@ -134,6 +134,7 @@ class SearchService:
         dense = _Dense()
         if request.mode in (Mode.HYBRID, Mode.DENSE):
             dense = self._dense(request, kbs, limit, documents, timings, warnings)
+            notes += _reembedding(kbs)
             if keyword is None and (dense.ranking is None or dense.keyword_only):
                 # Dense only, and some bases' (or every base's) embedder could not answer:
                 # those bases answer by keyword.
@@ -386,6 +387,17 @@ class SearchService:
         before = tuple(n for n in as_neighbor if n.ordinal < ordinal)
         after = tuple(n for n in as_neighbor if n.ordinal > ordinal)
         return replace(hit, before=before, after=after)
+
+
+def _reembedding(kbs: list[KnowledgeBase]) -> list[str]:
+    """A note per base being re-embedded: it answers from its current vectors until then."""
+    return [
+        f"reembedding: {kb.name} answers by vector with its current embedder's vectors until "
+        f"the re-embed to {kb.embedder_next} is done (documents indexed since are found by "
+        "keyword until then)"
+        for kb in kbs
+        if kb.embedder_next is not None
+    ]
 
 
 def _without_repeats(hits: list[Hit]) -> list[Hit]:
