@@ -26,7 +26,10 @@ fake one (384 dimensions, floor -1: every hit passes), which costs next to nothi
    and merging two models' rankings.
 
 The machine is shared: ``os.getloadavg()`` is recorded before and after each arm; quote the
-ratios (the arms of one run see the same machine), not absolute times alone.
+ratios (the arms of one run see the same machine), not absolute times alone. Arms 1-3 also
+give the ratios by process CPU time, and the share of each pass spent inside the model
+(``ModelClock``) with its number of model calls: the figure least moved by other load (what
+lorebase does around the model).
 
     python bench/reembed.py [--limit N] [--queries N] [--interval S] [--models DIR] [--json]
 
@@ -353,6 +356,10 @@ def table(r: dict[str, Any]) -> str:
     )
     o = re["order"]
     lines += [
+        "",
+        f"time inside the model: add {add['model_seconds'] / add['seconds']:.1%} of the pass "
+        f"({add['model_batches']} batches), re-embed {re['model_seconds'] / re['seconds']:.1%} "
+        f"({re['model_batches']} batches)",
         "",
         f"(the base first added with the fake embedder in {re['fast_add_seconds']:.1f} s)",
         "",
