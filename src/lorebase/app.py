@@ -245,7 +245,7 @@ def build_embedders(
         embedders.default = build_embedder(embed, settings.model_cache)
         if embed.kind == "http":
             embedders.default_config = EmbedderConfig(
-                "default", url=embed.url, model=embed.model, api_key=embed.api_key
+                "process", url=embed.url, model=embed.model, api_key=embed.api_key
             )
     else:
         embedders.default = embedder

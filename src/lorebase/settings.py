@@ -123,6 +123,8 @@ class EmbedSettings:
 BUNDLED = "bundled"
 """The name of the bundled local model among the named embedders (always there)."""
 EMBEDDER_KINDS = ("bundled", "http", "fake")
+DEFAULT_LABEL = "default"
+"""How a base without a named embedder shows it: it uses the process's own."""
 EMBEDDER_NAME = r"[a-z0-9][a-z0-9_.-]{0,63}"
 
 
@@ -164,6 +166,11 @@ class EmbedderConfig:
             raise InvalidInput(
                 f"embedder name {self.name!r}: use lower-case letters, digits, '-', '_' or "
                 "'.', at most 64"
+            )
+        if self.name == DEFAULT_LABEL:
+            raise InvalidInput(
+                f"{DEFAULT_LABEL!r} names the process's own embedder (LOREBASE_EMBEDDER) for "
+                "bases made without one; give this embedder another name"
             )
         if self.kind not in EMBEDDER_KINDS:
             raise InvalidInput(
@@ -221,6 +228,7 @@ class RerankSettings:
 
 
 DEFAULT_RERANK_DEADLINE = 1.0
+DEFAULT_EMBED_DEADLINE = 10.0
 DEFAULT_NO_ANSWER_THRESHOLD = 0.35
 """Cosine below which a passage the keyword arm did not find counts as "nothing relevant". The
 rule: the 95th percentile of the best cosine an off-topic question reaches in a corpus it is not
@@ -234,6 +242,9 @@ and ``lorebase eval`` reports no-answer accuracy with it."""
 class SearchSettings:
     """How a search decides what to return.
 
+    ``embed_deadline``: seconds a search waits for a model server to embed the query; past
+    it the bases that model serves are searched by keyword (``embedder_unavailable``), like
+    those of a server that is down. A local model is not held to it.
     ``rerank_deadline``: seconds a search waits for the reranker; past it the fused order is
     kept (``rerank_timeout``). A reply that late would be thrown away, so an HTTP reranker's
     own timeouts are no longer than this either.
@@ -243,9 +254,14 @@ class SearchSettings:
     """
 
     rerank_deadline: float = DEFAULT_RERANK_DEADLINE
+    embed_deadline: float = DEFAULT_EMBED_DEADLINE
     no_answer_threshold: float = DEFAULT_NO_ANSWER_THRESHOLD
 
     def __post_init__(self) -> None:
+        if not 0 < self.embed_deadline <= 600:
+            raise InvalidInput(
+                "the embed deadline must be between 0 and 600 seconds (LOREBASE_EMBED_DEADLINE)"
+            )
         if not 0 < self.rerank_deadline <= 600:
             raise InvalidInput(
                 "the rerank deadline must be between 0 and 600 seconds (LOREBASE_RERANK_DEADLINE)"
@@ -391,6 +407,8 @@ class Settings:
         ``LOREBASE_EMBED_QUANTIZE`` (1/0); ``LOREBASE_RERANKER`` (none | http | fake),
         ``LOREBASE_RERANK_URL``, ``LOREBASE_RERANK_MODEL``, ``LOREBASE_RERANK_API_KEY``,
         ``LOREBASE_RERANK_DEADLINE`` (seconds a search waits for the reranker, default 1);
+        ``LOREBASE_EMBED_DEADLINE`` (seconds a search waits for a model server to embed the
+        query, default 10);
         ``LOREBASE_NO_ANSWER_THRESHOLD`` (the relevance floor's cosine, default 0.35);
         ``LOREBASE_CHAT_URL``, ``LOREBASE_CHAT_MODEL``, ``LOREBASE_CHAT_API_KEY``,
         ``LOREBASE_LOCAL_HOSTS`` (comma-separated hosts or networks a chat model may run on and
@@ -433,6 +451,9 @@ class Settings:
         search = SearchSettings(
             rerank_deadline=_number(
                 env, "LOREBASE_RERANK_DEADLINE", DEFAULT_RERANK_DEADLINE, "a number of seconds"
+            ),
+            embed_deadline=_number(
+                env, "LOREBASE_EMBED_DEADLINE", DEFAULT_EMBED_DEADLINE, "a number of seconds"
             ),
             no_answer_threshold=_number(
                 env, "LOREBASE_NO_ANSWER_THRESHOLD", DEFAULT_NO_ANSWER_THRESHOLD, "a cosine"

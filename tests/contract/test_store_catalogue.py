@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from store_contract import (
+    DIM,
     IDENTITY,
     OTHER_IDENTITY,
     SETTINGS_KEY,
@@ -16,7 +18,7 @@ from store_contract import (
 
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import MAX_SOURCES, KbState, Scope, Store
+from lorebase.store.base import MAX_SOURCES, DocumentVectors, KbState, Scope, Store
 
 
 # -- knowledge bases ---------------------------------------------------------------------------
@@ -162,6 +164,48 @@ def test_a_base_records_its_embedder_and_a_reembed_switches_it_in_one_write(stor
     store.set_kb_embedder_target(kb.id, None)
     assert store.get_kb_by_id(kb.id).embedder_next is None
     assert store.get_kb_by_id(plain.id).embedder is None
+
+
+def test_a_named_base_takes_only_its_own_models_vectors_and_switches_only_when_whole(
+    store: Store,
+) -> None:
+    """A pass (or an upload) that read the base before a re-embed switched it must not leave
+    the old model's vectors in it; and a switch waits for every indexed document."""
+    kb = store.create_kb("docs", embedder="small")
+    unit = np.eye(DIM, dtype=np.float32)[:2]
+    put(store, kb, "a.md", ["one", "two"], vectors=unit)
+    assert store.switch_kb_embedder(kb.id, IDENTITY, "small")
+    with pytest.raises(Conflict, match="switched to another embedder"):
+        put(store, kb, "b.md", ["three", "four"], vectors=unit, identity=OTHER_IDENTITY)
+    assert store.get_document(kb.id, "b.md") is None  # nothing of it was written
+    record, chunks = put(store, kb, "c.md", ["five", "six"])  # awaiting vectors
+    refused = store.add_vectors_many(
+        kb.id, [DocumentVectors(record.id, chunks, unit)], OTHER_IDENTITY
+    )
+    assert refused == []
+    # Being re-embedded, it takes the new model's vectors beside the old ones...
+    store.set_kb_embedder_target(kb.id, "large")
+    put(store, kb, "b.md", ["three", "four"], vectors=unit, identity=OTHER_IDENTITY)
+    # ...but switches only once no indexed document holds the old model's vectors.
+    assert not store.switch_kb_embedder(kb.id, OTHER_IDENTITY, "large")
+    assert store.get_kb_by_id(kb.id).embedder_next == "large"
+    put(store, kb, "a.md", ["one", "two"], vectors=unit, identity=OTHER_IDENTITY)
+    assert store.switch_kb_embedder(kb.id, OTHER_IDENTITY, "large")
+    after = store.get_kb_by_id(kb.id)
+    assert (after.identity_key, after.embedder, after.embedder_next) == (
+        OTHER_IDENTITY.key,
+        "large",
+        None,
+    )
+    # The old model's vectors went with the switch (its search finds nothing).
+    query = np.eye(DIM, dtype=np.float32)[0]
+    assert store.dense_search([kb.id], IDENTITY, query, 10) == []
+    assert store.dense_search([kb.id], OTHER_IDENTITY, query, 10)
+    # A base without a name follows the process embedder: it takes any model's vectors.
+    plain = store.create_kb("plain")
+    put(store, plain, "a.md", ["one", "two"], vectors=unit)
+    store.set_kb_identity(plain.id, IDENTITY)
+    put(store, plain, "b.md", ["three", "four"], vectors=unit, identity=OTHER_IDENTITY)
 
 
 # -- settings, state and progress ----------------------------------------------------------------

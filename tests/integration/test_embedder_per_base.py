@@ -51,10 +51,13 @@ def server() -> Iterator[EmbeddingServer]:
     stand_in.stop()
 
 
-def settings_for(data: Path, server: EmbeddingServer, backend: StoreBackend) -> Settings:
+def settings_for(
+    data: Path, server: EmbeddingServer, backend: StoreBackend, **extra: str
+) -> Settings:
     environ = {
         "LOREBASE_EMBEDDERS": str(embedders_file(data.parent, server)),
         "LOREBASE_EMBEDDER": "fake",
+        **extra,
     }
     settings = Settings.from_env(data, environ=environ)
     return backend.settings(
@@ -62,6 +65,7 @@ def settings_for(data: Path, server: EmbeddingServer, backend: StoreBackend) -> 
         embed=settings.embed,
         embedders=settings.embedders,
         default_embedder=settings.default_embedder,
+        search=settings.search,
         serve=ServeSettings(auth=False, watch=False, workers=1),
     )
 
@@ -385,3 +389,73 @@ def test_over_the_api_a_base_is_made_with_an_embedder_and_reembedded_uploads_and
         back = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "remote"})
         assert back.status_code == 503 and "remote" in back.json()["detail"]
         assert lb.kb("mixed").embedder_next is None
+
+
+def test_a_slow_model_server_is_waited_for_at_most_the_embed_deadline(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    with two_bases(tmp_path, server, SQLITE):
+        pass
+    settings = settings_for(tmp_path / "data", server, SQLITE, LOREBASE_EMBED_DEADLINE="0.5")
+    with open_lorebase(settings=settings) as lb:
+        server.hold_after = server.requests  # it accepts, and answers nothing
+        started = time.monotonic()
+        response = lb.search("heron in the wind", kb=["birds", "boats"], top_k=6)
+        waited = time.monotonic() - started
+        server.released.set()
+        assert waited < 5  # not the configured 5 s timeout and its retries
+        slow = [w for w in response.warnings if "remote" in w]
+        assert len(slow) == 1 and "boats" in slow[0]
+        assert {h.provenance.knowledge_base for h in response.hits} == {"birds", "boats"}
+        assert response.identities == {lb.kb("birds").id: SMALL.identity.key}
+        reach = lb.embedder_reachability(lb.kb("boats"))
+        assert not reach.reachable and "deadline" in (reach.detail or "")
+
+
+def test_a_base_whose_embedder_left_the_configuration_answers_by_keyword_and_others_go_on(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    with two_bases(tmp_path, server, SQLITE):
+        pass
+    (tmp_path / "birds" / "wrens.md").write_text("# Wrens\n\nA wren sings loud for its size.\n")
+    (tmp_path / "boats" / "oars.md").write_text("# Oars\n\nOars row a boat without wind.\n")
+    settings = settings_for(tmp_path / "data", server, SQLITE)
+    left = Settings(
+        data_dir=settings.data_dir,
+        embed=settings.embed,
+        embedders=tuple(c for c in settings.embedders if c.name != "remote"),
+        default_embedder=settings.default_embedder,
+        serve=settings.serve,
+    )
+    with open_lorebase(settings=left) as lb:
+        response = lb.search("boats rowed without wind", kb=["birds", "boats"], top_k=6)
+        gone = [w for w in response.warnings if "'remote'" in w]
+        assert len(gone) == 1 and "not configured" in gone[0] and "boats" in gone[0]
+        assert any(h.provenance.knowledge_base == "boats" for h in response.hits)
+        reports = lb.sync()  # every base: the one whose model is gone says so, the rest go on
+        assert "no embedder named 'remote'" in (reports["boats"].stopped or "")
+        assert reports["birds"].stopped is None and reports["birds"].added == 1
+        assert lb.kb("boats").state.value == "waiting"
+        assert not lb.embedder_reachability(lb.kb("boats")).reachable
+
+
+def test_a_running_server_takes_over_a_reembed_another_process_asked_for(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    """`kb update --reembed` while `serve` holds the lock only records the move: the server's
+    queue finds the moving base at its next sweep and re-embeds it, uploads and all."""
+    with two_bases(tmp_path, server, SQLITE):
+        pass
+    settings = settings_for(tmp_path / "data", server, SQLITE)
+    quick = Settings(
+        data_dir=settings.data_dir,
+        embed=settings.embed,
+        embedders=settings.embedders,
+        default_embedder=settings.default_embedder,
+        serve=ServeSettings(auth=False, watch=False, workers=1, rescan_seconds=0.2),
+    )
+    with open_lorebase(settings=quick) as lb, TestClient(create_app(lb)):
+        time.sleep(0.3)
+        lb.store.set_kb_embedder_target(lb.kb("birds").id, "remote")  # as the CLI records it
+        wait_for(lambda: lb.kb("birds").embedder == "remote")
+        assert lb.kb("birds").identity_key == lb.kb("boats").identity_key

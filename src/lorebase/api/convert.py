@@ -14,6 +14,7 @@ from lorebase.api.schemas import (
 from lorebase.embed.registry import Reachability
 from lorebase.search.query import Hit, SearchResponse
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
+from lorebase.settings import DEFAULT_LABEL
 
 
 def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBaseOut:
@@ -41,7 +42,7 @@ def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBas
             chunk_size=settings.chunk_size, max_tokens=settings.max_tokens, overlap=settings.overlap
         ),
         embedding_identity=kb.identity_key,
-        embedder=kb.embedder if kb.embedder is not None else "default",
+        embedder=kb.embedder if kb.embedder is not None else DEFAULT_LABEL,
         embedder_next=kb.embedder_next,
         embedder_reachable=reach.reachable if reach is not None else None,
         embedder_problem=reach.detail if reach is not None else None,

@@ -22,6 +22,7 @@ from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.query import Hit, Neighbor, SearchResponse, StepScore
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source
+from lorebase.settings import DEFAULT_LABEL
 from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
 
 T = TypeVar("T")
@@ -358,7 +359,7 @@ def _model(identity_key: str | None) -> str:
 
 def embedder_label(kb: KnowledgeBase) -> str:
     """The embedder a base answers with, and the one it is moving to."""
-    current = kb.embedder if kb.embedder is not None else "default"
+    current = kb.embedder if kb.embedder is not None else DEFAULT_LABEL
     if kb.embedder_next is None or kb.embedder_next == kb.embedder:
         moving = " (re-embedding)" if kb.embedder_next is not None else ""
         return current + moving

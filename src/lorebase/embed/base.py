@@ -71,6 +71,8 @@ class Embedder(ABC):
     """Turns texts into unit-length float32 vectors of ``identity.dim`` dimensions."""
 
     batch_size: int = DEFAULT_BATCH_SIZE
+    # Whether the model answers over the network (a search holds it to a deadline).
+    remote: bool = False
 
     @property
     @abstractmethod

@@ -42,6 +42,8 @@ KINDS: tuple[EmbedKind, ...] = ("query", "document")
 class HttpEmbedder(Embedder):
     """Embeddings from an OpenAI-compatible server; dimension given or learned on first use."""
 
+    remote = True
+
     def __init__(
         self,
         base_url: str,

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from lorebase.embed.base import Embedder, EmbedKind
 from lorebase.errors import LorebaseError, NotFound, Unavailable
-from lorebase.settings import BUNDLED, EmbedderConfig
+from lorebase.settings import BUNDLED, DEFAULT_LABEL, EmbedderConfig
 
 # A probe gives up after this many seconds (a listing must not hang on a server that is down).
 PROBE_SECONDS = 2.0
@@ -163,7 +163,9 @@ class Embedders:
         """The relevance floor's cosine for an embedder's vectors (``default`` unless its
         configuration sets one)."""
         if name is None:
-            return default
+            name = self._named_default()
+            if name is None:
+                return default
         own = self.config(name).no_answer_threshold
         return default if own is None else own
 
@@ -210,7 +212,7 @@ class Embedders:
 
     def label(self, name: str | None) -> str:
         """How people see a name: the name, or ``default`` for the process's own."""
-        return name if name is not None else "default"
+        return name if name is not None else DEFAULT_LABEL
 
     # -- reachability ------------------------------------------------------------------------
     def reachability(self, name: str | None, *, max_age: float = PROBE_MAX_AGE) -> Reachability:
@@ -239,6 +241,13 @@ class Embedders:
         with self._lock:
             self._probed[name] = Reachability(False, detail, self._clock())
 
+    def _named_default(self) -> str | None:
+        """The name the process embedder is built under, when it is a named one (the
+        bundled model)."""
+        with self._lock:
+            same = [n for n, built in self._built.items() if built is self.default]
+        return same[0] if same and self.default is not None else None
+
     def _probe(self, name: str | None, now: float) -> Reachability:
         if name is not None:
             return self._probe_config(self.config(name), now)
@@ -247,10 +256,9 @@ class Embedders:
             return Reachability(False, "no embedder is configured (keyword only)", now)
         if self.default_config is not None:  # a server: probed with a short timeout
             return self._probe_config(self.default_config, now)
-        with self._lock:
-            same = [n for n, built in self._built.items() if built is embedder]
-        if same:  # the process embedder is a named one (the bundled model): probe that
-            return self._probe_config(self.config(same[0]), now)
+        same = self._named_default()
+        if same is not None:  # the process embedder is a named one (the bundled model)
+            return self._probe_config(self.config(same), now)
         return self._answers(embedder, now)
 
     def _probe_config(self, config: EmbedderConfig, now: float) -> Reachability:
@@ -264,10 +272,16 @@ class Embedders:
             from lorebase.embed.http import HttpEmbedder
 
             assert config.url and config.model
+            # As configured (width, truncation, prefixes: a server answering with vectors of
+            # another width is as good as down), with a short timeout and no retry.
             probe = HttpEmbedder(
                 config.url,
                 config.model,
                 api_key=config.api_key,
+                dim=config.dimensions,
+                truncate=config.truncate,
+                query_prefix=config.query_prefix,
+                document_prefix=config.document_prefix,
                 read_timeout=PROBE_SECONDS,
                 connect_timeout=PROBE_SECONDS,
                 max_retries=0,

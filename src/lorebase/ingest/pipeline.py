@@ -43,7 +43,7 @@ import numpy as np
 from lorebase.chunk import chunk_document
 from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.embed.registry import Embedders, kb_embedders
-from lorebase.errors import ExtractionFailed, NotFound, Unavailable
+from lorebase.errors import Conflict, ExtractionFailed, LorebaseError, NotFound, Unavailable
 from lorebase.extract.base import content_hash
 from lorebase.extract.registry import document_kind, extractor_for
 from lorebase.extract.sandbox import ExtractionPool
@@ -60,6 +60,7 @@ from lorebase.store.base import (
     NewDocument,
     Vectors,
 )
+from lorebase.store.records import MOVED
 from lorebase.types import Chunk, FailureReason
 
 # Embed once this many chunks are waiting (several small documents share one call).
@@ -293,9 +294,15 @@ class Ingestor:
         shortcut) and retries failed ones."""
         started = time.perf_counter()
         report = IngestReport(files=len(files))
+        kb = self.store.get_kb_by_id(kb.id, totals=False)  # as it is now, not when queued
         name = kb_embedders(kb).indexing  # a base is only ever embedded by its own model
-        embedder = self.embedders.get(name)
-        identity = embedder.identity if embedder is not None else None
+        try:
+            embedder = self.embedders.get(name)
+            identity = embedder.identity if embedder is not None else None
+        except LorebaseError as error:  # not configured (any more), or a server that is down
+            report.stopped = str(error)
+            report.seconds = time.perf_counter() - started
+            return report
         if identity is not None and kb.identity_key is None:
             self.store.switch_kb_embedder(kb.id, identity, name)
             kb = self.store.get_kb_by_id(kb.id)
@@ -355,13 +362,11 @@ class Ingestor:
     ) -> None:
         """Once every indexed document has vectors of the new identity, the base answers
         from it (and from the embedder ``name`` that made them: a re-embed ends) and the old
-        vectors go; until then search keeps using the old ones."""
+        vectors go, in one transaction that checks it; until then search keeps using the
+        old ones."""
         if kb.identity_key == identity.key and kb.embedder == name and kb.embedder_next is None:
             return
-        documents = self.store.list_documents(kb.id, DocumentState.INDEXED)
-        if all(d.identity_key == identity.key for d in documents):
-            self.store.switch_kb_embedder(kb.id, identity, name)
-            self.store.purge_other_identities(kb.id, identity)
+        self.store.switch_kb_embedder(kb.id, identity, name)
 
     def _known(self, kb: KnowledgeBase, files: Sequence[SourceFile]) -> dict[str, DocumentRecord]:
         """What is stored for these files: one query for the whole base on a pass, one per
@@ -672,10 +677,16 @@ class Ingestor:
         counts: _Counts | None,
     ) -> None:
         """One write of the document with its vectors (if any); ``counts`` when its chunks
-        were not counted as done yet."""
-        record = self.store.replace_document(
-            kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
-        )
+        were not counted as done yet. A base that switched to another embedder since the pass
+        began refuses the vectors: the document waits for the next pass."""
+        try:
+            record = self.store.replace_document(
+                kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
+            )
+        except Conflict:
+            self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
+            report.stopped = report.stopped or MOVED
+            return
         if counts is not None:
             counts.chunks_written += len(item.chunks)
             counts.chunks_done += len(item.chunks)

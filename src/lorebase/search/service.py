@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -52,6 +53,8 @@ DUPLICATE_SLACK = 10
 KEYWORD_THREADS = 4
 # Reranker calls that may run at once; a search waits for its own at most the deadline.
 RERANK_THREADS = 4
+# Model servers embedding a query at once (a search waits for its own at most the deadline).
+EMBED_THREADS = 4
 
 T = TypeVar("T")
 
@@ -107,11 +110,15 @@ class SearchService:
         self._rerank_pool = ThreadPoolExecutor(
             max_workers=RERANK_THREADS, thread_name_prefix="lorebase-rerank"
         )
+        self._embed_pool = ThreadPoolExecutor(
+            max_workers=EMBED_THREADS, thread_name_prefix="lorebase-embed"
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         # A reranker call past its deadline is not waited for (its answer would be dropped).
         self._rerank_pool.shutdown(wait=False, cancel_futures=True)
+        self._embed_pool.shutdown(wait=False, cancel_futures=True)
 
     def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
@@ -299,56 +306,118 @@ class SearchService:
         warnings: list[str],
     ) -> dict[str, _Model]:
         """The query embedded once per embedding identity of the embedders ``kbs`` answer
-        with, by identity key. The bases of an embedder that is not there or does not answer
-        go to ``out.keyword_only``, each embedder named in a warning."""
+        with, by identity key: a local model here, model servers at once on their own threads,
+        each waited for at most the embed deadline. The bases of an embedder that is not
+        there, does not answer (or did not a moment ago) or is too slow go to
+        ``out.keyword_only``, each embedder named in a warning."""
         by_name: dict[str | None, list[KnowledgeBase]] = {}
         for kb in kbs:
             by_name.setdefault(kb_embedders(kb).answering, []).append(kb)
-        models: dict[str, _Model] = {}
         started = time.perf_counter()
+        # Which embedder and identity each name is, and who embeds each identity.
+        named: dict[str | None, EmbedderIdentity] = {}
+        embedders: dict[str, tuple[str | None, Embedder]] = {}
         for name, members in by_name.items():
-            bases = ", ".join(kb.name for kb in members)
             try:
-                embedder = self.embedders.get(name)
-            except NotFound:
-                warnings.append(
-                    f"embedder_unavailable: the embedder {name!r} is not configured any more; "
-                    f"answered by keyword only: {bases} (`lorebase embedders` lists them)"
-                )
-                out.keyword_only += [kb.id for kb in members]
-                continue
-            if embedder is None:
-                warnings.append(
-                    "embedder_unavailable: no embedder is configured; answered by keyword"
-                )
-                out.keyword_only += [kb.id for kb in members]
-                continue
-            if self.embedders.known_down(name) is not None:
-                warnings.append(
-                    f"embedder_unavailable: the embedder {self.embedders.label(name)} did not "
-                    f"answer a moment ago; answered by keyword only: {bases}"
-                )
-                out.keyword_only += [kb.id for kb in members]
-                continue
-            try:
+                embedder = self._answering(name, members, warnings)
+                if embedder is None:
+                    out.keyword_only += [kb.id for kb in members]
+                    continue
                 identity = embedder.identity
-                model = models.get(identity.key)
-                if model is None:
-                    vector = np.asarray(embedder.embed_query(query))
-                    threshold = self.embedders.threshold(name, self.settings.no_answer_threshold)
-                    model = models[identity.key] = _Model(identity, vector, threshold)
             except LorebaseError as error:
-                self.embedders.mark_unreachable(name, str(error))
-                label = self.embedders.label(name)
-                warnings.append(
-                    f"embedder_unavailable: the embedder {label} did not answer; answered by "
-                    f"keyword only: {bases}"
-                )
-                out.keyword_only += [kb.id for kb in members]
+                self._down(name, members, str(error), out, warnings)
                 continue
+            named[name] = identity
+            embedders.setdefault(identity.key, (name, embedder))
+        vectors = self._query_vectors(query, embedders)
+        models: dict[str, _Model] = {}
+        for name, identity in named.items():
+            members = by_name[name]
+            found = vectors.get(identity.key)
+            if isinstance(found, str):
+                self._down(name, members, found, out, warnings)
+                continue
+            assert found is not None
+            model = models.get(identity.key)
+            if model is None:
+                first = embedders[identity.key][0]
+                threshold = self.embedders.threshold(first, self.settings.no_answer_threshold)
+                model = models[identity.key] = _Model(identity, found, threshold)
             model.kbs += members
         timings["embed"] = _ms(started)
         return models
+
+    def _answering(
+        self, name: str | None, members: list[KnowledgeBase], warnings: list[str]
+    ) -> Embedder | None:
+        """The embedder ``name`` (None with a warning: not configured, none at all, or it
+        failed a moment ago and is not waited on again yet)."""
+        bases = ", ".join(kb.name for kb in members)
+        try:
+            embedder = self.embedders.get(name)
+        except NotFound:
+            warnings.append(
+                f"embedder_unavailable: the embedder {name!r} is not configured any more; "
+                f"answered by keyword only: {bases} (`lorebase embedders` lists them)"
+            )
+            return None
+        if embedder is None:
+            warnings.append("embedder_unavailable: no embedder is configured; answered by keyword")
+            return None
+        if self.embedders.known_down(name) is not None:
+            warnings.append(
+                f"embedder_unavailable: the embedder {self.embedders.label(name)} did not "
+                f"answer a moment ago; answered by keyword only: {bases}"
+            )
+            return None
+        return embedder
+
+    def _down(
+        self,
+        name: str | None,
+        members: list[KnowledgeBase],
+        reason: str,
+        out: _Dense,
+        warnings: list[str],
+    ) -> None:
+        """An embedder that failed this search: remembered a moment, its bases by keyword."""
+        self.embedders.mark_unreachable(name, reason)
+        warnings.append(
+            f"embedder_unavailable: the embedder {self.embedders.label(name)} did not answer; "
+            f"answered by keyword only: {', '.join(kb.name for kb in members)}"
+        )
+        out.keyword_only += [kb.id for kb in members]
+
+    def _query_vectors(
+        self, query: str, embedders: dict[str, tuple[str | None, Embedder]]
+    ) -> dict[str, np.ndarray | str]:
+        """The query's vector per identity key, or why there is none (content-free)."""
+        remote = {
+            key: self._embed_pool.submit(embedder.embed_query, query)
+            for key, (_, embedder) in embedders.items()
+            if embedder.remote
+        }
+        found: dict[str, np.ndarray | str] = {}
+        for key, (_, embedder) in embedders.items():
+            if key in remote:
+                continue
+            try:
+                found[key] = np.asarray(embedder.embed_query(query))
+            except LorebaseError as error:
+                found[key] = str(error)
+        deadline = time.monotonic() + self.settings.embed_deadline
+        for key, future in remote.items():
+            try:
+                found[key] = np.asarray(future.result(max(0.0, deadline - time.monotonic())))
+            except FutureTimeout:
+                future.cancel()
+                found[key] = (
+                    f"no answer within the embed deadline ({self.settings.embed_deadline:g} s, "
+                    "LOREBASE_EMBED_DEADLINE)"
+                )
+            except LorebaseError as error:
+                found[key] = str(error)
+        return found
 
     def _candidates(self, kb_ids: list[int], top: Scored, arms: dict[str, Scored]) -> list[Hit]:
         """The fused candidates as hits (no snippets yet), with their step scores."""

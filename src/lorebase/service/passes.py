@@ -4,6 +4,7 @@ and the background of ``serve`` (the ingestion queue's workers and the folder wa
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -224,4 +225,12 @@ class Passes(Uploads):
         self._publish_totals(kb_id)
 
     def _pending_jobs(self) -> Iterator[Job]:
+        """What the queue's sweep finds to do: pending uploads, and a pass over each base
+        being re-embedded (asked for by another process, or cut short) at most every rescan
+        interval."""
         yield from self.store.list_uploads(DocumentState.PENDING)
+        now = time.time()
+        for base in self.store.list_kbs(totals=False):
+            last = base.pass_finished_at or base.pass_started_at or 0.0
+            if base.embedder_next is not None and now - last >= self.settings.serve.rescan_seconds:
+                yield (base.id, None)

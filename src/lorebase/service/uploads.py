@@ -241,6 +241,11 @@ class Uploads(Documents):
             self.store.set_kb_state(kb_id, KbState.INDEXING, started=True)
             report = self.ingestor.process(kb, [file])
         final = self.store.find_document(document_id)
+        if final is not None and final.state is DocumentState.EMBEDDING:
+            # Its vectors were refused (the base switched embedder meanwhile): a later sweep
+            # indexes it again, with the base's embedder as it is then.
+            self.store.set_document_state(kb_id, final.path, DocumentState.PENDING)
+            final = self.store.find_document(document_id)
         # Indexed or failed was announced as it happened (Lorebase._settled); say where it
         # stopped otherwise (back to pending: the embedder was gone).
         if final is not None and final.state not in (DocumentState.INDEXED, DocumentState.FAILED):
@@ -267,10 +272,10 @@ class Uploads(Documents):
         """The base's indexed uploads whose vectors are not made by the embedder it is moving
         to (a re-embed's pass reads them with the folders' files). None when that embedder
         does not answer: the pass finds out and says so."""
-        embedder = self.embedders.indexing(kb)
         try:
+            embedder = self.embedders.indexing(kb)
             key = embedder.identity.key if embedder is not None else None
-        except LorebaseError:
+        except LorebaseError:  # not configured, or down: the pass says so
             return []
         return [
             self._upload_file(document)

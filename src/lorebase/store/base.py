@@ -268,10 +268,13 @@ class Catalogue(Protocol):
 
     def switch_kb_embedder(
         self, kb_id: int, identity: EmbedderIdentity, embedder: str | None
-    ) -> None:
-        """The base answers from now on with ``identity``, made by the named ``embedder``
-        (None: the process's own), in one write; a re-embed to that name is done (a re-embed
-        asked for since, to another name, stays asked for)."""
+    ) -> bool:
+        """In one transaction, unless an indexed document holds vectors of another identity
+        (then nothing changes and False is returned): the base answers from now on with
+        ``identity``, made by the named ``embedder`` (None: the process's own); a re-embed to
+        that name is done (one asked for since, to another name, stays asked for); the
+        vectors of other identities go. While a named base is not being re-embedded, writes
+        of vectors of another identity than its own are refused (``Conflict``)."""
         ...
 
     def set_kb_embedder_target(self, kb_id: int, embedder: str | None) -> None:

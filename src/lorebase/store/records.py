@@ -168,6 +168,26 @@ def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBa
     )
 
 
+MOVED = (
+    "the knowledge base switched to another embedder while this document was embedded; the "
+    "next pass indexes it with the new one"
+)
+KB_EMBEDDING_COLUMNS = "identity_key, embedder, embedder_next"
+OTHER_VECTORS_WHERE = (
+    "kb_id = {p} AND state = 'indexed' AND identity_key IS NOT NULL AND identity_key <> {p}"
+)
+
+
+def refuses_vectors(row: Sequence[Any], identity_key: str) -> bool:
+    """Whether a base (its ``KB_EMBEDDING_COLUMNS``) refuses vectors of ``identity_key``: a
+    named base that is not being re-embedded takes its own identity's only (a pass or an
+    upload that read the base before a re-embed switched it would otherwise leave the old
+    model's vectors in it, never searched again). A base without a name follows the process
+    embedder, as before. Pure."""
+    current, embedder, moving = row
+    return embedder is not None and moving is None and current not in (None, identity_key)
+
+
 def document_from_row(row: Sequence[Any]) -> DocumentRecord:
     """A document from a ``DOCUMENT_COLUMNS`` row: its columns are the record's fields."""
     document = named(DOCUMENT_FIELDS, row)

@@ -19,6 +19,7 @@ from lorebase.store.postgres import writes
 from lorebase.store.postgres.role import PostgresRole
 from lorebase.store.records import (
     KB_COLUMNS,
+    OTHER_VECTORS_WHERE,
     kb_from_row,
     name_taken,
     new_source,
@@ -142,17 +143,33 @@ class CatalogueMixin(PostgresRole):
 
     def switch_kb_embedder(
         self, kb_id: int, identity: EmbedderIdentity, embedder: str | None
-    ) -> None:
-        self._identity_id(identity)
+    ) -> bool:
+        keep = self._identity_id(identity)
         with self._write() as conn:
-            updated = conn.execute(
+            # The row locked first: a vector write checks it under a share lock, so either it
+            # sees the switch, or the switch sees its document.
+            if (
+                conn.execute(
+                    "SELECT 1 FROM knowledge_bases WHERE id = %s FOR UPDATE", (kb_id,)
+                ).fetchone()
+                is None
+            ):
+                raise NotFound(writes.NO_KB)
+            other = OTHER_VECTORS_WHERE.format(p="%s")
+            if conn.execute(
+                f"SELECT 1 FROM documents WHERE {other} LIMIT 1", (kb_id, identity.key)
+            ).fetchone():
+                return False
+            conn.execute(
                 "UPDATE knowledge_bases SET identity_key = %s, embedder = %s, embedder_next = "
                 "CASE WHEN embedder_next IS NOT DISTINCT FROM %s THEN NULL ELSE embedder_next "
                 "END, updated_at = %s WHERE id = %s",
                 (identity.key, embedder, embedder, time.time(), kb_id),
-            ).rowcount
-            if not updated:
-                raise NotFound(writes.NO_KB)
+            )
+            conn.execute(
+                "DELETE FROM vectors WHERE kb_id = %s AND identity_id <> %s", (kb_id, keep)
+            )
+            return True
 
     def set_kb_embedder_target(self, kb_id: int, embedder: str | None) -> None:
         self._update_kb(kb_id, "embedder_next = %s", embedder)

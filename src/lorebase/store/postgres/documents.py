@@ -96,6 +96,8 @@ class DocumentsMixin(PostgresRole):
         )
         with self._write() as conn:
             writes.lock_kb(conn, kb_id)
+            if identity_id is not None and identity is not None:
+                writes.require_identity(conn, kb_id, identity.key)
             document_id = writes.upsert_document(
                 conn,
                 kb_id,

@@ -120,9 +120,13 @@ class VectorsMixin(PostgresRole):
         if not checked:
             return []
         identity_id = self._identity_id(identity)
-        written = []
+        written: list[str] = []
         with self._write() as conn:
             writes.lock_kb(conn, kb_id)
+            try:
+                writes.require_identity(conn, kb_id, identity.key)
+            except Conflict:  # the base moved on: these documents wait for the next pass
+                return written
             # The whole batch's cache rows first, in one order (see writes.cache_vectors).
             writes.cache_vectors(
                 conn,

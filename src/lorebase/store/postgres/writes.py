@@ -25,9 +25,12 @@ from lorebase.store.records import (
     DOCUMENT_COLUMNS,
     DOCUMENT_VALUE_COLUMNS,
     KB_COLUMNS,
+    KB_EMBEDDING_COLUMNS,
+    MOVED,
     document_from_row,
     document_values,
     kb_from_row,
+    refuses_vectors,
     sections_of,
     trail_json,
 )
@@ -109,6 +112,19 @@ def lock_kb(conn: Any, kb_id: int) -> None:
 def require_kb(conn: Any, kb_id: int) -> None:
     if conn.execute("SELECT 1 FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone() is None:
         raise NotFound(NO_KB)
+
+
+def require_identity(conn: Any, kb_id: int, identity_key: str) -> None:
+    """``Conflict`` when the base takes no vectors of this identity (see
+    :func:`~lorebase.store.records.refuses_vectors`); its row share-locked for the
+    transaction, so a switch waits for this write (and then sees its document)."""
+    row = conn.execute(
+        f"SELECT {KB_EMBEDDING_COLUMNS} FROM knowledge_bases WHERE id = %s FOR SHARE", (kb_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound(NO_KB)
+    if refuses_vectors(row, identity_key):
+        raise Conflict(MOVED)
 
 
 def load_document(conn: Any, kb_id: int, document_id: str, *, lock: bool = False) -> DocumentRecord:

@@ -19,7 +19,13 @@ from lorebase.store.base import (
     Source,
     SourceKind,
 )
-from lorebase.store.records import name_taken, new_source, one_named, source_from_row
+from lorebase.store.records import (
+    OTHER_VECTORS_WHERE,
+    name_taken,
+    new_source,
+    one_named,
+    source_from_row,
+)
 from lorebase.store.sqlite import fts, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import KB_COLUMNS, KB_TOTALS_SQL, kb_from_row, placeholders
@@ -133,16 +139,27 @@ class CatalogueMixin(SqliteRole):
 
     def switch_kb_embedder(
         self, kb_id: int, identity: EmbedderIdentity, embedder: str | None
-    ) -> None:
+    ) -> bool:
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
-            writes.identity_row(conn, identity, create=True)
+            other = OTHER_VECTORS_WHERE.format(p="?")
+            if conn.execute(
+                f"SELECT 1 FROM documents WHERE {other} LIMIT 1", (kb_id, identity.key)
+            ).fetchone():
+                return False
+            keep = writes.identity_row(conn, identity, create=True)
             conn.execute(
                 "UPDATE knowledge_bases SET identity_key = ?, embedder = ?, embedder_next = "
                 "CASE WHEN embedder_next IS ? THEN NULL ELSE embedder_next END WHERE id = ?",
                 (identity.key, embedder, embedder, kb_id),
             )
-            writes.bump(conn, kb_id)
+            conn.execute(
+                "DELETE FROM vectors WHERE identity_id != ? AND chunk_rowid IN "
+                "(SELECT rowid FROM chunks WHERE kb_id = ?)",
+                (keep, kb_id),
+            )
+            writes.bump(conn, kb_id, every_document=True)
+            return True
 
     def set_kb_embedder_target(self, kb_id: int, embedder: str | None) -> None:
         with self._write() as conn:

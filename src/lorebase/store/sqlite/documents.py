@@ -93,6 +93,8 @@ class DocumentsMixin(SqliteRole):
         writes.check_chunks(chunks)
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
+            if matrix is not None and identity is not None:
+                writes.require_identity(conn, kb_id, identity)
             document_id = writes.upsert_document(
                 conn,
                 kb_id,

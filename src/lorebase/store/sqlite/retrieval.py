@@ -116,8 +116,12 @@ class VectorsMixin(SqliteRole):
             (d.document_id, d.chunks, writes.checked_vectors(d.chunks, d.vectors, identity))
             for d in documents
         ]
-        written = []
+        written: list[str] = []
         with self._write() as conn:
+            try:
+                writes.require_identity(conn, kb_id, identity)
+            except Conflict:  # the base moved on: these documents wait for the next pass
+                return written
             for document_id, chunks, matrix in checked:
                 assert matrix is not None
                 try:

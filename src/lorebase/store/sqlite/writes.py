@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.errors import InvalidInput, NotFound
+from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import (
     DocumentRecord,
@@ -23,6 +23,7 @@ from lorebase.store.base import (
     NewDocument,
     new_document_id,
 )
+from lorebase.store.records import KB_EMBEDDING_COLUMNS, MOVED, refuses_vectors
 from lorebase.store.records import check_chunks as check_chunks
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import (
@@ -66,6 +67,18 @@ def load_kb(
 def require_kb(conn: sqlite3.Connection, kb_id: int) -> None:
     if conn.execute("SELECT 1 FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone() is None:
         raise NotFound(NO_KB)
+
+
+def require_identity(conn: sqlite3.Connection, kb_id: int, identity: EmbedderIdentity) -> None:
+    """``Conflict`` when the base takes no vectors of ``identity`` (see
+    :func:`~lorebase.store.records.refuses_vectors`)."""
+    row = conn.execute(
+        f"SELECT {KB_EMBEDDING_COLUMNS} FROM knowledge_bases WHERE id = ?", (kb_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound(NO_KB)
+    if refuses_vectors(row, identity.key):
+        raise Conflict(MOVED)
 
 
 def require_document(conn: sqlite3.Connection, kb_id: int, document_id: str) -> None:
