@@ -5,6 +5,7 @@ SIGKILL half way and resumed, never answering with vectors of two models for one
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -459,3 +460,32 @@ def test_a_running_server_takes_over_a_reembed_another_process_asked_for(
         lb.store.set_kb_embedder_target(lb.kb("birds").id, "remote")  # as the CLI records it
         wait_for(lambda: lb.kb("birds").embedder == "remote")
         assert lb.kb("birds").identity_key == lb.kb("boats").identity_key
+
+
+def test_a_model_whose_configuration_changed_is_re_embedded_under_the_same_name(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    """Truncating `remote` to 32 dimensions makes other vectors: its bases answer by keyword
+    (and say why) until `--reembed` to the same name has made the new ones."""
+    with two_bases(tmp_path, server, SQLITE):
+        pass
+    settings = settings_for(tmp_path / "data", server, SQLITE)
+    shorter = tuple(
+        dataclasses.replace(c, truncate=32) if c.name == "remote" else c for c in settings.embedders
+    )
+    with open_lorebase(settings=dataclasses.replace(settings, embedders=shorter)) as lb:
+        query = "a dinghy in light wind"
+        response = lb.search(query, kb=["birds", "boats"], top_k=4)
+        changed = [w for w in response.warnings if w.startswith("embedding_identity_mismatch")]
+        assert len(changed) == 1 and "boats" in changed[0] and "--reembed" in changed[0]
+        lb.reembed_kb("boats", "remote")
+        response = lb.search(query, kb=["birds", "boats"], top_k=4)
+        changed = [w for w in response.warnings if w.startswith("embedding_identity_mismatch")]
+        assert len(changed) == 1 and "until their re-embed is done" in changed[0]
+        assert not [n for n in response.notes if n.startswith("reembedding: boats")]
+        lb.sync("boats")
+        boats = lb.kb("boats")
+        assert (boats.embedder, boats.embedder_next) == ("remote", None)
+        assert boats.identity_key.endswith("/truncate:32/32")
+        response = lb.search(query, kb=["birds", "boats"], top_k=4)
+        assert response.warnings == [] and len(set(response.identities.values())) == 2

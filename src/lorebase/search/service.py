@@ -141,7 +141,7 @@ class SearchService:
         dense = _Dense()
         if request.mode in (Mode.HYBRID, Mode.DENSE):
             dense = self._dense(request, kbs, limit, documents, timings, warnings)
-            notes += _reembedding(kbs)
+            notes += _reembedding(kbs, set(dense.keyword_only))
             if keyword is None and (dense.ranking is None or dense.keyword_only):
                 # Dense only, and some bases' (or every base's) embedder could not answer:
                 # those bases answer by keyword.
@@ -253,20 +253,26 @@ class SearchService:
         out = _Dense(threshold=self.settings.no_answer_threshold)
         models = self._models(request.query, kbs, out, timings, warnings)
         stale = [
-            kb.name
+            kb
             for key, model in models.items()
             for kb in model.kbs
             if kb.identity_key not in (None, key)
         ]
-        if stale:
+        moving = [kb.name for kb in stale if kb.embedder_next is not None]
+        if moving:  # re-embedded after its model's configuration changed: no old model to ask
+            warnings.append(
+                "embedding_identity_mismatch: knowledge bases whose embedder now makes other "
+                f"vectors answered by keyword only until their re-embed is done: "
+                f"{', '.join(moving)}"
+            )
+        fixed = [kb.name for kb in stale if kb.embedder_next is None]
+        if fixed:
             warnings.append(
                 "embedding_identity_mismatch: knowledge bases indexed with another model "
-                f"answered by keyword only: {', '.join(stale)}; re-embed them (`lorebase kb "
+                f"answered by keyword only: {', '.join(fixed)}; re-embed them (`lorebase kb "
                 "update NAME --embedder EMBEDDER --reembed`) or run `lorebase add` again"
             )
-            out.keyword_only += [
-                kb.id for key, m in models.items() for kb in m.kbs if kb.identity_key != key
-            ]
+        out.keyword_only += [kb.id for kb in stale]
         searched = {
             key: [kb.id for kb in model.kbs if kb.identity_key == key]
             for key, model in models.items()
@@ -458,14 +464,15 @@ class SearchService:
         return replace(hit, before=before, after=after)
 
 
-def _reembedding(kbs: list[KnowledgeBase]) -> list[str]:
-    """A note per base being re-embedded: it answers from its current vectors until then."""
+def _reembedding(kbs: list[KnowledgeBase], keyword_only: set[int]) -> list[str]:
+    """A note per base being re-embedded: it answers from its current vectors until then (or
+    by keyword, when its embedder's configuration changed: a warning says so)."""
     return [
         f"reembedding: {kb.name} answers by vector with its current embedder's vectors until "
         f"the re-embed to {kb.embedder_next} is done (documents indexed since are found by "
         "keyword until then)"
         for kb in kbs
-        if kb.embedder_next is not None
+        if kb.embedder_next is not None and kb.id not in keyword_only
     ]
 
 
