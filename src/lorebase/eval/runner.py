@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lorebase.embed.registry import kb_embedders
 from lorebase.errors import InvalidInput
 from lorebase.eval import metrics
 from lorebase.eval.datasets import Question
@@ -168,17 +169,19 @@ def run_task(
     cut = sum(1 for q, text in zip(task.questions, texts, strict=True) if text != q.text)
     if cut:
         notes.append(f"{cut} questions were cut to {MAX_QUERY_CHARS} characters")
-    if config.no_answer_threshold is None:
-        threshold = lb.settings.search.no_answer_threshold
+    kb = lb.kb(task.kb)
+    if config.no_answer_threshold is None:  # the floor the base's own model has in search
+        answering = kb_embedders(kb).answering
+        threshold = lb.embedders.threshold(answering, lb.settings.search.no_answer_threshold)
         config = dataclasses.replace(config, no_answer_threshold=threshold)
     modes = [_run_mode(lb, task, texts, mode, config, on_question) for mode in config.modes]
-    kb = lb.kb(task.kb)
     return EvalResult(
         dataset=task.dataset,
         kind=task.kind,
         source=task.source,
         kb=task.kb,
-        embedder=lb.embedder.identity.key if lb.embedder is not None else None,
+        # The identity its vectors were made with (the base's own embedder's).
+        embedder=kb.identity_key,
         created_at=time.time(),
         questions=len(task.questions),
         unanswerable=sum(1 for q in task.questions if not q.answerable),
