@@ -17,8 +17,8 @@ from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
-from lorebase.embed.registry import Embedders
-from lorebase.errors import NotFound, Unavailable
+from lorebase.embed.registry import Embedders, bundled_model
+from lorebase.errors import NotFound
 from lorebase.events import EventBus
 from lorebase.http_json import CONNECT_TIMEOUT
 from lorebase.ingest.queue import Abandon, Job, JobQueue, QueueFactory, Runner
@@ -48,14 +48,7 @@ def build_embedder(settings: EmbedSettings, cache_dir: Path) -> Embedder | None:
         return HttpEmbedder(
             settings.url, settings.model, api_key=settings.api_key, read_timeout=settings.timeout
         )
-    try:
-        from lorebase.embed.onnx import OnnxEmbedder
-    except ImportError as error:  # onnxruntime or tokenizers missing
-        raise Unavailable(
-            "the local embedding runtime is not installed; run "
-            "`pip install onnxruntime tokenizers` (or reinstall lorebase)"
-        ) from error
-    return OnnxEmbedder(cache_dir, quantize=settings.quantize)
+    return bundled_model(cache_dir, quantize=settings.quantize)
 
 
 def build_reranker(settings: RerankSettings, deadline: float | None = None) -> Reranker | None:

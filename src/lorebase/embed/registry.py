@@ -19,12 +19,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
 from lorebase.embed.base import Embedder, EmbedKind
 from lorebase.errors import LorebaseError, NotFound, Unavailable
+from lorebase.http_json import Transport
 from lorebase.settings import BUNDLED, DEFAULT_LABEL, EmbedderConfig
+
+if TYPE_CHECKING:
+    from lorebase.embed.http import HttpEmbedder
 
 # A probe gives up after this many seconds (a listing must not hang on a server that is down).
 PROBE_SECONDS = 2.0
@@ -85,22 +89,31 @@ def build_named(config: EmbedderConfig, cache_dir: Path) -> Embedder:
         model = config.model or f"fake-{config.name}"
         return FakeEmbedder(config.dimensions, model=model, batch_size=config.batch_size)
     if config.kind == "http":
-        from lorebase.embed.http import HttpEmbedder
+        return http_embedder(config, read_timeout=config.timeout)
+    return bundled_model(cache_dir, quantize=config.quantize)
 
-        assert config.url and config.model  # checked by EmbedderConfig
-        options: dict[str, Any] = {}
-        for option in ("query_prefix", "document_prefix", "truncate", "batch_size"):
-            value = getattr(config, option)
-            if value is not None:
-                options[option] = value
-        return HttpEmbedder(
-            config.url,
-            config.model,
-            api_key=config.api_key,
-            dim=config.dimensions,
-            read_timeout=config.timeout,
-            **options,
-        )
+
+def http_embedder(config: EmbedderConfig, **transport: Unpack[Transport]) -> HttpEmbedder:
+    """The client of an ``http`` configuration (``transport``: its timeouts and retries)."""
+    from lorebase.embed.http import HttpEmbedder
+
+    assert config.url and config.model  # checked by EmbedderConfig
+    batch = {"batch_size": config.batch_size} if config.batch_size is not None else {}
+    return HttpEmbedder(
+        config.url,
+        config.model,
+        api_key=config.api_key,
+        dim=config.dimensions,
+        truncate=config.truncate,
+        query_prefix=config.query_prefix,
+        document_prefix=config.document_prefix,
+        **batch,
+        **transport,
+    )
+
+
+def bundled_model(cache_dir: Path, *, quantize: bool) -> Embedder:
+    """The bundled MiniLM (``Unavailable`` saying what to install when its runtime is not)."""
     try:
         from lorebase.embed.onnx import OnnxEmbedder
     except ImportError as error:  # onnxruntime or tokenizers missing
@@ -108,7 +121,7 @@ def build_named(config: EmbedderConfig, cache_dir: Path) -> Embedder:
             "the local embedding runtime is not installed; run "
             "`pip install onnxruntime tokenizers` (or reinstall lorebase)"
         ) from error
-    return OnnxEmbedder(cache_dir, quantize=config.quantize)
+    return OnnxEmbedder(cache_dir, quantize=quantize)
 
 
 class Embedders:
@@ -269,19 +282,10 @@ class Embedders:
                 return Reachability(False, "the bundled model's packages are not installed", now)
             return Reachability(True, None, now)
         if config.kind == "http":
-            from lorebase.embed.http import HttpEmbedder
-
-            assert config.url and config.model
             # As configured (width, truncation, prefixes: a server answering with vectors of
             # another width is as good as down), with a short timeout and no retry.
-            probe = HttpEmbedder(
-                config.url,
-                config.model,
-                api_key=config.api_key,
-                dim=config.dimensions,
-                truncate=config.truncate,
-                query_prefix=config.query_prefix,
-                document_prefix=config.document_prefix,
+            probe = http_embedder(
+                config,
                 read_timeout=PROBE_SECONDS,
                 connect_timeout=PROBE_SECONDS,
                 max_retries=0,
