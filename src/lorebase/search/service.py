@@ -24,7 +24,7 @@ import numpy as np
 
 from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.embed.registry import Embedders, kb_embedders
-from lorebase.errors import LorebaseError, NotFound
+from lorebase.errors import LorebaseError, NotFound, Unavailable
 from lorebase.rerank.base import Reranker
 from lorebase.search.floor import Threshold, fuse_supported, merge_dense, supported
 from lorebase.search.fusion import FUSIONS, Scored
@@ -331,7 +331,7 @@ class SearchService:
                     continue
                 identity = embedder.identity
             except LorebaseError as error:
-                self._down(name, members, str(error), out, warnings)
+                self._down(name, members, error, out, warnings)
                 continue
             named[name] = identity
             embedders.setdefault(identity.key, (name, embedder))
@@ -340,7 +340,7 @@ class SearchService:
         for name, identity in named.items():
             members = by_name[name]
             found = vectors.get(identity.key)
-            if isinstance(found, str):
+            if isinstance(found, LorebaseError):
                 self._down(name, members, found, out, warnings)
                 continue
             assert found is not None
@@ -382,12 +382,14 @@ class SearchService:
         self,
         name: str | None,
         members: list[KnowledgeBase],
-        reason: str,
+        error: LorebaseError,
         out: _Dense,
         warnings: list[str],
     ) -> None:
-        """An embedder that failed this search: remembered a moment, its bases by keyword."""
-        self.embedders.mark_unreachable(name, reason)
+        """An embedder that failed this search: its bases by keyword; one that could not
+        answer (down, too slow) is remembered a moment, one that refused this query is not."""
+        if isinstance(error, Unavailable):
+            self.embedders.mark_unreachable(name, str(error))
         warnings.append(
             f"embedder_unavailable: the embedder {self.embedders.label(name)} did not answer; "
             f"answered by keyword only: {', '.join(kb.name for kb in members)}"
@@ -396,33 +398,33 @@ class SearchService:
 
     def _query_vectors(
         self, query: str, embedders: dict[str, tuple[str | None, Embedder]]
-    ) -> dict[str, np.ndarray | str]:
+    ) -> dict[str, np.ndarray | LorebaseError]:
         """The query's vector per identity key, or why there is none (content-free)."""
         remote = {
             key: self._embed_pool.submit(embedder.embed_query, query)
             for key, (_, embedder) in embedders.items()
             if embedder.remote
         }
-        found: dict[str, np.ndarray | str] = {}
+        found: dict[str, np.ndarray | LorebaseError] = {}
         for key, (_, embedder) in embedders.items():
             if key in remote:
                 continue
             try:
                 found[key] = np.asarray(embedder.embed_query(query))
             except LorebaseError as error:
-                found[key] = str(error)
+                found[key] = error
         deadline = time.monotonic() + self.settings.embed_deadline
         for key, future in remote.items():
             try:
                 found[key] = np.asarray(future.result(max(0.0, deadline - time.monotonic())))
             except FutureTimeout:
                 future.cancel()
-                found[key] = (
+                found[key] = Unavailable(
                     f"no answer within the embed deadline ({self.settings.embed_deadline:g} s, "
                     "LOREBASE_EMBED_DEADLINE)"
                 )
             except LorebaseError as error:
-                found[key] = str(error)
+                found[key] = error
         return found
 
     def _candidates(self, kb_ids: list[int], top: Scored, arms: dict[str, Scored]) -> list[Hit]:
