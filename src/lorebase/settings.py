@@ -254,8 +254,8 @@ class SearchSettings:
     """
 
     rerank_deadline: float = DEFAULT_RERANK_DEADLINE
-    embed_deadline: float = DEFAULT_EMBED_DEADLINE
     no_answer_threshold: float = DEFAULT_NO_ANSWER_THRESHOLD
+    embed_deadline: float = DEFAULT_EMBED_DEADLINE
 
     def __post_init__(self) -> None:
         if not 0 < self.embed_deadline <= 600:

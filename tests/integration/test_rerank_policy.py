@@ -186,6 +186,11 @@ def test_the_deadline_and_the_floor_are_settings(tmp_path: Path) -> None:
         Settings.from_env(tmp_path, {"LOREBASE_RERANK_DEADLINE": "0"})
     with pytest.raises(InvalidInput, match="LOREBASE_NO_ANSWER_THRESHOLD"):
         Settings.from_env(tmp_path, {"LOREBASE_NO_ANSWER_THRESHOLD": "1.5"})
+    assert default.search.embed_deadline == 10.0
+    quick = Settings.from_env(tmp_path, {"LOREBASE_EMBED_DEADLINE": "0.5"})
+    assert quick.search.embed_deadline == 0.5
+    with pytest.raises(InvalidInput, match="LOREBASE_EMBED_DEADLINE"):
+        Settings.from_env(tmp_path, {"LOREBASE_EMBED_DEADLINE": "-1"})
 
 
 # -- eval --rerank -------------------------------------------------------------------------------
