@@ -140,7 +140,8 @@ class EmbedderConfig:
     (Matryoshka: nomic-embed-text-v1.5 at 512 or 256). ``query_prefix`` and
     ``document_prefix``: what the model expects before a question and a passage (None: the
     table of known models in :mod:`lorebase.embed.base`). ``api_key``: never listed,
-    never logged. ``no_answer_threshold``: the relevance floor's cosine for this model
+    never logged (``missing_key``: the variable that should hold it, unset here).
+    ``no_answer_threshold``: the relevance floor's cosine for this model
     (None: the search settings' one, calibrated for the bundled model). ``batch_size``:
     texts per request.
     """
@@ -158,6 +159,9 @@ class EmbedderConfig:
     batch_size: int | None = None
     no_answer_threshold: float | None = None
     quantize: bool = True
+    # The environment variable ``api_key_env`` names when it is not set where this process
+    # runs: the embedder does not answer (and says why) instead of every command failing.
+    missing_key: str | None = None
 
     def __post_init__(self) -> None:
         import re

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lorebase.embed.config_file import load_embedders
-from lorebase.errors import InvalidInput
+from lorebase.errors import InvalidInput, Unavailable
 from lorebase.settings import EmbedderConfig, Settings
 
 KEY = "sk-very-secret-key-4242"
@@ -125,10 +125,26 @@ def test_wrong_types_name_the_key_and_the_fix(
     assert "embedder 'x'" in message and f"key {key!r}" in message and fix in message
 
 
-def test_a_missing_key_variable_is_named_not_echoed(tmp_path: Path) -> None:
-    text = '[embedders.x]\nurl = "http://h/v1"\nmodel = "m"\napi_key_env = "X_KEY"\n'
-    message = refused(tmp_path, text, {"OTHER": KEY})
-    assert "X_KEY" in message and "api_key_env" in message and "embedder 'x'" in message
+def test_a_missing_key_variable_leaves_that_embedder_saying_so(tmp_path: Path) -> None:
+    """Not every command fails where the variable is unset: that embedder does not answer and
+    names the variable (never a key); the others work."""
+    from lorebase.embed.registry import Embedders
+
+    text = (
+        '[embedders.x]\nurl = "http://h/v1"\nmodel = "m"\napi_key_env = "X_KEY"\n'
+        '[embedders.y]\nkind = "fake"\ndimensions = 4\n'
+    )
+    path = tmp_path / "embedders.toml"
+    path.write_text(text)
+    configs, _ = load_embedders(path, {"OTHER": KEY})
+    x = next(c for c in configs if c.name == "x")
+    assert (x.api_key, x.missing_key) == (None, "X_KEY")
+    embedders = Embedders(configs, tmp_path)
+    reach = embedders.reachability("x")
+    assert not reach.reachable and "X_KEY" in (reach.detail or "") and KEY not in str(reach)
+    with pytest.raises(Unavailable, match="X_KEY"):
+        embedders.get("x")
+    assert embedders.get("y") is not None
 
 
 def test_both_key_forms_are_refused(tmp_path: Path) -> None:

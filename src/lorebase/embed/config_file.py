@@ -154,7 +154,9 @@ def _config(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Em
                 f"model its own name, like [embedders.mine]"
             )
     options["api_key"] = _api_key(where, options, environ)
-    options.pop("api_key_env", None)
+    variable = options.pop("api_key_env", None)
+    if variable is not None and options["api_key"] is None:
+        options["missing_key"] = variable  # that embedder does not answer; the others do
     if "timeout" in options:
         options["timeout"] = float(options["timeout"])
     if "no_answer_threshold" in options:
@@ -177,13 +179,7 @@ def _api_key(where: str, options: Mapping[str, Any], environ: Mapping[str, str])
             "out of the file) and remove api_key"
         )
     value = environ.get(variable, "").strip()
-    if not value:
-        raise InvalidInput(
-            f"{where}, key 'api_key_env': the environment variable {variable} is not set (or "
-            f"empty); set it to the server's API key where lorebase runs, or remove api_key_env "
-            "for a server that needs no key"
-        )
-    return value
+    return value or None  # unset: the embedder is kept, and says so when it is used
 
 
 def _unknown(where: str, name: str, key: str, allowed: tuple[str, ...]) -> str:

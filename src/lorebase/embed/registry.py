@@ -89,8 +89,19 @@ def build_named(config: EmbedderConfig, cache_dir: Path) -> Embedder:
         model = config.model or f"fake-{config.name}"
         return FakeEmbedder(config.dimensions, model=model, batch_size=config.batch_size)
     if config.kind == "http":
+        missing_key(config)
         return http_embedder(config, read_timeout=config.timeout)
     return bundled_model(cache_dir, quantize=config.quantize)
+
+
+def missing_key(config: EmbedderConfig) -> None:
+    """``Unavailable`` naming the variable when the key of ``config`` is not set here."""
+    if config.missing_key is not None:
+        raise Unavailable(
+            f"the embedder {config.name} needs its API key in the environment variable "
+            f"{config.missing_key}, which is not set where lorebase runs; set it, or remove "
+            "api_key_env from the embedders file for a server that needs no key"
+        )
 
 
 def http_embedder(config: EmbedderConfig, **transport: Unpack[Transport]) -> HttpEmbedder:
@@ -282,6 +293,10 @@ class Embedders:
                 return Reachability(False, "the bundled model's packages are not installed", now)
             return Reachability(True, None, now)
         if config.kind == "http":
+            try:
+                missing_key(config)
+            except Unavailable as error:
+                return Reachability(False, str(error), now)
             # As configured (width, truncation, prefixes: a server answering with vectors of
             # another width is as good as down), with a short timeout and no retry.
             probe = http_embedder(
