@@ -489,3 +489,24 @@ def test_a_model_whose_configuration_changed_is_re_embedded_under_the_same_name(
         assert boats.identity_key.endswith("/truncate:32/32")
         response = lb.search(query, kb=["birds", "boats"], top_k=4)
         assert response.warnings == [] and len(set(response.identities.values())) == 2
+
+
+def test_an_embedder_whose_key_is_not_set_here_leaves_the_rest_working(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    with two_bases(tmp_path, server, SQLITE):
+        pass
+    settings = settings_for(tmp_path / "data", server, SQLITE)
+    keyless = tuple(
+        dataclasses.replace(c, missing_key="REMOTE_KEY") if c.name == "remote" else c
+        for c in settings.embedders
+    )
+    with open_lorebase(settings=dataclasses.replace(settings, embedders=keyless)) as lb:
+        response = lb.search("heron", kb=["birds", "boats"], top_k=4)
+        down = [w for w in response.warnings if "remote" in w]
+        assert len(down) == 1 and "boats" in down[0]
+        assert response.identities == {lb.kb("birds").id: SMALL.identity.key}
+        reach = lb.embedder_reachability(lb.kb("boats"))
+        assert not reach.reachable and "REMOTE_KEY" in (reach.detail or "")
+        report = lb.sync("boats")["boats"]
+        assert "REMOTE_KEY" in (report.stopped or "")
