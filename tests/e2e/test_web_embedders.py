@@ -65,3 +65,22 @@ def test_the_status_page_lists_the_embedders_and_which_answer(page: Any, server:
     remote.locator(".unreachable").wait_for()
     assert "127.0.0.1" in remote.inner_text() and "256" in remote.inner_text()
     page.locator("table#embedders tr[data-embedder='small'] .reachable").wait_for()
+
+
+def test_a_base_is_moved_to_another_embedder_from_the_page(page: Any, server: Server) -> None:
+    server.lb.create_kb("notes", embedder="small")
+    sign_in(page, server, "admin")
+    row = page.locator("table#bases tr[data-kb]", has_text="notes")
+    row.locator("button", has_text="Change…").click()
+    row.locator(".confirm select").select_option("remote")  # a server that does not answer
+    row.locator(".confirm button", has_text="Re-embed").click()
+    refused = page.locator("#flash p.error")
+    refused.wait_for()
+    assert "remote" in refused.inner_text() and "does not answer" in refused.inner_text()
+    assert server.lb.kb("notes").embedder_next is None  # refused: nothing changed
+
+    # The same model again (after a change of its configuration, say): accepted.
+    row.locator("button", has_text="Change…").click()
+    row.locator(".confirm select").select_option("small")
+    row.locator(".confirm button", has_text="Re-embed").click()
+    page.locator("#flash p", has_text="Re-embedding “notes” with small").wait_for()

@@ -24,7 +24,34 @@ export async function basesView(view, route, session) {
       answers = h("div", { class: "unreachable" },
         `not answering (${kb.embedder_problem ?? "no reason given"}): searched by keyword only`);
     }
-    return h("td", {}, name, under, answers);
+    return h("td", {}, name, under, answers, reembedControl(kb));
+  }
+
+  // Moving a base to another embedder: an explicit action, confirmed, that makes every
+  // document's vectors again in the background (searches keep the current ones until then).
+  function reembedControl(kb) {
+    const box = h("div", { class: "confirm", hidden: true });
+    const open = h("button", { type: "button", class: "link", "aria-label": `Change the embedder of ${kb.name}` }, "Change…");
+    open.addEventListener("click", async () => {
+      let listed = [];
+      try { listed = await api("GET", "/v1/embedders?check=false"); } catch (error) { flash(error.message, "error"); return; }
+      const choice = h("select", { "aria-label": "Embedder" }, listed.map((e) => h("option", { value: e.name }, e.name)));
+      choice.value = kb.embedder_next ?? kb.embedder;
+      fill(box,
+        h("p", {}, `Re-embed every document of “${kb.name}” with the chosen model. Searches keep using its current vectors until all the new ones are made, then switch at once.`),
+        choice,
+        h("button", { type: "button", onclick: async () => {
+          try {
+            await api("POST", `/v1/knowledge-bases/${kb.id}/reembed`, { embedder: choice.value });
+            flash(`Re-embedding “${kb.name}” with ${choice.value}.`);
+            await load();
+          } catch (error) { flash(error.message, "error"); }
+        } }, "Re-embed"),
+        h("button", { type: "button", onclick: () => { box.hidden = true; } }, "Keep it"));
+      box.hidden = false;
+      choice.focus();
+    });
+    return h("div", {}, open, box);
   }
 
   function row(kb) {
