@@ -72,8 +72,8 @@ def test_a_base_is_moved_to_another_embedder_from_the_page(page: Any, server: Se
     sign_in(page, server, "admin")
     row = page.locator("table#bases tr[data-kb]", has_text="notes")
     row.locator("button", has_text="Change…").click()
-    row.locator(".confirm select").select_option("remote")  # a server that does not answer
-    row.locator(".confirm button", has_text="Re-embed").click()
+    row.locator(".reembed select").select_option("remote")  # a server that does not answer
+    row.locator(".reembed button", has_text="Re-embed").click()
     refused = page.locator("#flash p.error")
     refused.wait_for()
     assert "remote" in refused.inner_text() and "does not answer" in refused.inner_text()
@@ -81,6 +81,6 @@ def test_a_base_is_moved_to_another_embedder_from_the_page(page: Any, server: Se
 
     # The same model again (after a change of its configuration, say): accepted.
     row.locator("button", has_text="Change…").click()
-    row.locator(".confirm select").select_option("small")
-    row.locator(".confirm button", has_text="Re-embed").click()
+    row.locator(".reembed select").select_option("small")
+    row.locator(".reembed button", has_text="Re-embed").click()
     page.locator("#flash p", has_text="Re-embedding “notes” with small").wait_for()

@@ -30,7 +30,7 @@ export async function basesView(view, route, session) {
   // Moving a base to another embedder: an explicit action, confirmed, that makes every
   // document's vectors again in the background (searches keep the current ones until then).
   function reembedControl(kb) {
-    const box = h("div", { class: "confirm", hidden: true });
+    const box = h("div", { class: "reembed", hidden: true });
     const open = h("button", { type: "button", class: "link", "aria-label": `Change the embedder of ${kb.name}` }, "Change…");
     open.addEventListener("click", async () => {
       let listed = [];
