@@ -230,7 +230,12 @@ def build_embedders(
         configs.append(EmbedderConfig(BUNDLED, kind="bundled", quantize=settings.embed.quantize))
     bundled = isinstance(embedder, str) and settings.embed.kind == "onnx"
     default_name = settings.default_embedder or (BUNDLED if bundled else None)
-    embedders = Embedders(configs, settings.model_cache, default_name=default_name)
+    embedders = Embedders(
+        configs,
+        settings.model_cache,
+        default_name=default_name,
+        query_seconds=settings.search.embed_deadline,
+    )
     if bundled:
         embedders.default = embedders.get(BUNDLED)
     elif isinstance(embedder, str):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from lorebase.embed.base import Embedder
 from lorebase.embed.fake import FakeEmbedder
+from lorebase.embed.http import HttpEmbedder
 from lorebase.embed.registry import Embedders, kb_embedders, public_url
 from lorebase.errors import NotFound
 from lorebase.search.floor import bar, fuse_supported, merge_dense, supported
@@ -143,3 +144,17 @@ def test_the_floor_holds_each_candidate_to_its_own_models_threshold() -> None:
     fused = supported(fuse_supported(rrf, arms, thresholds), arms, thresholds)
     # b is under its model's floor: only the keyword arm's rank supports it.
     assert [item for item, _ in fused] == ["a", "b", "c"]
+
+
+def test_a_model_server_embeds_queries_with_a_client_held_to_the_search_deadline() -> None:
+    server = EmbedderConfig("remote", url="http://127.0.0.1:9/v1", model="m", dimensions=8)
+    embedders = Embedders([server], Path("/nowhere"), query_seconds=0.5)
+    indexing, querying = embedders.get("remote"), embedders.for_queries("remote")
+    assert isinstance(indexing, HttpEmbedder) and isinstance(querying, HttpEmbedder)
+    assert querying is not indexing and querying.identity == indexing.identity
+    assert (querying.endpoint.read_timeout, querying.endpoint.max_retries) == (0.5, 1)
+    assert indexing.endpoint.read_timeout == 60.0  # a pass waits as configured
+    assert embedders.for_queries("remote") is querying  # one client, kept
+    local, _ = registry()
+    assert local.for_queries("small") is local.get("small")  # a local model: the same one
+    embedders.close()

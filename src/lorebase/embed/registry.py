@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from lorebase.embed.base import Embedder, EmbedKind
 from lorebase.errors import LorebaseError, NotFound, Unavailable
-from lorebase.http_json import Transport
+from lorebase.http_json import CONNECT_TIMEOUT, Transport
 from lorebase.settings import BUNDLED, DEFAULT_LABEL, EmbedderConfig
 
 if TYPE_CHECKING:
@@ -148,7 +148,11 @@ class Embedders:
         default_name: str | None = None,
         build: Callable[[EmbedderConfig, Path], Embedder] = build_named,
         clock: Callable[[], float] = time.monotonic,
+        query_seconds: float | None = None,
     ) -> None:
+        """``query_seconds``: how long a search waits for a model server's query vector; its
+        query client gives up no later (one retry, no long backoff), so a server that hangs
+        does not keep a thread, or a finished command's exit, for its whole read timeout."""
         named = {config.name: config for config in configs}
         named.setdefault(BUNDLED, EmbedderConfig(BUNDLED, kind="bundled"))
         self._configs = dict(sorted(named.items()))
@@ -162,6 +166,8 @@ class Embedders:
         self._build = build
         self._clock = clock
         self._built: dict[str, Embedder] = {}
+        self._query_clients: dict[str | None, Embedder] = {}
+        self.query_seconds = query_seconds
         self._observers: list[Callable[[EmbedKind, float], None]] = []
         self._probed: dict[str | None, Reachability] = {}
         self._lock = threading.Lock()
@@ -209,6 +215,29 @@ class Embedders:
                         embedder.observe_batches(observer)
             return embedder
 
+    def for_queries(self, name: str | None) -> Embedder | None:
+        """The embedder a search embeds a query with: :meth:`get`'s, except that a model
+        server's is a client of its own, held to ``query_seconds`` (same identity)."""
+        embedder = self.get(name)
+        config = self.config(name) if name is not None else self.default_config
+        if embedder is None or not embedder.remote or config is None:
+            return embedder
+        if self.query_seconds is None or config.kind != "http":
+            return embedder
+        with self._lock:
+            client = self._query_clients.get(name)
+            if client is None:
+                seconds = min(config.timeout, self.query_seconds)
+                client = self._query_clients[name] = http_embedder(
+                    config,
+                    read_timeout=seconds,
+                    connect_timeout=min(CONNECT_TIMEOUT, seconds),
+                    max_retries=1,
+                    max_retry_after=1.0,
+                    max_backoff=1.0,
+                )
+            return client
+
     def observe_batches(self, observer: Callable[[EmbedKind, float], None]) -> None:
         """Call ``observer(kind, seconds)`` after every batch any of these embedders answers
         (metrics), those built later included."""
@@ -225,10 +254,6 @@ class Embedders:
         self.config(name)
         with self._lock:
             self._built[name] = embedder
-
-    def answering(self, kb: Any) -> Embedder | None:
-        """The embedder a base's queries are embedded with (its current vectors')."""
-        return self.get(kb_embedders(kb).answering)
 
     def indexing(self, kb: Any) -> Embedder | None:
         """The embedder a base's new vectors are made with."""
@@ -326,6 +351,8 @@ class Embedders:
         embedder belongs to whoever passed it in."""
         with self._lock:
             built, self._built = list(self._built.values()), {}
+            built += list(self._query_clients.values())
+            self._query_clients = {}
         for embedder in built:
             if embedder is self.default:
                 continue

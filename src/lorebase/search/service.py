@@ -360,7 +360,7 @@ class SearchService:
         failed a moment ago and is not waited on again yet)."""
         bases = ", ".join(kb.name for kb in members)
         try:
-            embedder = self.embedders.get(name)
+            embedder = self.embedders.for_queries(name)
         except NotFound:
             warnings.append(
                 f"embedder_unavailable: the embedder {name!r} is not configured any more; "
