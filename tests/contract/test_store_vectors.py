@@ -183,8 +183,7 @@ def test_vectors_of_a_new_identity_wait_beside_the_old_until_the_switch(store: S
     assert ids_of(store.dense_search([kb.id], OTHER_IDENTITY, unit(4), 1)) == [
         stored_ids(record.id, chunks)[1]
     ]
-    store.set_kb_identity(kb.id, OTHER_IDENTITY)
-    store.purge_other_identities(kb.id, OTHER_IDENTITY)
+    assert store.switch_kb_embedder(kb.id, OTHER_IDENTITY, None)  # the switch purges
     assert store.dense_search([kb.id], IDENTITY, unit(1), 10) == []
     assert len(store.dense_search([kb.id], OTHER_IDENTITY, unit(3), 10)) == 2
 

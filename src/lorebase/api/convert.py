@@ -11,10 +11,9 @@ from lorebase.api.schemas import (
     KnowledgeBaseOut,
     SearchOut,
 )
-from lorebase.embed.registry import Reachability
+from lorebase.embed.registry import Reachability, shown_name
 from lorebase.search.query import Hit, SearchResponse
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
-from lorebase.settings import DEFAULT_LABEL
 
 
 def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBaseOut:
@@ -42,7 +41,7 @@ def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBas
             chunk_size=settings.chunk_size, max_tokens=settings.max_tokens, overlap=settings.overlap
         ),
         embedding_identity=kb.identity_key,
-        embedder=kb.embedder if kb.embedder is not None else DEFAULT_LABEL,
+        embedder=shown_name(kb.embedder),
         embedder_next=kb.embedder_next,
         embedder_reachable=reach.reachable if reach is not None else None,
         embedder_problem=reach.detail if reach is not None else None,

@@ -16,13 +16,12 @@ from rich.table import Table
 from rich.text import Text
 
 from lorebase.agent.citations import terminal_citation
-from lorebase.embed.registry import Reachability
+from lorebase.embed.registry import Reachability, shown_name
 from lorebase.errors import reason_hint
 from lorebase.ingest.pipeline import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.query import Hit, Neighbor, SearchResponse, StepScore
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source
-from lorebase.settings import DEFAULT_LABEL
 from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
 
 T = TypeVar("T")
@@ -359,7 +358,7 @@ def _model(identity_key: str | None) -> str:
 
 def embedder_label(kb: KnowledgeBase) -> str:
     """The embedder a base answers with, and the one it is moving to."""
-    current = kb.embedder if kb.embedder is not None else DEFAULT_LABEL
+    current = shown_name(kb.embedder)
     if kb.embedder_next is None or kb.embedder_next == kb.embedder:
         moving = " (re-embedding)" if kb.embedder_next is not None else ""
         return current + moving

@@ -68,6 +68,11 @@ def kb_embedders(kb: Any) -> KbEmbedders:
     return KbEmbedders(current, target if target is not None else current)
 
 
+def shown_name(name: str | None) -> str:
+    """How people see an embedder's name: the name, or ``default`` for the process's own."""
+    return name if name is not None else DEFAULT_LABEL
+
+
 def public_url(url: str | None) -> str | None:
     """A URL without user name or password (what a listing may show)."""
     if url is None:
@@ -258,10 +263,6 @@ class Embedders:
     def indexing(self, kb: Any) -> Embedder | None:
         """The embedder a base's new vectors are made with."""
         return self.get(kb_embedders(kb).indexing)
-
-    def label(self, name: str | None) -> str:
-        """How people see a name: the name, or ``default`` for the process's own."""
-        return name if name is not None else DEFAULT_LABEL
 
     # -- reachability ------------------------------------------------------------------------
     def reachability(self, name: str | None, *, max_age: float = PROBE_MAX_AGE) -> Reachability:

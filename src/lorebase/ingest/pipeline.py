@@ -243,22 +243,18 @@ class Ingestor:
     def __init__(
         self,
         store: IndexingStore,
-        embedders: Embedders | Embedder | None,
+        embedders: Embedders,
         extract_settings: ExtractSettings,
         batch_chunks: int = EMBED_BATCH_CHUNKS,
         on_document: Callable[[int, DocumentRecord], None] | None = None,
         lookahead_chunks: int = LOOKAHEAD_CHUNKS,
     ) -> None:
-        """``embedders``: the named embedders (a base is indexed with its own, see
-        :mod:`lorebase.embed.registry`), or one embedder for every base (None: no vectors).
+        """``embedders``: the named embedders and the process's own (a base is indexed with
+        its own, see :mod:`lorebase.embed.registry`).
         ``on_document(kb_id, record)`` is told each document that settled, indexed or failed
         (the service turns it into an event: pages follow a folder pass live)."""
         self.store = store
-        self.embedders = (
-            embedders
-            if isinstance(embedders, Embedders)
-            else Embedders((), Path(), default=embedders)
-        )
+        self.embedders = embedders
         self.extract_settings = extract_settings
         self.batch_chunks = batch_chunks
         self.lookahead_chunks = lookahead_chunks

@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from lorebase.embed.base import Embedder, EmbedderIdentity
-from lorebase.embed.registry import Embedders, kb_embedders
+from lorebase.embed.registry import Embedders, kb_embedders, shown_name
 from lorebase.errors import LorebaseError, NotFound, Unavailable
 from lorebase.rerank.base import Reranker
 from lorebase.search.floor import Threshold, fuse_supported, merge_dense, supported
@@ -372,7 +372,7 @@ class SearchService:
             return None
         if self.embedders.known_down(name) is not None:
             warnings.append(
-                f"embedder_unavailable: the embedder {self.embedders.label(name)} did not "
+                f"embedder_unavailable: the embedder {shown_name(name)} did not "
                 f"answer a moment ago; answered by keyword only: {bases}"
             )
             return None
@@ -391,7 +391,7 @@ class SearchService:
         if isinstance(error, Unavailable):
             self.embedders.mark_unreachable(name, str(error))
         warnings.append(
-            f"embedder_unavailable: the embedder {self.embedders.label(name)} did not answer; "
+            f"embedder_unavailable: the embedder {shown_name(name)} did not answer; "
             f"answered by keyword only: {', '.join(kb.name for kb in members)}"
         )
         out.keyword_only += [kb.id for kb in members]

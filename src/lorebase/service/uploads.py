@@ -232,7 +232,7 @@ class Uploads(Documents):
         if not self.blobs.exists(document_id):
             self._fail_lost(kb_id, document_id)
             return
-        kb = self.store.get_kb_by_id(kb_id)
+        kb = self.store.get_kb_by_id(kb_id, totals=False)  # the pass reads it as it is then
         file = self._upload_file(document)
         self.events.publish("document", kb_id, document_id=document_id, state="extracting")
         # Over the embedded store uploads are indexed under the ingestion lock (one indexer);

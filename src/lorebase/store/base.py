@@ -440,7 +440,8 @@ class LexicalIndex(Protocol):
 
 class Vectors(Protocol):
     """Chunk vectors, kept per embedding identity and never mixed across two: dense search,
-    the reuse cache keyed by chunk content, and the vectors of a switch of identity."""
+    the reuse cache keyed by chunk content, and the vectors of a switch of identity (made by
+    :meth:`Catalogue.switch_kb_embedder`, which purges the others)."""
 
     def dense_search(
         self,
@@ -493,10 +494,6 @@ class Vectors(Protocol):
         """How many documents of these bases are searchable by keyword but have no vectors:
         their chunks are written and their vectors not yet (a pass still embedding, or
         stopped before it could), or were written by a pass without an embedder."""
-        ...
-
-    def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
-        """Drop a base's vectors of every identity but ``keep`` (after a switch)."""
         ...
 
 

@@ -155,14 +155,6 @@ class VectorsMixin(PostgresRole):
             ).fetchone()
         return int(row[0]) if row else 0
 
-    def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
-        keep_id = self._identity_id(keep)
-        with self._write() as conn:
-            writes.lock_kb(conn, kb_id)
-            conn.execute(
-                "DELETE FROM vectors WHERE kb_id = %s AND identity_id <> %s", (kb_id, keep_id)
-            )
-
 
 def _add_vectors(
     conn: Any,

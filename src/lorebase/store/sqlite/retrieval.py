@@ -142,16 +142,6 @@ class VectorsMixin(SqliteRole):
             ).fetchone()
         return int(row[0])
 
-    def purge_other_identities(self, kb_id: int, keep: EmbedderIdentity) -> None:
-        with self._write() as conn:
-            keep_id = writes.identity_row(conn, keep, create=True)
-            conn.execute(
-                "DELETE FROM vectors WHERE identity_id != ? AND chunk_rowid IN "
-                "(SELECT rowid FROM chunks WHERE kb_id = ?)",
-                (keep_id, kb_id),
-            )
-            writes.bump(conn, kb_id, every_document=True)
-
 
 def _add_vectors(
     conn: sqlite3.Connection,
