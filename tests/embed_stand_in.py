@@ -8,81 +8,51 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from lorebase.embed.fake import FakeEmbedder
+from unit.stub_server import Recorder, Reply, running
 
 MODEL = "stand-in-embed"
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a killed client hangs up mid-answer on purpose
-
-
-class EmbeddingServer:
-    """``dim`` wide vectors of :class:`FakeEmbedder` under the model name :data:`MODEL`."""
+class EmbeddingServer(Recorder):
+    """``dim`` wide vectors of :class:`FakeEmbedder` under the model name :data:`MODEL`, served
+    by the tests' stand-in server (:func:`unit.stub_server.running`); ``requests`` holds what
+    it was sent, ``texts`` counts what it answered."""
 
     def __init__(self, dim: int) -> None:
+        super().__init__()
         self.model = FakeEmbedder(dim, model=MODEL)
-        self.requests = 0
         self.texts = 0
         self.hold_after: int | None = None  # answer this many requests, then hold the rest
         self.released = threading.Event()
         self.holding = threading.Event()  # set once a request is held
+        self.url = ""
+        self._serving = ExitStack()
         self._lock = threading.Lock()
-        self._httpd: _Server | None = None
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> EmbeddingServer:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                texts = list(body["input"])
-                with server._lock:
-                    server.requests += 1
-                    held = server.hold_after is not None and server.requests > server.hold_after
-                if held:
-                    server.holding.set()
-                    server.released.wait(60)
-                with server._lock:
-                    server.texts += len(texts)
-                vectors = server.model.embed_batch(texts, "document")
-                data = [
-                    {"index": i, "embedding": vector.tolist()} for i, vector in enumerate(vectors)
-                ]
-                payload = json.dumps({"model": MODEL, "data": data}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._httpd = _Server(("127.0.0.1", self.port), Handler)
-        self.port = self._httpd.server_address[1]
-        threading.Thread(target=self._httpd.serve_forever, args=(0.01,), daemon=True).start()
+        self.url = self._serving.enter_context(running(self))
         return self
 
     def stop(self) -> None:
-        """Go away: connections are refused from now on (``start`` again on the same port)."""
+        """Go away: connections are refused from now on."""
         self.released.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        self._serving.close()
+
+    def reply(self, request: dict[str, Any]) -> Reply:
+        texts = list(request["input"])
+        if self.hold_after is not None and len(self.requests) > self.hold_after:
+            self.holding.set()
+            self.released.wait(60)
+        with self._lock:
+            self.texts += len(texts)
+        vectors = self.model.embed_batch(texts, "document")
+        data = [{"index": i, "embedding": vector.tolist()} for i, vector in enumerate(vectors)]
+        return Reply(body=json.dumps({"model": MODEL, "data": data}).encode())
 
 
 def embedders_file(folder: Path, server: EmbeddingServer, *, small: int = 64) -> Path:
