@@ -9,6 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lorebase.cli.main import app
+from lorebase.lock import IngestLock
 
 runner = CliRunner()
 
@@ -80,3 +81,24 @@ def test_a_base_is_made_with_an_embedder_and_moved_only_by_a_reembed(tmp_path: P
     assert [line for line in output.splitlines() if " notes " in line and "small" in line]
     code, output = cli(tmp_path, "search", "heron in water", "--kb", "notes")
     assert code == 0 and "a.md" in output
+
+
+def test_a_reembed_asked_for_while_another_process_indexes_is_recorded_for_it(
+    tmp_path: Path,
+) -> None:
+    """`serve` holds the ingestion lock: the command records the move and says who does it
+    (the server's sweep takes the moving base over), instead of failing."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Herons\n\nThe grey heron stands in shallow water.\n")
+    assert cli(tmp_path, "add", str(folder), "--kb", "notes")[0] == 0
+    server = IngestLock(tmp_path / "data", "lorebase serve")
+    server.acquire()
+    try:
+        code, output = cli(tmp_path, "kb", "update", "notes", "--embedder", "tiny", "--reembed")
+    finally:
+        server.release()
+    assert code == 0, output
+    assert "another lorebase process is indexing now" in " ".join(output.split())
+    notes = kb_json(tmp_path, "notes")
+    assert (notes["embedder"], notes["embedder_next"]) == ("small", "tiny")
