@@ -510,3 +510,39 @@ def test_an_embedder_whose_key_is_not_set_here_leaves_the_rest_working(
         assert not reach.reachable and "REMOTE_KEY" in (reach.detail or "")
         report = lb.sync("boats")["boats"]
         assert "REMOTE_KEY" in (report.stopped or "")
+
+
+def test_a_pass_that_read_the_base_before_a_switch_leaves_no_old_vectors_in_it(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    """Another process switches the base to `remote` while this pass runs with `small`: the
+    store refuses the old model's vectors (a document whose vectors were all known, written
+    whole, and one awaiting its vectors alike); they wait, searchable by keyword, and the next
+    pass indexes them with the base's model as it is then."""
+    with two_bases(tmp_path, server, SQLITE) as lb:
+        folder = write_files(
+            tmp_path / "fresh",
+            {"a.md": "# Kites\n\nRed kites circle over fields.\n", "herons.md": BIRDS["herons.md"]},
+        )
+        lb.create_kb("fresh")  # made with small, like birds: herons.md's vectors are known
+        fresh = lb.kb("fresh")
+        remote = lb.embedders.get("remote")
+        assert remote is not None
+        switched: list[bool] = []
+
+        def switch_once(_: object) -> None:
+            if not switched:  # after the first file: the base moves on under the pass
+                switched.append(lb.store.switch_kb_embedder(fresh.id, remote.identity, "remote"))
+
+        report = lb.add([folder], kb="fresh", on_progress=switch_once)
+        assert switched == [True]
+        assert report.stopped is not None and "switched to another embedder" in report.stopped
+        documents = lb.documents("fresh")
+        assert {d.identity_key for d in documents} == {None}  # no small vectors in it
+        assert lb.search("kites", kb="fresh", mode="keyword").hits  # found by keyword
+        lb.sync("fresh")
+        documents = lb.documents("fresh")
+        assert {(d.state.value, d.identity_key) for d in documents} == {
+            ("indexed", lb.kb("fresh").identity_key)
+        }
+        assert lb.kb("fresh").identity_key == remote.identity.key
