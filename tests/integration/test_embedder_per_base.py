@@ -546,3 +546,28 @@ def test_a_pass_that_read_the_base_before_a_switch_leaves_no_old_vectors_in_it(
             ("indexed", lb.kb("fresh").identity_key)
         }
         assert lb.kb("fresh").identity_key == remote.identity.key
+
+
+def test_an_upload_whose_vectors_were_refused_goes_back_to_pending_for_the_sweep(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    """The base switches to `remote` while an upload is embedded with `small`: the upload is
+    not left half way (`embedding`) but `pending`, so the queue's sweep indexes it again."""
+    with two_bases(tmp_path, server, SQLITE) as lb:
+        inbox = lb.create_kb("inbox")  # made with small, nothing indexed yet
+        remote, small = lb.embedders.get("remote"), lb.embedders.get("small")
+        assert remote is not None and isinstance(small, FakeEmbedder)
+
+        def race(texts: object, kind: object) -> None:  # another process, mid-embedding
+            small.hook = None
+            assert lb.store.switch_kb_embedder(inbox.id, remote.identity, "remote")
+
+        document, _ = lb.upload(inbox, "wrens.md", [b"# Wrens\n\nA wren sings loud.\n"])
+        small.hook = race
+        lb._run_job(inbox.id, document.id)  # the queue's job, run here
+        after = lb.store.find_document(document.id)
+        assert after is not None and (after.state.value, after.identity_key) == ("pending", None)
+        lb._run_job(inbox.id, document.id)
+        after = lb.store.find_document(document.id)
+        assert after is not None and after.state.value == "indexed"
+        assert after.identity_key == remote.identity.key
