@@ -1,59 +1,131 @@
-"""Retrieval quality of lorebase on the BEIR-layout sets in ../shared/data/ir, every mode,
-one set of settings, through the real pipeline (``lorebase.eval``) and the bundled model.
+"""Retrieval quality of lorebase on the ten BEIR-layout dev sets in ../shared/data/ir, as users
+get it, beside baselines from the same arms, on both halves of the questions, with one set of
+settings: the real pipeline (``lorebase.eval``) and the bundled model.
 
-For each set: index it into its own data directory (FTS5 keeps BM25 statistics per table, not
-per knowledge base, so sets sharing one database would change each other's keyword scores;
-once per directory: a second run embeds nothing), ask every judged
-query in keyword, dense and hybrid mode at depth 100, and report nDCG@10, recall@100, MRR@10,
-recall@10, P@10 and latency. Every figure is checked against ir-measures (trec_eval) on the
-same runs when it is installed. ``--analyse`` adds what explains hybrid against its arms (per
-query wins and losses, arm overlap, the relative-score fusion as a second opinion); ``--null``
-measures the no-answer rule (the best cosine of off-topic questions: each set's queries
-against the other set's corpus).
+For each set: index it into its own data directory (once: a second run embeds nothing), ask
+every judged question in keyword, dense and hybrid mode exactly as a search does (10 hits, one
+per document, the relevance floor applied), and score the hits; the baselines (each arm alone,
+plain document-level RRF, k = 60) come from the arms of the same hybrid searches. Off-topic
+questions — a sample of the questions of the sets about other subjects — measure ``no_answer``.
+Every figure is checked against ir-measures (trec_eval) on the same runs when it is installed.
 
-    python bench/eval.py [--sets cranfield cisi] [--data-dir DIR] [--analyse] [--null]
-                         [--json FILE]
+    python bench/eval.py [--sets cranfield cisi] [--data-dir DIR] [--off-topic N] [--json FILE]
+                         [--write]
+
+``--write`` puts the tables into bench/README.md between the ``ranking`` markers.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import random
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 from lorebase.app import open_lorebase
-from lorebase.eval import metrics
-from lorebase.eval.runner import EvalConfig, EvalResult, EvalTask, run_task
+from lorebase.eval.datasets import OFF_TOPIC_PREFIX, Question, load_queries
+from lorebase.eval.runner import (
+    BASELINES,
+    HALVES,
+    EvalConfig,
+    EvalResult,
+    EvalTask,
+    query_half,
+    run_task,
+)
 from lorebase.eval.tasks import prepare_beir, save_result
 from lorebase.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 IR = REPO.parent / "shared" / "data" / "ir"
+README = REPO / "bench" / "README.md"
 DEFAULT_DATA = REPO / "bench" / "results" / "eval"
-KS = (10, 100)
-HEADLINE = ("ndcg@10", "recall@100", "mrr@10", "recall@10", "precision@10")
+SETS = (
+    "cranfield",
+    "cisi",
+    "npl",
+    "medline",
+    "cf",
+    "adi",
+    "xquad-en",
+    "xquad-de",
+    "xquad-es",
+    "xquad-zh",
+)
+# What each set is about: a set's off-topic questions come from sets about something else
+# (the four XQuAD sets are one set of Wikipedia paragraphs, translated).
+SUBJECT = {
+    "cranfield": "aerodynamics",
+    "npl": "physics",
+    "cisi": "information science",
+    "adi": "information science",
+    "medline": "medicine",
+    "cf": "medicine",
+    "xquad-en": "wikipedia",
+    "xquad-de": "wikipedia",
+    "xquad-es": "wikipedia",
+    "xquad-zh": "wikipedia",
+}
+NDCG = "ndcg@10"
+COLUMNS = ("keyword", "dense", "rrf", "hybrid")
+MARK_BEGIN = "<!-- ranking:begin (bench/eval.py --write) -->"
+MARK_END = "<!-- ranking:end -->"
 NO_HIT = "lorebase-eval-no-hit"
 
 
-def reference_check(task: EvalTask, result: EvalResult) -> dict[str, float] | None:
-    """Largest difference between our figures and ir-measures' on the same runs, per mode."""
+def off_topic(name: str, count: int) -> list[Question]:
+    """``count`` questions of the sets about other subjects, the same ones every run."""
+    pool = [
+        (other, qid, text)
+        for other in SETS
+        if SUBJECT[other] != SUBJECT[name] and (IR / other).is_dir()
+        for qid, text in sorted(load_queries(IR / other / "queries.jsonl").items())
+        if text.strip()
+    ]
+    random.Random(name).shuffle(pool)
+    return [
+        Question(f"{OFF_TOPIC_PREFIX}{other}/{qid}", text, {}, False)
+        for other, qid, text in pool[:count]
+    ]
+
+
+def figures(result: EvalResult) -> dict[str, dict[str, float]]:
+    """nDCG@10 of each column (baselines and the user's hybrid, keyword and dense) per half and
+    over all answerable questions."""
+    out: dict[str, dict[str, float]] = {}
+    modes = {m.mode: m for m in result.modes}
+    for half in (*HALVES, "all"):
+
+        def mean(values: list[float]) -> float:
+            return statistics.fmean(values) if values else float("nan")
+
+        def picked(outcomes: list[Any], half: str = half) -> list[Any]:
+            return [
+                o for o in outcomes if o.answerable and half in ("all", query_half(o.id))
+            ]
+
+        hybrid = picked(modes["hybrid"].outcomes)
+        row = {label: mean([o.baselines[label][NDCG] for o in hybrid]) for label in BASELINES}
+        row["hybrid"] = mean([o.metrics[NDCG] for o in hybrid])
+        for mode in ("keyword", "dense"):
+            row[f"{mode} mode"] = mean([o.metrics[NDCG] for o in picked(modes[mode].outcomes)])
+        out[half] = row
+    return out
+
+
+def reference_check(task: EvalTask, result: EvalResult) -> float | None:
+    """Largest difference between our nDCG@10 and ir-measures' on the same runs (every mode)."""
     try:
         import ir_measures
-        from ir_measures import RR, P, R, nDCG
+        from ir_measures import nDCG
     except ImportError:
         return None
     qrels = {q.id: dict(q.relevance) for q in task.questions if q.answerable}
-    measures = {
-        "ndcg@10": nDCG @ 10,
-        "mrr@10": RR @ 10,
-        "recall@10": R @ 10,
-        "recall@100": R @ 100,
-        "precision@10": P @ 10,
-    }
-    worst: dict[str, float] = {}
+    worst = 0.0
     for mode in result.modes:
         # A query with no hit gets one unjudged placeholder, so trec_eval counts it (as 0).
         run = {
@@ -62,137 +134,127 @@ def reference_check(task: EvalTask, result: EvalResult) -> dict[str, float] | No
             for o in mode.outcomes
             if o.answerable
         }
-        reference = ir_measures.calc_aggregate(list(measures.values()), qrels, run)
-        worst[mode.mode] = max(
-            abs(mode.metrics[name] - reference[measure]) for name, measure in measures.items()
-        )
+        reference = ir_measures.calc_aggregate([nDCG @ 10], qrels, run)[nDCG @ 10]
+        worst = max(worst, abs((mode.metrics[NDCG] or 0.0) - reference))
     return worst
 
 
-def analyse(result: EvalResult) -> dict[str, Any]:
-    """Per-query nDCG@10 of hybrid against each arm: wins, ties, losses, and how often the arms
-    agree on their top documents."""
-    by_mode = {m.mode: {o.id: o for o in m.outcomes} for m in result.modes}
+def table(report: dict[str, Any]) -> str:
+    """The README's tables: per set (all questions), the means per half, the no-answer rates."""
+    sets = report["sets"]
+    lines = [
+        "| set (questions) | keyword arm | dense arm | plain RRF | **hybrid** | hybrid − RRF "
+        "| keyword mode | dense mode |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, entry in sets.items():
+        f = entry["ndcg"]["all"]
+        lines.append(
+            f"| {name} ({entry['questions']}) | {f['keyword']:.3f} | {f['dense']:.3f} | "
+            f"{f['rrf']:.3f} | **{f['hybrid']:.3f}** | {f['hybrid'] - f['rrf']:+.3f} | "
+            f"{f['keyword mode']:.3f} | {f['dense mode']:.3f} |"
+        )
+    lines += ["", "| mean of the ten | " + " | ".join(COLUMNS) + " | hybrid − RRF |"]
+    lines.append("| --- " * (len(COLUMNS) + 2) + "|")
+    for half in (*HALVES, "all"):
+        means = {c: statistics.fmean(e["ndcg"][half][c] for e in sets.values()) for c in COLUMNS}
+        shown = " | ".join(f"{means[c]:.4f}" for c in COLUMNS)
+        label = f"half {half}" if half != "all" else "all questions"
+        lines.append(f"| {label} | {shown} | {means['hybrid'] - means['rrf']:+.4f} |")
+    lines += [
+        "",
+        "| set | off-topic questions | no answer: keyword / dense / **hybrid** "
+        "| answerable that lost every relevant hit: keyword / dense / **hybrid** |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, entry in sets.items():
+        rates = entry["no_answer"]
+        said = " / ".join(_pct(rates[m]["no_answer_rate"]) for m in ("keyword", "dense", "hybrid"))
+        lost = " / ".join(_pct(rates[m]["lost_rate"]) for m in ("keyword", "dense", "hybrid"))
+        lines.append(f"| {name} | {rates['hybrid']['unanswerable']} | {said} | {lost} |")
+    total = report["no_answer"]
+    lines.append(
+        f"| **all** | {total['unanswerable']} | "
+        + " / ".join(_pct(total[m]["no_answer_rate"]) for m in ("keyword", "dense", "hybrid"))
+        + " | "
+        + " / ".join(_pct(total[m]["lost_rate"]) for m in ("keyword", "dense", "hybrid"))
+        + " |"
+    )
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def pooled_no_answer(results: dict[str, EvalResult]) -> dict[str, Any]:
+    """The no-answer rates over every set's questions together, per mode."""
     out: dict[str, Any] = {}
-    if not {"hybrid", "keyword", "dense"} <= set(by_mode):
-        return out
-    hybrid = by_mode["hybrid"]
-    for arm in ("keyword", "dense"):
-        wins = losses = ties = 0
-        for qid, outcome in hybrid.items():
-            delta = outcome.metrics["ndcg@10"] - by_mode[arm][qid].metrics["ndcg@10"]
-            wins += delta > 1e-9
-            losses += delta < -1e-9
-            ties += abs(delta) <= 1e-9
-        out[f"hybrid_vs_{arm}"] = {"wins": wins, "ties": ties, "losses": losses}
-    overlaps = []
-    best_arm = []
-    for qid in hybrid:
-        kw, de = by_mode["keyword"][qid], by_mode["dense"][qid]
-        top_kw, top_de = set(kw.ranked[:10]), set(de.ranked[:10])
-        overlaps.append(len(top_kw & top_de) / 10)
-        best_arm.append(max(kw.metrics["ndcg@10"], de.metrics["ndcg@10"]))
-    out["arm_top10_overlap"] = statistics.mean(overlaps)
-    out["oracle_best_arm_ndcg@10"] = statistics.mean(best_arm)
+    for mode in ("keyword", "dense", "hybrid"):
+        outcomes = [o for r in results.values() for o in r.mode(mode).outcomes]
+        off = [o for o in outcomes if not o.answerable]
+        on = [o for o in outcomes if o.answerable]
+        out[mode] = {
+            "no_answer_rate": statistics.fmean(o.no_answer for o in off) if off else None,
+            "lost_rate": statistics.fmean(bool(o.lost) for o in on) if on else None,
+        }
+    out["unanswerable"] = sum(r.unanswerable for r in results.values())
     return out
 
 
-def null_scores(data_dir: Path, tasks: dict[str, EvalTask]) -> dict:
-    """Best dense score of each set's queries in another set's corpus (off-topic questions),
-    and how often the search's own relevance floor answers them "nothing found" (no-answer
-    accuracy) in dense and hybrid mode."""
-    tops: list[float] = []
-    said_none: dict[str, list[bool]] = {"dense": [], "hybrid": []}
-    for other, task in tasks.items():
-        with open_lorebase(settings=Settings(data_dir=data_dir / other)) as lb:
-            for own, questions in tasks.items():
-                if own == other:
-                    continue
-                for question in questions.questions:
-                    text = question.text[:2000]
-                    # No relevance floor: what is measured here is where to put it.
-                    hits = lb.search(
-                        text, kb=task.kb, mode="dense", top_k=1, no_answer_threshold=-1
-                    ).hits
-                    if hits:
-                        tops.append(hits[0].scores["dense"].score)
-                    for mode, answers in said_none.items():
-                        answers.append(lb.search(text, kb=task.kb, mode=mode, top_k=10).no_answer)
-    return {
-        "questions": len(tops),
-        "p50": metrics.percentile(tops, 50),
-        "p90": metrics.percentile(tops, 90),
-        "p95": metrics.percentile(tops, 95),
-        "p99": metrics.percentile(tops, 99),
-        "max": max(tops) if tops else None,
-        "no_answer_accuracy": {mode: metrics.mean(v) for mode, v in said_none.items()},
-    }
+def write_readme(text: str) -> None:
+    readme = README.read_text("utf-8")
+    begin, end = readme.index(MARK_BEGIN), readme.index(MARK_END)
+    README.write_text(readme[: begin + len(MARK_BEGIN)] + "\n" + text + "\n" + readme[end:])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", nargs="+", default=["cranfield", "cisi"])
+    parser.add_argument("--sets", nargs="+", default=list(SETS))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
-    parser.add_argument(
-        "--lexical",
-        default="tantivy",
-        help="the keyword engine (tantivy or fts5); the same index serves both",
-    )
-    parser.add_argument("--analyse", action="store_true")
-    parser.add_argument("--null", action="store_true")
-    parser.add_argument("--fusion", default="rrf", help="rrf (default) or relative")
-    parser.add_argument(
-        "--floor", action="store_true", help="measure the answers as search gives them"
-    )
+    parser.add_argument("--off-topic", type=int, default=100, help="off-topic questions a set")
+    parser.add_argument("--fusion", default="convex", help="convex (default) or rrf")
     parser.add_argument("--json", type=Path, help="Write every figure to this file.")
+    parser.add_argument("--write", action="store_true", help="Update bench/README.md.")
     args = parser.parse_args()
 
     report: dict[str, Any] = {"sets": {}}
-    tasks: dict[str, EvalTask] = {}
+    results: dict[str, EvalResult] = {}
     for name in args.sets:
         data_dir = args.data_dir / name
-        with open_lorebase(settings=Settings(data_dir=data_dir, lexical=args.lexical)) as lb:
+        with open_lorebase(settings=Settings(data_dir=data_dir)) as lb:
             started = time.perf_counter()
             task = prepare_beir(lb, IR / name)
             indexed = time.perf_counter() - started
-            tasks[name] = task
-            result = run_task(lb, task, EvalConfig(ks=KS, fusion=args.fusion, floor=args.floor))
+            task = dataclasses.replace(
+                task, questions=task.questions + tuple(off_topic(name, args.off_topic))
+            )
+            started = time.perf_counter()
+            result = run_task(lb, task, EvalConfig(fusion=args.fusion))
+            asked = time.perf_counter() - started
             save_result(data_dir, result)
+        results[name] = result
         entry: dict[str, Any] = {
-            "questions": result.questions,
+            "questions": result.questions - result.unanswerable,
             "documents": result.documents,
             "index_seconds": round(indexed, 1),
-            "embedded": task.index.embedded if task.index else None,
-            "modes": {m.mode: {**m.metrics, "latency_ms": m.latency_ms} for m in result.modes},
+            "ask_seconds": round(asked, 1),
+            "ndcg": figures(result),
+            "no_answer": {m.mode: m.no_answer for m in result.modes},
+            "latency_ms": {m.mode: m.latency_ms for m in result.modes},
+            "notes": {m.mode: m.notes for m in result.modes},
             "reference_max_abs_diff": reference_check(task, result),
         }
-        if args.analyse:
-            entry["analysis"] = analyse(result)
         report["sets"][name] = entry
-        print_set(name, entry)
-    if args.null and len(tasks) > 1:
-        report["null"] = null_scores(args.data_dir, tasks)
-        print("off-topic best cosine:", json.dumps(report["null"]))
+        print(name, json.dumps(entry["ndcg"]["all"]), f"asked in {asked:.0f} s", flush=True)
+    report["no_answer"] = pooled_no_answer(results)
+    text = table(report)
+    print(text)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))
-
-
-def print_set(name: str, entry: dict[str, Any]) -> None:
-    print(
-        f"\n## {name}: {entry['questions']} questions, {entry['documents']} documents, "
-        f"indexed in {entry['index_seconds']} s ({entry['embedded']} chunks embedded)"
-    )
-    print("| mode | " + " | ".join(HEADLINE) + " | p50 ms | p95 ms |")
-    print("| --- " * (len(HEADLINE) + 3) + "|")
-    for mode, figures in entry["modes"].items():
-        values = " | ".join(f"{figures[m]:.3f}" for m in HEADLINE)
-        lat = figures["latency_ms"]
-        print(f"| {mode} | {values} | {lat['p50']:.1f} | {lat['p95']:.1f} |")
-    if entry["reference_max_abs_diff"] is not None:
-        print("largest difference from ir-measures:", entry["reference_max_abs_diff"])
-    if "analysis" in entry:
-        print("analysis:", json.dumps(entry["analysis"]))
+    if args.write:
+        write_readme(text)
 
 
 if __name__ == "__main__":

@@ -143,7 +143,9 @@ class EmbedderConfig:
     never logged (``missing_key``: the variable that should hold it, unset here).
     ``no_answer_threshold``: the relevance floor's cosine for this model
     (None: the search settings' one, calibrated for the bundled model). ``batch_size``:
-    texts per request.
+    texts per request. ``languages``: the languages the model reads, as ISO 639 codes
+    (``("en",)``; None: every language): a question in another one weighs little in the
+    search of its bases (the bundled model reads English).
     """
 
     name: str
@@ -162,6 +164,7 @@ class EmbedderConfig:
     # The environment variable ``api_key_env`` names when it is not set where this process
     # runs: the embedder does not answer (and says why) instead of every command failing.
     missing_key: str | None = None
+    languages: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         import re
@@ -203,7 +206,19 @@ class EmbedderConfig:
         threshold = self.no_answer_threshold
         if threshold is not None and not -1.0 <= threshold <= 1.0:
             raise InvalidInput(f"embedder {self.name}: no_answer_threshold is a cosine")
+        if self.languages is not None and (
+            not self.languages
+            or not all(re.fullmatch(LANGUAGE_CODE, code) for code in self.languages)
+        ):
+            raise InvalidInput(
+                f"embedder {self.name}: languages are ISO 639 codes of two or three lower-case "
+                'letters, like languages = ["en", "de"] (leave it out for a model that reads '
+                "every language)"
+            )
 
+
+LANGUAGE_CODE = "[a-z]{2,3}"
+"""An ISO 639-1 or 639-3 code, as the language detector names languages."""
 
 RERANKERS = ("none", "http", "fake")
 

@@ -14,8 +14,8 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.embed.http import HttpEmbedder
 from lorebase.embed.registry import Embedders, kb_embedders, public_url
 from lorebase.errors import NotFound
-from lorebase.search.floor import bar, fuse_supported, merge_dense, supported
-from lorebase.search.fusion import rrf
+from lorebase.search.floor import bar, merge_dense, supported
+from lorebase.search.fusion import Arms, convex
 from lorebase.settings import BUNDLED, ChunkSettings, EmbedderConfig
 from lorebase.store.base import KnowledgeBase, Scope
 
@@ -137,13 +137,14 @@ def test_within_a_rank_the_one_furthest_over_its_own_floor_comes_first() -> None
 
 def test_the_floor_holds_each_candidate_to_its_own_models_threshold() -> None:
     dense, thresholds = merge_dense([([("a", 0.5), ("b", 0.3)], 0.4), ([("c", 0.3)], 0.2)])
-    arms = {"dense": dense}
-    assert [item for item, _ in supported(dense, arms, thresholds)] == ["a", "c"]
+    cosines = dict(dense)
+    assert [item for item, _ in supported(dense, {}, None, cosines, thresholds)] == ["a", "c"]
     assert bar(thresholds, "unknown") == float("inf")
-    arms = {"dense": dense, "keyword": [("b", 3.0)]}
-    fused = supported(fuse_supported(rrf, arms, thresholds), arms, thresholds)
-    # b is under its model's floor: only the keyword arm's rank supports it.
-    assert [item for item, _ in fused] == ["a", "b", "c"]
+    keyword = [("b", 3.0)]
+    fused = convex(Arms(keyword, dense, {"a": 1.0, "b": 0.6, "c": 0.6}))
+    # b is under its model's floor: only its keyword match (all of the ceiling) supports it.
+    kept = supported(fused, dict(keyword), 3.0, cosines, thresholds)
+    assert [item for item, _ in kept] == ["b", "a", "c"]
 
 
 def test_a_model_server_embeds_queries_with_a_client_held_to_the_search_deadline() -> None:

@@ -1,5 +1,5 @@
-"""The rerank policy (depth and gate) and the relevance floor: pure functions over ``(id,
-score)`` lists, with hypothesis for their invariants."""
+"""The rerank policy (depth and gate): pure functions over ``(id, score)`` lists, with
+hypothesis for their invariants (the relevance floor: test_floor.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lorebase.search.floor import NO_FLOOR, fuse_supported, supported
-from lorebase.search.fusion import FUSIONS, Scored
+from lorebase.search.fusion import FUSIONS, Arms, Scored, dense_evidence
 from lorebase.search.gate import (
     CLEAR_LEAD,
     GATE_MIN_CANDIDATES,
@@ -19,9 +18,6 @@ from lorebase.search.gate import (
     rerank_depth,
 )
 from lorebase.search.query import MAX_TOP_K
-
-THRESHOLD = 0.35
-
 
 def ranking(scores: list[float], prefix: str = "c") -> Scored:
     """Ids c0, c1, ... with the scores sorted best first (as an arm returns them)."""
@@ -131,89 +127,5 @@ def test_an_even_race_is_reranked_whatever_the_fusion(scores: list[float], fusio
     tail = [abs(s) % 4 for s in scores]  # all below the tied first two
     keyword = [("a", 5.0), ("b", 5.0), *ranking(tail, "k")]
     dense = [("a", 0.8), ("b", 0.8), *ranking([s / 10 for s in tail], "d")]
-    fused = FUSIONS[fusion]([keyword, dense])
+    fused = FUSIONS[fusion](Arms(keyword, dense, dense_evidence(dict(dense))))
     assert not clearly_ahead(fused[0][0], {"keyword": keyword, "dense": dense})
-
-
-# -- the relevance floor ------------------------------------------------------------------------
-ids = st.lists(st.sampled_from([f"c{i}" for i in range(30)]), unique=True, max_size=20)
-cosines = st.floats(-1.0, 1.0, allow_nan=False)
-
-
-@st.composite
-def arms(draw: st.DrawFn) -> dict[str, Scored]:
-    keyword = draw(ids)
-    dense = draw(ids)
-    return {
-        "keyword": [(item, draw(st.floats(0, 50))) for item in keyword],
-        "dense": sorted(((item, draw(cosines)) for item in dense), key=lambda x: -x[1]),
-    }
-
-
-@given(arms(), st.sampled_from(sorted(FUSIONS)), st.floats(-1.0, 1.0))
-def test_the_floor_never_removes_a_keyword_hit(
-    both: dict[str, Scored], fusion: str, threshold: float
-) -> None:
-    fused = FUSIONS[fusion](list(both.values()))
-    kept = supported(fused, both, threshold)
-    found = {item for item, _ in both["keyword"]}
-    assert found <= {item for item, _ in kept}
-    assert kept == [pair for pair in fused if pair in kept]  # order kept, nothing new
-    dense = dict(both["dense"])
-    for item, _ in fused:
-        if item not in found:  # only the dense arm found it: kept exactly at the threshold
-            assert ((item, dict(fused)[item]) in kept) == (dense[item] >= threshold)
-
-
-def test_the_floor_in_each_mode() -> None:
-    keyword = [("a", 3.0), ("b", 1.0)]
-    dense = [("c", 0.6), ("a", 0.2), ("d", 0.1)]
-    fused = FUSIONS["rrf"]([keyword, dense])
-    assert [i for i, _ in supported(fused, {"keyword": keyword, "dense": dense}, THRESHOLD)] == [
-        "a",
-        "c",
-        "b",
-    ]
-    assert supported(keyword, {"keyword": keyword}, THRESHOLD) == keyword  # keyword: no cut
-    assert supported(dense, {"dense": dense}, THRESHOLD) == [("c", 0.6)]  # dense: cosine only
-    assert supported(dense, {"dense": dense}, 0.9) == []  # nothing left: no answer
-
-
-# -- fusing what the arms support -------------------------------------------------------------
-@given(arms(), st.sampled_from(sorted(FUSIONS)), st.floats(-1.0, 1.0))
-def test_fusing_supported_candidates_keeps_every_candidate_and_ranks_support_first(
-    both: dict[str, Scored], fusion: str, threshold: float
-) -> None:
-    fused = fuse_supported(FUSIONS[fusion], both, threshold)
-    items = [item for item, _ in fused]
-    assert sorted(items) == sorted({i for i, _ in both["keyword"]} | {i for i, _ in both["dense"]})
-    found = {item for item, _ in both["keyword"]}
-    dense = dict(both["dense"])
-    backed = [item in found or dense[item] >= threshold for item in items]
-    assert backed == sorted(backed, reverse=True)  # every supported candidate first
-    assert fuse_supported(FUSIONS[fusion], both, threshold) == fused  # deterministic
-    # The floor then cuts exactly the unsupported tail.
-    assert supported(fused, both, threshold) == fused[: sum(backed)]
-
-
-@given(arms(), st.sampled_from(sorted(FUSIONS)))
-def test_without_a_floor_fusing_supported_candidates_is_the_plain_fusion(
-    both: dict[str, Scored], fusion: str
-) -> None:
-    plain = FUSIONS[fusion]([both["dense"], both["keyword"]])
-    assert fuse_supported(FUSIONS[fusion], both, NO_FLOOR) == plain
-
-
-def test_a_dense_rank_under_the_floor_lifts_no_keyword_match() -> None:
-    """The small-base case: 'I can't log in because I lost my credentials'. The keyword arm
-    matches the lost-badge page by 'lost'; the dense arm ranks it third at 0.30 (under the
-    floor) and the accounts page first at 0.60. Before, consensus put the badge page first."""
-    both = {
-        "keyword": [("badges", 1.8)],
-        "dense": [("accounts", 0.60), ("auth", 0.31), ("badges", 0.30), ("outage", 0.18)],
-    }
-    fused = fuse_supported(FUSIONS["rrf"], both, THRESHOLD)
-    assert [item for item, _ in fused] == ["accounts", "badges", "auth", "outage"]
-    assert [item for item, _ in supported(fused, both, THRESHOLD)] == ["accounts", "badges"]
-    plain = [item for item, _ in FUSIONS["rrf"]([both["keyword"], both["dense"]])]
-    assert plain[0] == "badges"  # what plain fusion of every dense rank does

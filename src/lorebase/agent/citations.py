@@ -11,13 +11,22 @@ import threading
 from dataclasses import dataclass
 
 from lorebase.agent.fence import for_terminal, one_line
-from lorebase.types import Provenance
+from lorebase.types import CITATION_SEPARATOR, Position, Provenance
 
 
 def terminal_citation(provenance: Provenance) -> str:
     """:meth:`Provenance.citation`, safe to print: document-controlled parts are single lines
     without control characters, escape sequences or bidi overrides."""
     return for_terminal(provenance.citation(one_line))
+
+
+def terminal_place(position: Position) -> str:
+    """Where in its document a passage stands, ``heading › subheading (line 12)``, safe to
+    print: for a passage listed under its document's hit (the path said once, above it)."""
+    trail = CITATION_SEPARATOR.join(part for part in map(one_line, position.trail) if part)
+    where = position.location
+    text = f"{trail} ({where})" if trail and where else trail or where
+    return for_terminal(text) or "elsewhere in the document"
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,11 +108,12 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "search_knowledge_base",
         "Search the knowledge bases for passages relevant to a query (keyword and semantic "
-        "search, fused). Each passage carries a citation number [n], its path, headings, page "
-        "or line, and the knowledge_base, document_id and chunk_id to read more with "
-        "read_document or read_surrounding_chunks. When nothing relevant is found the result "
-        "says no_answer: true and has no passages: then do not answer from the knowledge "
-        "base." + UNTRUSTED,
+        "search, fused). One result per document: its best passage, and the document's other "
+        "matching passages as short snippets. Each passage carries a citation number [n], its "
+        "path, headings, page or line, and the knowledge_base, document_id and chunk_id to "
+        "read more with read_document or read_surrounding_chunks. When nothing relevant is "
+        "found the result says no_answer: true and has no passages: then do not answer from "
+        "the knowledge base." + UNTRUSTED,
         _object(
             {
                 "query": _QUERY,
@@ -120,7 +121,20 @@ SPECS: tuple[ToolSpec, ...] = (
                     _KB | {"description": "Search only this knowledge base (default: all)."}
                 ),
                 "top_k": _optional(
-                    _integer("How many passages to return.", 1, DEFAULT_TOP_K, MAX_TOP_K)
+                    _integer(
+                        "How many documents to return (passages with collapse: false).",
+                        1,
+                        DEFAULT_TOP_K,
+                        MAX_TOP_K,
+                    )
+                ),
+                "collapse": _optional(
+                    {
+                        "type": "boolean",
+                        "default": True,
+                        "description": "One result per document (default true); false: every "
+                        "matching passage a result of its own.",
+                    }
                 ),
                 "mode": _optional(_MODE),
                 "document_id": _optional(
@@ -227,6 +241,8 @@ def _check(name: str, rule: Mapping[str, Any], value: Any) -> str | None:
         if (low is not None and value < low) or (high is not None and value > high):
             return f"{name} must be an integer{_bounds(rule)}"
         return None
+    if "boolean" in kinds:
+        return None if isinstance(value, bool) else f"{name} must be true or false"
     if not isinstance(value, str):
         return f"{name} must be a string"
     if "enum" in rule and value not in rule["enum"]:

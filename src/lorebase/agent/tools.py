@@ -201,6 +201,7 @@ class ToolBox:
             path_prefix=args["path_prefix"],
             language=args["language"],
             rerank=self.lb.reranker is not None,  # an agent reads few hits: give it the best
+            collapse=args["collapse"],
         )
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
@@ -210,10 +211,20 @@ class ToolBox:
             )
             kind = hit.provenance.content_kind
             found = {"rank": rank, "content_kind": kind} | _score(hit)
-            hits.append(_ids(source) | _where(source) | found | {"content": block})
             blocks.append(f"{_trusted_line(source)}\n{block}")
             sources.append(source)
-        summary = f"{_count(len(hits), 'passage')} ({response.mode.value} search)."
+            passages = [self._passage(passage, source, fence) for passage in hit.passages]
+            for other, _, shown in passages:
+                blocks.append(shown)
+                sources.append(other)
+            hits.append(
+                _ids(source)
+                | _where(source)
+                | found
+                | {"content": block, "passages": [structured for _, structured, _ in passages]}
+            )
+        documents = "passage" if not args["collapse"] else "document"
+        summary = f"{_count(len(hits), documents)} ({response.mode.value} search)."
         if response.no_answer:
             summary += " " + NO_ANSWER
         else:
@@ -230,6 +241,24 @@ class ToolBox:
         }
         text = "\n\n".join([fence.notice, summary, *blocks])
         return ToolResult("search_knowledge_base", structured, text, tuple(sources))
+
+    def _passage(
+        self, passage: Hit, document: Citation, fence: Fence
+    ) -> tuple[Citation, dict[str, Any], str]:
+        """Another matching passage of a hit's document: its source, its structured form and
+        its text block, a fenced snippet (the whole passage is a read away)."""
+        source = self._register(passage.chunk_id, passage.provenance)
+        snippet = fence.block(
+            passage.snippet,
+            attributes={"id": source.number},
+            header=[("headings", CITATION_SEPARATOR.join(passage.provenance.trail))],
+        )
+        structured = _ids(source) | _where(source) | _score(passage) | {"snippet": snippet}
+        shown = (
+            f"{_trusted_line(source)} · another passage of [{document.number}]'s document "
+            f"(a snippet; read_surrounding_chunks gives it whole)\n{snippet}"
+        )
+        return source, structured, shown
 
     def _read_document(self, args: dict[str, Any], fence: Fence) -> ToolResult:
         kb = self._kb(args["knowledge_base"])

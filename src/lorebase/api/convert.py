@@ -81,6 +81,16 @@ def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
             "scores": hit.scores,
             "before": hit.before,
             "after": hit.after,
+            "passages": [
+                {f.name: getattr(p.provenance, f.name) for f in fields(p.provenance)}
+                | {
+                    "chunk_id": p.chunk_id,
+                    "snippet": p.snippet,
+                    "citation": replace(p.provenance, path=provenance.path).citation(),
+                    "scores": p.scores,
+                }
+                for p in hit.passages
+            ],
         },
         from_attributes=True,
     )

@@ -149,18 +149,27 @@ class SearchIn(Strict):
         description="Only source files in this language (`python`; case-insensitive): every "
         "passage of the document is code in it.",
     )
+    collapse: bool = Field(
+        True,
+        description="One hit per document (the default): its best passage, with the "
+        "document's other matching passages in `passages`; `top_k` counts documents. False: "
+        "every matching passage a hit of its own.",
+    )
 
 
 class StepScoreOut(BaseModel):
     score: float
-    rank: int
+    rank: int | None = Field(
+        description="From 1; null for a dense score read to fuse a passage the dense arm did "
+        "not return among its candidates."
+    )
 
 
 SCORES_DESCRIPTION = (
     "The hit's score and rank (from 1) in each step that saw it, keyed by step: `keyword` "
-    "(BM25, higher is better, unbounded), `dense` (cosine similarity, -1 to 1), `fused` (the "
-    "fusion's score, e.g. reciprocal rank fusion ~0.03), `rerank` (the reranker's own scale). "
-    "A score compares only with scores of the same step."
+    "(BM25, higher is better, unbounded), `dense` (cosine similarity, -1 to 1), `fused` (both "
+    "arms combined, 0 to 1), `rerank` (the reranker's own scale). A score compares only with "
+    "scores of the same step."
 )
 
 
@@ -168,6 +177,22 @@ class NeighborOut(BaseModel):
     chunk_id: str
     ordinal: int
     text: str
+
+
+class PassageOut(BaseModel):
+    """Another matching passage of a hit's document: where it stands, a snippet, scores."""
+
+    chunk_id: str
+    trail: list[str]
+    page: int | None
+    page_end: int | None
+    line: int | None
+    start: int
+    end: int
+    content_kind: str
+    snippet: str
+    citation: str
+    scores: dict[str, StepScoreOut] = Field(description=SCORES_DESCRIPTION)
 
 
 class HitOut(BaseModel):
@@ -193,6 +218,11 @@ class HitOut(BaseModel):
     scores: dict[str, StepScoreOut] = Field(description=SCORES_DESCRIPTION)
     before: list[NeighborOut]
     after: list[NeighborOut]
+    passages: list[PassageOut] = Field(
+        default_factory=list,
+        description="The document's other matching passages, best first (at most 5; empty "
+        "with `collapse: false`).",
+    )
 
 
 class SearchOut(BaseModel):

@@ -18,6 +18,7 @@ from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
 from lorebase.search.query import MAX_TOP_K, Mode
 
 if TYPE_CHECKING:
+    from lorebase.eval.runner import Half
     from lorebase.ingest.pipeline import Progress as IngestProgress
 
 SOURCE_HELP = (
@@ -33,18 +34,22 @@ EVALS_HELP = "An evals.jsonl file for --kb (one question a line)."
 MODE_HELP = "keyword, dense or hybrid; repeat for several (default all three)."
 K_HELP = "Documents looked at by recall@k and precision@k; repeatable (default 10)."
 THRESHOLD_HELP = (
-    "The relevance floor's cosine for this run: a hit the keyword arm did not find and whose "
-    "dense score is under it is cut, and a question left with no hit is answered 'nothing "
-    f"found' (default: the search's own, {DEFAULT_NO_ANSWER_THRESHOLD} or "
-    "LOREBASE_NO_ANSWER_THRESHOLD)."
+    "The relevance floor's cosine for this run: a hit whose keyword match is too weak and "
+    "whose dense score is under it is cut, and a question left with no hit is answered "
+    f"'nothing found' (default: the base's model's own, {DEFAULT_NO_ANSWER_THRESHOLD} for the "
+    "bundled one or LOREBASE_NO_ANSWER_THRESHOLD)."
 )
 RERANK_HELP = (
     "Let the reranker reorder every search (see --reranker); the result says how often its "
     "gate skipped it and the time that saved."
 )
-FLOOR_HELP = (
-    "Measure ranking on the answers as search gives them (the relevance floor applied) instead "
-    "of on the whole ranking; a question the floor leaves without hits scores 0."
+HALF_HELP = (
+    "Ask only half of the questions, a or b (a stable hash of each question's id): choose a "
+    "change on one half, confirm it on the other."
+)
+OFF_TOPIC_HELP = (
+    "A file of questions the base cannot answer (a BEIR queries.jsonl, or an evals.jsonl), "
+    "asked as unanswerable ones: how often each mode says 'nothing relevant' to them."
 )
 LAST_HELP = "Show the last stored result of --kb; run nothing."
 DETAILS_HELP = "With --json: every question's ranked documents and scores."
@@ -64,7 +69,10 @@ def evaluate(
         float | None,
         typer.Option("--no-answer-threshold", help=THRESHOLD_HELP, show_default=False),
     ] = None,
-    floor: Annotated[bool, typer.Option("--floor", help=FLOOR_HELP)] = False,
+    half: Annotated[str | None, typer.Option("--half", help=HALF_HELP, show_default=False)] = None,
+    off_topic: Annotated[
+        Path | None, typer.Option("--off-topic", help=OFF_TOPIC_HELP, show_default=False)
+    ] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels file to use.")] = "test",
     last: Annotated[bool, typer.Option("--last", help=LAST_HELP)] = False,
     details: Annotated[bool, typer.Option("--details", help=DETAILS_HELP)] = False,
@@ -74,9 +82,12 @@ def evaluate(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Measure retrieval quality: recall@k, precision@k, MRR@10, nDCG@10, no-answer accuracy,
-    citation coverage and query latency per mode (with --rerank, how often the reranker ran
-    and the time its gate saved). The result is kept as the knowledge base's last one (see
+    """Measure retrieval quality as users get it (the 10 hits of a search, one per document):
+    recall@k, precision@k, MRR@10, nDCG@10 per mode, beside baselines from the same arms
+    (each arm alone, plain document-level RRF); how often each mode says 'nothing relevant'
+    to unanswerable questions and how often the floor costs an answerable one its relevant
+    documents; citation coverage and latency (with --rerank, how often the reranker ran and
+    the time its gate saved). The result is kept as the knowledge base's last one (see
     --last)."""
     from lorebase.eval import runner, tasks
 
@@ -87,8 +98,8 @@ def evaluate(
         modes=tuple(mode or runner.ALL_MODES),
         ks=tuple(k or runner.DEFAULT_KS),
         no_answer_threshold=no_answer_threshold,
-        floor=floor,
         rerank=rerank,
+        half=_half(half),
     )
     console = Console(stderr=True)
     with (
@@ -122,11 +133,23 @@ def evaluate(
             config=config,
             on_progress=on_progress,
             on_question=on_question,
+            off_topic=off_topic,
         )
     if as_json:
         render.print_json(Console(), result.to_json(details=details))
         return
     print_result(Console(), result.to_json())
+
+
+def _half(half: str | None) -> Half | None:
+    from lorebase.eval.runner import HALVES
+
+    if half is None:
+        return None
+    for choice in HALVES:
+        if half == choice:
+            return choice
+    raise InvalidInput("--half takes a or b")
 
 
 def _show_last(ctx: typer.Context, kb: str | None, as_json: bool) -> None:
@@ -159,8 +182,12 @@ def _label(name: str) -> str:
     return f"{metric}@{k}"
 
 
+BASELINE_LABELS = {"keyword": "keyword arm", "dense": "dense arm", "rrf": "plain RRF"}
+
+
 def print_result(console: Console, result: dict[str, Any]) -> None:
-    """One column per mode, one row per measure (narrow terminals keep every figure)."""
+    """One column per mode and per baseline, one row per measure (narrow terminals keep
+    every figure)."""
     from lorebase.eval.runner import metric_names
 
     index = result.get("index")
@@ -168,6 +195,8 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
         f"{result['dataset']} · kb {result['kb']} · {result['questions']} questions "
         f"({result['unanswerable']} unanswerable) · {result['documents']} documents"
     )
+    if result["config"].get("half"):
+        head += f" · half {result['config']['half']}"
     console.print(Text(head, style="bold"))
     if index:
         console.print(
@@ -179,27 +208,49 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
             )
         )
     modes = result["modes"]
+    baselines = result.get("baselines") or {}
     table = Table(title_justify="left")
     table.add_column("measure")
     for mode in modes:
         answered = " (by keyword)" if mode["answered_by"] != mode["mode"] else ""
         table.add_column(mode["mode"] + answered, justify="right")
+    for label in baselines:
+        table.add_column(BASELINE_LABELS.get(label, label), justify="right", style="dim")
     for name in metric_names(result["config"]["ks"]):
-        table.add_row(_label(name), *(_number(m["metrics"][name]) for m in modes))
-    table.add_row("no-answer accuracy", *(_gate(m["no_answer"]) for m in modes))
-    table.add_row("citation coverage", *(_number(m["citation_coverage"], 2) for m in modes))
+        table.add_row(
+            _label(name),
+            *(_number(m["metrics"][name]) for m in modes),
+            *(_number(b[name]) for b in baselines.values()),
+        )
+    blank = [""] * len(baselines)
+    table.add_row(
+        "no answer (unanswerable)",
+        *(_rate(m["no_answer"], "no_answer_rate", "unanswerable") for m in modes),
+        *blank,
+    )
+    table.add_row(
+        "lost relevant (answerable)",
+        *(_rate(m["no_answer"], "lost_rate", "answerable") for m in modes),
+        *blank,
+    )
+    table.add_row("citation coverage", *(_number(m["citation_coverage"], 2) for m in modes), *blank)
     for point in ("p50", "p95", "max"):
-        table.add_row(f"latency {point} ms", *(_number(m["latency_ms"][point], 1) for m in modes))
+        table.add_row(
+            f"latency {point} ms", *(_number(m["latency_ms"][point], 1) for m in modes), *blank
+        )
     reranked = [m.get("rerank") for m in modes]
     if any(reranked):
-        table.add_row("reranked", *(_rerank_counts(r) for r in reranked))
-        table.add_row("rerank ms (saved)", *(_rerank_time(r) for r in reranked))
+        table.add_row("reranked", *(_rerank_counts(r) for r in reranked), *blank)
+        table.add_row("rerank ms (saved)", *(_rerank_time(r) for r in reranked), *blank)
     console.print(table)
-    threshold = result["config"]["no_answer_threshold"]
+    top_k = result["config"].get("top_k", 10)
     console.print(
         Text(
-            "no-answer: share of unanswerable questions the search answered with nothing "
-            f"relevant (no hit the keyword arm found or at a cosine of at least {threshold}); "
+            f"modes: the {top_k} hits a search returns (one per document, the relevance floor "
+            "applied); baselines: the same hybrid searches' arms (their candidates by document), "
+            "each alone and fused by plain reciprocal rank fusion (k = 60). no answer: share of "
+            "unanswerable questions answered 'nothing relevant'; lost relevant: share of "
+            "answerable ones whose relevant documents in the first ten the floor all cut; "
             "citation coverage: share of hits citing path and page, line or heading",
             style="dim",
         )
@@ -217,8 +268,25 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
     for note in result.get("notes", []):
         console.print(Text(f"note: {note}", style="yellow"))
     for mode in modes:
-        for warning in mode["warnings"]:
-            console.print(Text(f"warning ({mode['mode']}): {warning}", style="yellow"))
+        for code, count in _counted(mode.get("notes")).items():
+            console.print(Text(f"note ({mode['mode']}): {code} for {count} questions", style="dim"))
+        for code, count in _counted(mode.get("warnings")).items():
+            console.print(
+                Text(f"warning ({mode['mode']}): {code} for {count} questions", style="yellow")
+            )
+
+
+def _counted(codes: dict[str, int] | list[str] | None) -> dict[str, int]:
+    """Codes with their question counts (a result stored before counts: each once)."""
+    if not codes:
+        return {}
+    return dict(codes) if isinstance(codes, dict) else dict.fromkeys(codes, 1)
+
+
+def _rate(no_answer: dict[str, Any] | None, key: str, of: str) -> str:
+    if not no_answer or no_answer.get(key) is None:
+        return "-"
+    return f"{no_answer[key]:.2f} of {no_answer[of]}"
 
 
 def _rerank_counts(summary: dict[str, Any] | None) -> str:
@@ -235,9 +303,3 @@ def _rerank_time(summary: dict[str, Any] | None) -> str:
         return "-"
     saved = summary["ms_saved"]
     return f"{summary['ms_spent']:.0f}" + ("" if saved is None else f" ({saved:.0f})")
-
-
-def _gate(no_answer: dict[str, Any] | None) -> str:
-    if not no_answer or no_answer["accuracy"] is None:
-        return "-"
-    return f"{no_answer['accuracy']:.2f} of {no_answer['unanswerable']}"

@@ -70,8 +70,22 @@ def search(
     ] = None,
     mode: Annotated[Mode, typer.Option(help="hybrid, keyword or dense.")] = Mode.HYBRID,
     top_k: Annotated[
-        int, typer.Option("--top-k", min=1, max=MAX_TOP_K, help="How many passages to show.")
+        int,
+        typer.Option(
+            "--top-k",
+            min=1,
+            max=MAX_TOP_K,
+            help="How many documents to show (with --passages: how many passages).",
+        ),
     ] = 10,
+    passages: Annotated[
+        bool,
+        typer.Option(
+            "--passages",
+            help="Every matching passage a hit of its own, instead of one hit per document "
+            "(its best passage, with its other matching passages listed under it).",
+        ),
+    ] = False,
     neighbors: Annotated[
         int, typer.Option(min=0, max=2, help="Also show this many chunks around each hit.")
     ] = 0,
@@ -103,11 +117,12 @@ def search(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Search knowledge bases: BM25 and vector search fused by reciprocal rank, each hit
-    with its citation (path › headings, page or line), its labelled score and a snippet. A
-    hit no query term matches and whose meaning is not close enough (cosine under
-    LOREBASE_NO_ANSWER_THRESHOLD, default 0.35) is left out; with none left the search says
-    "Nothing relevant found" (exit code 0). --path and --language narrow the candidates
+    """Search knowledge bases: BM25 and vector search fused into one ranking, one hit per
+    document (its best passage; its other matching passages listed under it), each with its
+    citation (path › headings, page or line), its labelled score and a snippet. A passage
+    that matches too little of the question and whose meaning is not close enough (cosine
+    under LOREBASE_NO_ANSWER_THRESHOLD, default 0.35) is left out; with none left the search
+    says "Nothing relevant found" (exit code 0). --path and --language narrow the candidates
     before ranking, so a filtered search still fills --top-k when it can."""
     with open_from(ctx, create=False) as lb:
         response = lb.search(
@@ -119,6 +134,7 @@ def search(
             rerank=rerank,
             path_prefix=path,
             language=language,
+            collapse=not passages,
         )
         payload = render.search_json(lb, response) if as_json else None
     console = render.console()

@@ -15,7 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from lorebase.agent.citations import terminal_citation
+from lorebase.agent.citations import terminal_citation, terminal_place
 from lorebase.embed.registry import Reachability, shown_name
 from lorebase.errors import reason_hint
 from lorebase.ingest.pipeline import IngestReport
@@ -31,11 +31,11 @@ NEIGHBOR_CHARS = 240  # as much of a neighbouring chunk as a snippet shows of a 
 # Not a terminal (a pipe, a file): lines as long as they are, so no path folds mid-name.
 UNWRAPPED_WIDTH = 10_000
 
-# What each search step's score is, and how a person reads it: the fused score is
-# reciprocal-rank fusion (~0.03), the keyword arm BM25 (~20, near 0 in a tiny base), the dense
-# arm cosine similarity (~0.4).
+# What each search step's score is, and how a person reads it: the fused score combines both
+# arms (0 to 1; ~0.03 with --fusion rrf), the keyword arm BM25 (~20, near 0 in a tiny base), the
+# dense arm cosine similarity (~0.4).
 SCORE_LABELS: dict[str, tuple[str, str]] = {
-    "fused": ("rrf", ".4f"),
+    "fused": ("fused", ".3f"),
     "keyword": ("bm25", ".3g"),
     "dense": ("cosine", ".2f"),
     "rerank": ("rerank", ".3g"),
@@ -279,6 +279,19 @@ def score_label(step: str, score: float) -> str:
     return f"{label} {score:{spec}}"
 
 
+def _passage_lines(hit: Hit) -> list[Text]:
+    """The document's other matching passages: how many, then each one's place and snippet."""
+    if not hit.passages:
+        return []
+    count = len(hit.passages)
+    lines = [Text(f"{count} more passage{'s' if count > 1 else ''} in this document:", style="dim")]
+    for passage in hit.passages:
+        where = terminal_place(passage.provenance)
+        flat = " ".join(passage.snippet.split())
+        lines.append(Text(f"· {where}: ", style="dim") + Text(flat))
+    return lines
+
+
 def _neighbor_lines(side: str, neighbors: Sequence[Neighbor], wanted: int) -> list[Text]:
     if not neighbors:
         edge = "start" if side == "before" else "end"
@@ -321,6 +334,7 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
                 *body,
                 *_neighbor_lines("after", hit.after, neighbors),
             ]
+        body += _passage_lines(hit)
         for index, text in enumerate(body):
             bottom = 1 if index == len(body) - 1 else 0
             out.print(Padding(text, (0, 0, bottom, 3), expand=False))

@@ -73,6 +73,9 @@ class Embedder(ABC):
     batch_size: int = DEFAULT_BATCH_SIZE
     # Whether the model answers over the network (a search holds it to a deadline).
     remote: bool = False
+    # The languages the model reads (ISO 639 codes); None: every language. A question in
+    # another language weighs little in its search (lorebase.languages, search/fusion.py).
+    languages: frozenset[str] | None = None
 
     @property
     @abstractmethod

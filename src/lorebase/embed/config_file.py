@@ -15,6 +15,7 @@
     timeout = 60
     batch_size = 32
     no_answer_threshold = 0.45
+    languages = ["en"]           # what the model reads (left out: every language)
 
     [embedders.bundled]          # the bundled model: only these two
     quantize = true
@@ -68,6 +69,7 @@ KEYS: dict[str, Key] = {
     "batch_size": Key(WHOLE, "a whole number", "batch_size = 32"),
     "no_answer_threshold": Key(NUMBER, "a cosine", "no_answer_threshold = 0.45"),
     "quantize": Key((bool,), "true or false", "quantize = true"),
+    "languages": Key((list,), "a list of ISO 639 codes", 'languages = ["en", "de"]'),
 }
 BUNDLED_KEYS = ("kind", "quantize", "no_answer_threshold")
 TOP_KEYS = ("default", "embedders")
@@ -161,6 +163,14 @@ def _config(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Em
         options["timeout"] = float(options["timeout"])
     if "no_answer_threshold" in options:
         options["no_answer_threshold"] = float(options["no_answer_threshold"])
+    if "languages" in options:
+        codes = options["languages"]
+        if not all(isinstance(code, str) for code in codes):
+            raise InvalidInput(
+                f"{where}, key 'languages': must be {KEYS['languages'].what}; write it like "
+                f"{KEYS['languages'].example}"
+            )
+        options["languages"] = tuple(codes)
     try:
         return EmbedderConfig(name=name, **options)
     except InvalidInput as error:

@@ -44,13 +44,17 @@ class FakeEmbedder(Embedder):
         unavailable: bool = False,
         hook: Hook | None = None,
         batch_size: int | None = None,
+        languages: frozenset[str] | None = None,
     ) -> None:
+        """``languages``: what it declares it reads (None: every language), to test how a
+        search weighs a model that cannot read a question."""
         if dim < 1:
             raise InvalidInput("dim must be at least 1")
         self.dim = dim
         self.model = model
         self.unavailable = unavailable
         self.hook = hook
+        self.languages = languages
         if batch_size is not None:
             if batch_size < 1:
                 raise InvalidInput("batch_size must be at least 1")

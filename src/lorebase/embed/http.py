@@ -55,12 +55,15 @@ class HttpEmbedder(Embedder):
         query_prefix: str | None = None,
         document_prefix: str | None = None,
         truncate: int | None = None,
+        languages: frozenset[str] | None = None,
         **transport: Unpack[Transport],
     ) -> None:
         """``dim``: the width the server returns (checked on every answer; learned from the
         first one when not given). ``query_prefix`` / ``document_prefix``: None uses the
-        table of known models. ``truncate``: keep the first N dimensions. ``transport``:
-        timeouts, retries and backoff (see :class:`JsonEndpoint`)."""
+        table of known models. ``truncate``: keep the first N dimensions. ``languages``: the
+        languages the model reads (None: every one). ``transport``: timeouts, retries and
+        backoff (see :class:`JsonEndpoint`)."""
+        self.languages = languages
         self.endpoint = JsonEndpoint(
             base_url,
             "embeddings",

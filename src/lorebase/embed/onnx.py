@@ -111,7 +111,10 @@ core stays free for the keyword arm. Documents (batches) keep every thread."""
 
 
 class OnnxEmbedder(Embedder):
-    """all-MiniLM-L6-v2 via onnxruntime: mean pooling over the attention mask, L2-normalised."""
+    """all-MiniLM-L6-v2 via onnxruntime: mean pooling over the attention mask, L2-normalised.
+    It was trained on English pairs only, so it declares English."""
+
+    languages = frozenset({"en"})
 
     def __init__(
         self,

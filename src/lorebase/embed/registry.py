@@ -92,7 +92,10 @@ def build_named(config: EmbedderConfig, cache_dir: Path) -> Embedder:
 
         assert config.dimensions is not None  # checked by EmbedderConfig
         model = config.model or f"fake-{config.name}"
-        return FakeEmbedder(config.dimensions, model=model, batch_size=config.batch_size)
+        languages = frozenset(config.languages) if config.languages is not None else None
+        return FakeEmbedder(
+            config.dimensions, model=model, batch_size=config.batch_size, languages=languages
+        )
     if config.kind == "http":
         missing_key(config)
         return http_embedder(config, read_timeout=config.timeout)
@@ -123,6 +126,7 @@ def http_embedder(config: EmbedderConfig, **transport: Unpack[Transport]) -> Htt
         truncate=config.truncate,
         query_prefix=config.query_prefix,
         document_prefix=config.document_prefix,
+        languages=frozenset(config.languages) if config.languages is not None else None,
         **batch,
         **transport,
     )

@@ -276,6 +276,29 @@ def load_evals(path: Path) -> list[Question]:
     return questions
 
 
+OFF_TOPIC_PREFIX = "off-topic:"
+"""Starts the id of every question :func:`load_off_topic` reads (ids never clash)."""
+
+
+def load_off_topic(path: Path) -> list[Question]:
+    """Questions a knowledge base cannot answer, from a JSON Lines file of questions: a BEIR
+    ``queries.jsonl`` (``{"_id", "text"}``) or an ``evals.jsonl`` (``{"question"}``), each
+    unanswerable whatever the file says. What ``no_answer`` is measured on (say, another
+    collection's questions, about other subjects)."""
+    questions = []
+    for number, record in enumerate(read_jsonl(path), start=1):
+        text = record.get("text", record.get("question"))
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput(
+                f'{path.name} line {number}: needs a non-empty "text" (BEIR) or "question"'
+            )
+        question_id = str(record.get("_id", record.get("id", f"q{number}")))
+        questions.append(Question(OFF_TOPIC_PREFIX + question_id, text.strip(), {}, False))
+    if not questions:
+        raise InvalidInput(f"{path} holds no questions")
+    return questions
+
+
 def resolve_documents(
     questions: list[Question], stored: set[str], prefix: str | None
 ) -> tuple[list[Question], list[str]]:

@@ -36,6 +36,7 @@ from lorebase.eval.datasets import (
     evals_file,
     is_beir,
     load_evals,
+    load_off_topic,
     materialize,
     resolve_documents,
     slug,
@@ -177,10 +178,13 @@ def evaluate(
     on_progress: Callable[[Progress], None] | None = None,
     on_question: Callable[[str, int, int], None] | None = None,
     save: bool = True,
+    off_topic: Path | None = None,
 ) -> EvalResult:
     """Prepare the task ``source``/``kb``/``evals`` describe, run it and keep the result. A
     folder is indexed and evaluated in its own data directory (:func:`eval_home`), an existing
-    base (``kb`` with ``evals``) in ``lb``."""
+    base (``kb`` with ``evals``) in ``lb``. ``off_topic``: a file of questions the base cannot
+    answer (:func:`~lorebase.eval.datasets.load_off_topic`), asked as unanswerable ones."""
+    extra = tuple(load_off_topic(off_topic)) if off_topic is not None else ()
     if source is not None:
         if not source.is_dir():
             raise NotFound(f"{source} is not a folder; give a BEIR folder or a source folder")
@@ -202,14 +206,18 @@ def evaluate(
                 task = prepare_beir(own, source, kb=name, split=split, on_progress=on_progress)
             else:
                 task = prepare_folder(own, source, kb=name, on_progress=on_progress)
-            task = dataclasses.replace(task, notes=task.notes + notes)
+            task = dataclasses.replace(
+                task, notes=task.notes + notes, questions=task.questions + extra
+            )
             result = run_task(own, task, config, on_question)
             if save:
                 save_result(own.settings.data_dir, result)
         return result
     if kb is None or evals is None:
         raise InvalidInput("give a folder to evaluate, or --kb with --evals PATH")
-    result = run_task(lb, prepare_kb(lb, kb, evals), config, on_question)
+    task = prepare_kb(lb, kb, evals)
+    task = dataclasses.replace(task, questions=task.questions + extra)
+    result = run_task(lb, task, config, on_question)
     if save:
         save_result(lb.settings.data_dir, result)
     return result

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Literal
 
 from lorebase.errors import InvalidInput
-from lorebase.search.fusion import FUSIONS
+from lorebase.search.fusion import DEFAULT_FUSION, FUSIONS
 from lorebase.types import Provenance
 
 MAX_TOP_K = 100
@@ -44,7 +44,12 @@ class SearchRequest:
     the followed folder's label first), starts with it, case-sensitive. ``language``: only
     source files in that language (``python``; case-insensitive; every passage of the
     document is code in it, so a Markdown page with a fenced example is not one). Both
-    restrict the candidates before ranking, together with ``document_ids``."""
+    restrict the candidates before ranking, together with ``document_ids``.
+
+    ``collapse`` (the default): one hit per document, its best passage, with the document's
+    other matching passages attached (``Hit.passages``); ``top_k`` counts documents. False:
+    every passage a hit of its own. ``explain``: the response carries what each arm returned
+    and the fused order before the floor (:class:`Explanation`; evaluation)."""
 
     query: str
     knowledge_bases: tuple[str, ...] = ()
@@ -53,11 +58,13 @@ class SearchRequest:
     rerank: bool = False
     document_ids: tuple[str, ...] | None = None
     neighbors: int = 0
-    fusion: str = "rrf"
+    fusion: str = DEFAULT_FUSION
     kb_ids: tuple[int, ...] = ()
     no_answer_threshold: float | None = None
     path_prefix: str | None = None
     language: str | None = None
+    collapse: bool = True
+    explain: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
@@ -107,8 +114,11 @@ def _checked_language(language: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StepScore:
+    """A hit's score in one step and its rank there (from 1). A dense score with rank None
+    was read for fusion: the dense arm did not return that passage among its candidates."""
+
     score: float
-    rank: int
+    rank: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +130,9 @@ class Neighbor:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One cited passage with its provenance and its score in every step."""
+    """One cited passage with its provenance and its score in every step; with a collapsed
+    search, the best passage of its document, and the document's other matching passages
+    (``passages``, best first, each a hit without passages of its own)."""
 
     chunk_id: str
     provenance: Provenance
@@ -129,6 +141,7 @@ class Hit:
     scores: dict[str, StepScore]
     before: tuple[Neighbor, ...] = ()
     after: tuple[Neighbor, ...] = ()
+    passages: tuple[Hit, ...] = ()
 
     @property
     def best_step(self) -> str:
@@ -143,6 +156,27 @@ class Hit:
     def best_score(self) -> StepScore:
         """The score of :attr:`best_step` (each step has its own scale)."""
         return self.scores[self.best_step]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One passage an arm returned (or the fusion ordered), with its document and score."""
+
+    chunk_id: str
+    document_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """How a search ranked, for evaluation: each arm's candidates as it returned them (best
+    first; the dense arm merged over models), the fused order of every candidate before the
+    relevance floor, and the candidates the floor kept, in that order."""
+
+    keyword: tuple[Candidate, ...] = ()
+    dense: tuple[Candidate, ...] = ()
+    fused: tuple[Candidate, ...] = ()
+    supported: tuple[Candidate, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +199,7 @@ class SearchResponse:
     notes: list[str] = field(default_factory=list)
     rerank: RerankStatus | None = None
     identities: dict[int, str] = field(default_factory=dict)
+    explanation: Explanation | None = None
 
     @property
     def no_answer(self) -> bool:

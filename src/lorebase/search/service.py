@@ -1,13 +1,14 @@
-"""The search flow: embed the query while BM25 runs, fuse, cut what no arm supports, rerank
-if asked, hydrate, expand, cite.
+"""The search flow: embed the query while BM25 runs, fill in the missing scores, fuse, cut what
+no arm supports, rerank if asked, collapse by document, hydrate, expand, cite.
 
 Both arms are scoped to the same knowledge bases and return the same number of candidates.
-Bases embedded with different models (see :mod:`lorebase.embed.registry`) are searched
-together: the query is embedded once per embedding identity, each identity's bases give a
-dense ranking held to that model's own relevance floor, and the rankings are merged into one
-dense arm (:func:`~lorebase.search.floor.merge_dense`). When an embedder cannot answer, the
-bases it serves are searched by keyword only and the response's warnings name it; the search
-never fails for that. Likewise the reranker (see :mod:`lorebase.search.reranking`).
+The dense arm (:mod:`lorebase.search.dense_arm`) embeds the query once per embedding model and
+gives every candidate of either arm its cosine; fusion (:mod:`lorebase.search.fusion`) combines
+both arms' scores; the relevance floor (:mod:`lorebase.search.floor`) cuts what neither
+supports; a document counts once, by its best passage (:mod:`lorebase.search.collapse`). When
+an embedder cannot answer, the bases it serves are searched by keyword only and the response's
+warnings name it; the search never fails for that. Likewise the reranker (see
+:mod:`lorebase.search.reranking`).
 """
 
 from __future__ import annotations
@@ -15,20 +16,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-import numpy as np
-
-from lorebase.embed.base import Embedder, EmbedderIdentity
-from lorebase.embed.registry import Embedders, kb_embedders, shown_name
-from lorebase.errors import LorebaseError, NotFound, Unavailable
+from lorebase.embed.base import Embedder
+from lorebase.embed.registry import Embedders
+from lorebase.errors import NotFound
+from lorebase.languages import LanguageDetector
 from lorebase.rerank.base import Reranker
-from lorebase.search.floor import Threshold, fuse_supported, merge_dense, supported
-from lorebase.search.fusion import FUSIONS, Scored
+from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, collapsed, without_repeats
+from lorebase.search.dense_arm import DenseArm, DenseResult
+from lorebase.search.floor import supported
+from lorebase.search.fusion import FUSIONS, Arms, Scored
 from lorebase.search.gate import rerank_depth
+from lorebase.search.hydrate import Hydrated, Steps, explained
 from lorebase.search.query import (
     Hit,
     Mode,
@@ -36,17 +38,17 @@ from lorebase.search.query import (
     RerankStatus,
     SearchRequest,
     SearchResponse,
-    StepScore,
 )
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
 from lorebase.search.snippets import snippet
 from lorebase.settings import SearchSettings
-from lorebase.store.base import Catalogue, Chunks, KnowledgeBase, LexicalIndex, StoredChunk, Vectors
+from lorebase.store.base import Catalogue, Chunks, KnowledgeBase, LexicalIndex, Vectors
 
-# Each arm returns this many candidates, or 3 x top_k when that is more.
-CANDIDATES = 50
+# Each arm returns this many candidates, or 3 x top_k when that is more (the eval's baselines
+# read each arm at this depth: the same lists the fusion saw).
+CANDIDATES = 100
 CANDIDATES_PER_RESULT = 3
-# Documents repeat passages (boilerplate, copied sections); a result list shows each once.
+# Documents repeat passages (boilerplate, copied files); a result list shows each once.
 DUPLICATE_SLACK = 10
 # Keyword arms that may run at once (each reads on its own connection): concurrent searches
 # of a server overlap instead of queueing behind one thread.
@@ -63,27 +65,13 @@ class SearchableStore(Catalogue, LexicalIndex, Vectors, Chunks, Protocol):
     """The roles a search reads: the bases, both arms, and the chunks they hydrate."""
 
 
-@dataclass(slots=True)
-class _Dense:
-    """The dense arm of one search: the merged ranking, the threshold its candidates are held
-    to, the identity each base's ranking came from, and the bases searched by keyword only
-    (their embedder did not answer)."""
+@dataclass(frozen=True, slots=True)
+class _Keyword:
+    """The keyword arm of one search: its ranking and the query's ceiling (the most a chunk
+    could score, what keyword support is judged against)."""
 
-    ranking: Scored | None = None
-    threshold: Threshold = 0.0
-    identities: dict[int, str] = field(default_factory=dict)
-    keyword_only: list[int] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Model:
-    """One embedding identity a search embedded the query with, and the bases it answers
-    for."""
-
-    identity: EmbedderIdentity
-    vector: np.ndarray
-    threshold: float
-    kbs: list[KnowledgeBase] = field(default_factory=list)
+    ranking: Scored
+    ceiling: float
 
 
 class SearchService:
@@ -93,9 +81,11 @@ class SearchService:
         embedders: Embedders | Embedder | None,
         reranker: Reranker | None = None,
         settings: SearchSettings | None = None,
+        languages: LanguageDetector | None = None,
     ) -> None:
         """``embedders``: the named embedders (each base's own), or one embedder for every
-        base (None: keyword only)."""
+        base (None: keyword only). ``languages``: the question's language detector (one is
+        made when not given)."""
         self.store = store
         self.embedders = (
             embedders
@@ -113,6 +103,7 @@ class SearchService:
         self._embed_pool = ThreadPoolExecutor(
             max_workers=EMBED_THREADS, thread_name_prefix="lorebase-embed"
         )
+        self.dense = DenseArm(store, self.embedders, self.settings, self._embed_pool, languages)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -130,87 +121,126 @@ class SearchService:
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * request.top_k)
         documents = self._documents(request, kb_ids)
 
-        keyword: Future[Scored] | None = None
+        keyword: Future[_Keyword] | None = None
         if request.mode in (Mode.HYBRID, Mode.KEYWORD):
-            keyword = self._pool.submit(
-                _timed,
-                timings,
-                "keyword",
-                lambda: self.store.keyword_search(kb_ids, request.query, limit, documents),
-            )
-        dense = _Dense()
+            keyword = self._keyword(kb_ids, request.query, limit, documents, timings)
+        dense = DenseResult()
         if request.mode in (Mode.HYBRID, Mode.DENSE):
-            dense = self._dense(request, kbs, limit, documents, timings, warnings)
-            notes += _reembedding(kbs, set(dense.keyword_only))
+            dense = self.dense.search(request.query, kbs, limit, documents, timings, warnings)
+            notes += _reembedding(kbs, set(dense.keyword_only)) + dense.unread
             if keyword is None and (dense.ranking is None or dense.keyword_only):
                 # Dense only, and some bases' (or every base's) embedder could not answer:
                 # those bases answer by keyword.
                 by_keyword = kb_ids if dense.ranking is None else dense.keyword_only
-                keyword = self._pool.submit(
-                    _timed,
-                    timings,
-                    "keyword",
-                    lambda: self.store.keyword_search(by_keyword, request.query, limit, documents),
-                )
-        arms: dict[str, Scored] = {}
-        if keyword is not None:
-            arms["keyword"] = keyword.result()
-        if dense.ranking is not None:
-            arms["dense"] = dense.ranking
+                keyword = self._keyword(by_keyword, request.query, limit, documents, timings)
+        lexical = keyword.result() if keyword is not None else None
 
         fuse_started = time.perf_counter()
+        both = lexical is not None and dense.ranking is not None
+        if both:
+            assert lexical is not None
+            self.dense.complete(dense, lexical.ranking, timings)
+        arms = Arms(
+            keyword=lexical.ranking if lexical is not None else [],
+            dense=dense.ranking or [],
+            evidence=dense.evidence if both else {},
+        )
+        fused = FUSIONS[request.fusion](arms) if both else arms.keyword or arms.dense
         floor = request.no_answer_threshold
-        threshold = dense.threshold if floor is None else floor
-        if len(arms) > 1:
-            fused = fuse_supported(FUSIONS[request.fusion], arms, threshold)
-        else:
-            fused = next(iter(arms.values()), [])
-        fused = supported(fused, arms, threshold)
-        # Some extra candidates so that collapsing repeated passages still fills top_k.
-        depth = request.top_k + DUPLICATE_SLACK
-        reranker = self.reranker if request.rerank else None
-        rerank_status: RerankStatus | None = None
-        if request.rerank and reranker is None:
-            rerank_status = UNAVAILABLE
-            warnings.append(NOT_CONFIGURED)
-        reread = rerank_depth(request.top_k)
-        top = fused[: max(depth, reread) if reranker is not None else depth]
+        ceiling = lexical.ceiling if lexical is not None else None
+        if lexical is not None and self._unread_but_spoken(kb_ids, lexical.ranking, dense):
+            ceiling = None  # any keyword match supports (see lorebase.search.floor)
+        kept = supported(
+            fused,
+            dict(arms.keyword),
+            ceiling,
+            dense.cosines,
+            dense.threshold if floor is None else floor,
+        )
         timings["fuse"] = _ms(fuse_started)
 
         hydrate_started = time.perf_counter()
-        hits = _without_repeats(self._candidates(kb_ids, top, arms))
-        hydrate_ms = _ms(hydrate_started)
-        if reranker is not None:
+        steps = Steps(arms.keyword, arms.dense, dense.cosines, kept if both else None)
+        pool = Hydrated(self.store, kb_ids, steps)
+        order = [item for item, _ in kept]
+        document_of = (
+            self.store.chunk_documents(kb_ids, [item for item, _ in fused])
+            if request.collapse or request.explain
+            else {}
+        )
+        rerank_status: RerankStatus | None = None
+        if request.rerank and self.reranker is None:
+            rerank_status = UNAVAILABLE
+            warnings.append(NOT_CONFIGURED)
+        elif request.rerank and self.reranker is not None:
+            reread = rerank_depth(request.top_k)
             outcome = rerank_hits(
-                reranker,
+                self.reranker,
                 self._rerank_pool,
                 self.settings.rerank_deadline,
                 request.query,
-                hits,
+                pool.hits(order[:reread]),
                 reread,
-                arms,
+                {name: r for name, r in (("keyword", arms.keyword), ("dense", arms.dense)) if r},
             )
-            hits, rerank_status = outcome.hits, outcome.status
+            rerank_status = outcome.status
+            pool.adopt(outcome.hits)
+            moved = [hit.chunk_id for hit in outcome.hits]
+            order = moved + [item for item in order if item not in set(moved)]
             if outcome.ms is not None:
                 timings["rerank"] = outcome.ms
             if outcome.message is not None:
                 (warnings if outcome.warning else notes).append(outcome.message)
-        finish_started = time.perf_counter()
-        hits = self._finished(kb_ids, request, hits)
-        timings["hydrate"] = round(hydrate_ms + _ms(finish_started), 3)
+        depth = request.top_k + DUPLICATE_SLACK
+        if request.collapse:
+            groups = by_document(order, document_of)[:depth]
+            wanted = [item for group in groups for item in group[: PASSAGES_PER_HIT + 1]]
+            hits = collapsed(groups, pool.by_id(wanted))
+        else:
+            hits = pool.hits(order[:depth])
+        hits = self._finished(kb_ids, request, without_repeats(hits))
+        timings["hydrate"] = round(_ms(hydrate_started) - timings.get("rerank", 0.0), 3)
         timings["total"] = _ms(started)
-        mode = request.mode if "dense" in arms or request.mode is Mode.KEYWORD else Mode.KEYWORD
+        answered = dense.ranking is not None or request.mode is Mode.KEYWORD
         return SearchResponse(
             hits=hits,
-            mode=mode,
+            mode=request.mode if answered else Mode.KEYWORD,
             timings_ms=timings,
             warnings=warnings,
             notes=notes,
             rerank=rerank_status,
             identities=dense.identities,
+            explanation=explained(arms, fused, kept, document_of) if request.explain else None,
         )
 
     # -- steps -------------------------------------------------------------------------------
+    def _keyword(
+        self,
+        kb_ids: list[int],
+        query: str,
+        limit: int,
+        documents: list[str] | None,
+        timings: dict[str, float],
+    ) -> Future[_Keyword]:
+        """The keyword arm on its own thread (it overlaps embedding the query)."""
+
+        def run() -> _Keyword:
+            ranking = self.store.keyword_search(kb_ids, query, limit, documents)
+            ceiling = self.store.keyword_ceiling(kb_ids, query) if ranking else 0.0
+            return _Keyword(ranking, ceiling)
+
+        return self._pool.submit(_timed, timings, "keyword", run)
+
+    def _unread_but_spoken(self, kb_ids: list[int], keyword: Scored, dense: DenseResult) -> bool:
+        """Whether no model searched reads the question while the base speaks its language:
+        the best keyword passage is in the question's language."""
+        if dense.reads_question or dense.language is None or not keyword:
+            return False
+        best = self.store.get_chunks(kb_ids, [keyword[0][0]])
+        if not best:
+            return False
+        return self.dense.languages.detect(best[0].text).language == dense.language.language
+
     def _knowledge_bases(self, request: SearchRequest) -> list[KnowledgeBase]:
         if request.kb_ids:
             ids = dict.fromkeys(request.kb_ids)
@@ -237,221 +267,18 @@ class SearchService:
         allowed = set(matching)
         return [document for document in documents if document in allowed]
 
-    def _dense(
-        self,
-        request: SearchRequest,
-        kbs: list[KnowledgeBase],
-        limit: int,
-        documents: list[str] | None,
-        timings: dict[str, float],
-        warnings: list[str],
-    ) -> _Dense:
-        """The dense arm over ``kbs``: each identity's bases searched with its query vector,
-        the rankings merged (one identity: its ranking as it is). A base whose embedder does
-        not answer, or that was indexed with another model than the one it names, answers by
-        keyword only (``keyword_only``), with a warning."""
-        out = _Dense(threshold=self.settings.no_answer_threshold)
-        models = self._models(request.query, kbs, out, timings, warnings)
-        stale = [
-            kb
-            for key, model in models.items()
-            for kb in model.kbs
-            if kb.identity_key not in (None, key)
-        ]
-        moving = [kb.name for kb in stale if kb.embedder_next is not None]
-        if moving:  # re-embedded after its model's configuration changed: no old model to ask
-            warnings.append(
-                "embedding_identity_mismatch: knowledge bases whose embedder now makes other "
-                f"vectors answered by keyword only until their re-embed is done: "
-                f"{', '.join(moving)}"
-            )
-        fixed = [kb.name for kb in stale if kb.embedder_next is None]
-        if fixed:
-            warnings.append(
-                "embedding_identity_mismatch: knowledge bases indexed with another model "
-                f"answered by keyword only: {', '.join(fixed)}; re-embed them (`lorebase kb "
-                "update NAME --embedder EMBEDDER --reembed`) or run `lorebase add` again"
-            )
-        out.keyword_only += [kb.id for kb in stale]
-        searched = {
-            key: [kb.id for kb in model.kbs if kb.identity_key == key]
-            for key, model in models.items()
-        }
-        searched = {key: ids for key, ids in searched.items() if ids}
-        if not searched:
-            # Nothing embedded yet: an empty dense arm, unless no base answers by vector.
-            out.ranking = [] if models and not stale else None
-            return out
-        waiting = self.store.count_keyword_only([i for ids in searched.values() for i in ids])
-        if waiting:
-            are = "document is" if waiting == 1 else "documents are"
-            warnings.append(
-                f"still_embedding: {waiting} {are} searchable by keyword only until their "
-                "vectors are written"
-            )
-        started = time.perf_counter()
-        rankings = []
-        for key, ids in searched.items():
-            model = models[key]
-            found = self.store.dense_search(ids, model.identity, model.vector, limit, documents)
-            rankings.append((found, model.threshold))
-            out.identities.update(dict.fromkeys(ids, key))
-        timings["dense"] = _ms(started)
-        if len(rankings) == 1:
-            out.ranking, out.threshold = rankings[0]
-        else:
-            out.ranking, out.threshold = merge_dense(rankings)
-        return out
-
-    def _models(
-        self,
-        query: str,
-        kbs: list[KnowledgeBase],
-        out: _Dense,
-        timings: dict[str, float],
-        warnings: list[str],
-    ) -> dict[str, _Model]:
-        """The query embedded once per embedding identity of the embedders ``kbs`` answer
-        with, by identity key: a local model here, model servers at once on their own threads,
-        each waited for at most the embed deadline. The bases of an embedder that is not
-        there, does not answer (or did not a moment ago) or is too slow go to
-        ``out.keyword_only``, each embedder named in a warning."""
-        by_name: dict[str | None, list[KnowledgeBase]] = {}
-        for kb in kbs:
-            by_name.setdefault(kb_embedders(kb).answering, []).append(kb)
-        started = time.perf_counter()
-        # Which embedder and identity each name is, and who embeds each identity.
-        named: dict[str | None, EmbedderIdentity] = {}
-        embedders: dict[str, tuple[str | None, Embedder]] = {}
-        for name, members in by_name.items():
-            try:
-                embedder = self._answering(name, members, warnings)
-                if embedder is None:
-                    out.keyword_only += [kb.id for kb in members]
-                    continue
-                identity = embedder.identity
-            except LorebaseError as error:
-                self._down(name, members, error, out, warnings)
-                continue
-            named[name] = identity
-            embedders.setdefault(identity.key, (name, embedder))
-        vectors = self._query_vectors(query, embedders)
-        models: dict[str, _Model] = {}
-        for name, identity in named.items():
-            members = by_name[name]
-            found = vectors.get(identity.key)
-            if isinstance(found, LorebaseError):
-                self._down(name, members, found, out, warnings)
-                continue
-            assert found is not None
-            model = models.get(identity.key)
-            if model is None:
-                first = embedders[identity.key][0]
-                threshold = self.embedders.threshold(first, self.settings.no_answer_threshold)
-                model = models[identity.key] = _Model(identity, found, threshold)
-            model.kbs += members
-        timings["embed"] = _ms(started)
-        return models
-
-    def _answering(
-        self, name: str | None, members: list[KnowledgeBase], warnings: list[str]
-    ) -> Embedder | None:
-        """The embedder ``name`` (None with a warning: not configured, none at all, or it
-        failed a moment ago and is not waited on again yet)."""
-        bases = ", ".join(kb.name for kb in members)
-        try:
-            embedder = self.embedders.for_queries(name)
-        except NotFound:
-            warnings.append(
-                f"embedder_unavailable: the embedder {name!r} is not configured any more; "
-                f"answered by keyword only: {bases} (`lorebase embedders` lists them)"
-            )
-            return None
-        if embedder is None:
-            warnings.append("embedder_unavailable: no embedder is configured; answered by keyword")
-            return None
-        if self.embedders.known_down(name) is not None:
-            warnings.append(
-                f"embedder_unavailable: the embedder {shown_name(name)} did not "
-                f"answer a moment ago; answered by keyword only: {bases}"
-            )
-            return None
-        return embedder
-
-    def _down(
-        self,
-        name: str | None,
-        members: list[KnowledgeBase],
-        error: LorebaseError,
-        out: _Dense,
-        warnings: list[str],
-    ) -> None:
-        """An embedder that failed this search: its bases by keyword; one that could not
-        answer (down, too slow) is remembered a moment, one that refused this query is not."""
-        if isinstance(error, Unavailable):
-            self.embedders.mark_unreachable(name, str(error))
-        warnings.append(
-            f"embedder_unavailable: the embedder {shown_name(name)} did not answer; "
-            f"answered by keyword only: {', '.join(kb.name for kb in members)}"
-        )
-        out.keyword_only += [kb.id for kb in members]
-
-    def _query_vectors(
-        self, query: str, embedders: dict[str, tuple[str | None, Embedder]]
-    ) -> dict[str, np.ndarray | LorebaseError]:
-        """The query's vector per identity key, or why there is none (content-free)."""
-        remote = {
-            key: self._embed_pool.submit(embedder.embed_query, query)
-            for key, (_, embedder) in embedders.items()
-            if embedder.remote
-        }
-        found: dict[str, np.ndarray | LorebaseError] = {}
-        for key, (_, embedder) in embedders.items():
-            if key in remote:
-                continue
-            try:
-                found[key] = np.asarray(embedder.embed_query(query))
-            except LorebaseError as error:
-                found[key] = error
-        deadline = time.monotonic() + self.settings.embed_deadline
-        for key, future in remote.items():
-            try:
-                found[key] = np.asarray(future.result(max(0.0, deadline - time.monotonic())))
-            except FutureTimeout:
-                future.cancel()
-                found[key] = Unavailable(
-                    f"no answer within the embed deadline ({self.settings.embed_deadline:g} s, "
-                    "LOREBASE_EMBED_DEADLINE)"
-                )
-            except LorebaseError as error:
-                found[key] = error
-        return found
-
-    def _candidates(self, kb_ids: list[int], top: Scored, arms: dict[str, Scored]) -> list[Hit]:
-        """The fused candidates as hits (no snippets yet), with their step scores."""
-        ranks = {
-            name: {item: (rank, score) for rank, (item, score) in enumerate(ranking, start=1)}
-            for name, ranking in arms.items()
-        }
-        fused_ranks = {item: (rank, score) for rank, (item, score) in enumerate(top, start=1)}
-        chunks = self.store.get_chunks(kb_ids, [item for item, _ in top])
-        hits = []
-        for chunk in chunks:
-            scores = {
-                name: StepScore(score=ranked[chunk.id][1], rank=ranked[chunk.id][0])
-                for name, ranked in ranks.items()
-                if chunk.id in ranked
-            }
-            if len(arms) > 1:
-                rank, score = fused_ranks[chunk.id]
-                scores["fused"] = StepScore(score=score, rank=rank)
-            hits.append(_hit(chunk, scores))
-        return hits
-
     def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:
-        """Cut to top_k; snippets (only for what is returned) and neighbours."""
+        """Cut to top_k; snippets (only for what is returned, passages included) and
+        neighbours."""
         hits = [
-            replace(hit, snippet=snippet(hit.text, request.query)) for hit in hits[: request.top_k]
+            replace(
+                hit,
+                snippet=snippet(hit.text, request.query),
+                passages=tuple(
+                    replace(p, snippet=snippet(p.text, request.query)) for p in hit.passages
+                ),
+            )
+            for hit in hits[: request.top_k]
         ]
         if request.neighbors:
             hits = [self._with_neighbors(kb_ids, hit, request.neighbors) for hit in hits]
@@ -476,24 +303,6 @@ def _reembedding(kbs: list[KnowledgeBase], keyword_only: set[int]) -> list[str]:
         for kb in kbs
         if kb.embedder_next is not None and kb.id not in keyword_only
     ]
-
-
-def _without_repeats(hits: list[Hit]) -> list[Hit]:
-    """Hits whose passage (trail and text) was already shown higher up are left out."""
-    seen: set[tuple[tuple[str, ...], str]] = set()
-    kept = []
-    for hit in hits:
-        key = (hit.provenance.trail, " ".join(hit.text.split()))
-        if key not in seen:
-            seen.add(key)
-            kept.append(hit)
-    return kept
-
-
-def _hit(chunk: StoredChunk, scores: dict[str, StepScore]) -> Hit:
-    return Hit(
-        chunk_id=chunk.id, provenance=chunk.provenance, text=chunk.text, snippet="", scores=scores
-    )
 
 
 def _timed(timings: dict[str, float], step: str, work: Callable[[], T]) -> T:

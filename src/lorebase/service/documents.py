@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import InvalidInput, NotFound, Overloaded
+from lorebase.search.fusion import DEFAULT_FUSION
 from lorebase.search.query import Mode, SearchRequest, SearchResponse
 from lorebase.service.bases import Bases
 from lorebase.store.base import (
@@ -113,18 +114,22 @@ class Documents(Bases):
         rerank: bool = False,
         document_ids: Sequence[str] | None = None,
         neighbors: int = 0,
-        fusion: str = "rrf",
+        fusion: str = DEFAULT_FUSION,
         caller: Caller | None = None,
         no_answer_threshold: float | None = None,
         path_prefix: str | None = None,
         language: str | None = None,
+        collapse: bool = True,
+        explain: bool = False,
     ) -> SearchResponse:
         """Hybrid (or one-arm) search over the given bases — by name as :meth:`kb` reads one, by
         id, or a base this service already looked up for the caller — and with none given,
         over every base the caller may see. Each is looked up (and its visibility checked)
         once. ``no_answer_threshold``: the relevance floor for this search (default: the
         configured one, ``Settings.search``). ``path_prefix`` and ``language``: only documents
-        whose stored path starts with it, only source files in that language (see
+        whose stored path starts with it, only source files in that language. ``collapse``:
+        one hit per document (its other passages attached; False: every passage a hit);
+        ``explain``: what each arm returned (see
         :class:`~lorebase.search.query.SearchRequest`)."""
         wanted = (kb,) if isinstance(kb, str | int | KnowledgeBase) else tuple(kb or ())
         bases = [
@@ -151,6 +156,8 @@ class Documents(Bases):
             no_answer_threshold=no_answer_threshold,
             path_prefix=path_prefix,
             language=language,
+            collapse=collapse,
+            explain=explain,
         )
         return self.searcher.search(request)
 

@@ -437,6 +437,14 @@ class LexicalIndex(Protocol):
         FTS syntax injection) and OR-joins its terms. Higher score is better."""
         ...
 
+    def keyword_ceiling(self, kb_ids: Sequence[int], query: str) -> float:
+        """The most BM25 a chunk of these bases could score for ``query``: every query term's
+        idf times ``k1 + 1`` (:func:`lorebase.store.terms.bm25_ceiling`), with the statistics
+        :meth:`keyword_search` ranks by (the largest over bases ranked apart). No hit scores
+        more. A search judges keyword evidence as a share of it (see
+        :mod:`lorebase.search.floor`); 0 when the query has no searchable term."""
+        ...
+
 
 class Vectors(Protocol):
     """Chunk vectors, kept per embedding identity and never mixed across two: dense search,
@@ -452,6 +460,19 @@ class Vectors(Protocol):
         document_ids: Sequence[str] | None = None,
     ) -> Scored:
         """Inner product of a unit query vector against the vectors of this identity."""
+        ...
+
+    def dense_scores(
+        self,
+        kb_ids: Sequence[int],
+        identity: EmbedderIdentity,
+        vector: np.ndarray,
+        chunk_ids: Sequence[str],
+    ) -> dict[str, float]:
+        """The inner product of a unit query vector with each of these chunks' vectors of this
+        identity, as :meth:`dense_search` scores them: what a search fills in for the keyword
+        arm's candidates the dense arm did not return. A chunk outside ``kb_ids``, or without
+        a vector of this identity, is left out."""
         ...
 
     def cached_vectors(
@@ -503,6 +524,11 @@ class Chunks(Protocol):
 
     def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
         """Hydrate chunks, in the order asked; ids outside ``kb_ids`` are left out."""
+        ...
+
+    def chunk_documents(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The document of each of these chunks (ids outside ``kb_ids`` are left out): what a
+        search groups its candidates by before it reads any text."""
         ...
 
     def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:

@@ -9,7 +9,8 @@ The fields and their BM25 weights are shared too, so both backends rank alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 
 from lorebase.stopwords import without_stop_words
 
@@ -28,6 +29,9 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 """The BM25 parameters SQLite's FTS5 ``bm25()`` uses (fixed there); the PostgreSQL backend
 uses the same ones so the two rank alike."""
+
+MIN_IDF = 1e-6
+"""FTS5's floor for the idf of a term in more than half of the rows (every engine's)."""
 
 MAX_QUERY_TERMS = 32
 """Terms beyond this are dropped: OR queries cost grows with every term (FACTS.md)."""
@@ -83,3 +87,23 @@ def headings_text(trail: Sequence[str]) -> str:
 def is_surrogate(ch: str) -> bool:
     """Lone surrogates cannot be encoded as UTF-8 (for SQLite or PostgreSQL)."""
     return "\ud800" <= ch <= "\udfff"
+
+
+def bm25_idf(frequency: int, rows: int) -> float:
+    """FTS5's idf of a term in ``frequency`` of ``rows`` chunks, ``ln((N - n + 0.5) / (n +
+    0.5))`` floored at :data:`MIN_IDF` (every engine scores with it); ``n`` is taken within
+    ``[0, N]``. Pure."""
+    frequency = min(max(frequency, 0), rows)
+    ratio = (rows - frequency + 0.5) / (frequency + 0.5)
+    return max(math.log(ratio) if ratio > 1.0 else 0.0, MIN_IDF)
+
+
+def bm25_ceiling(frequencies: Iterable[int], rows: int) -> float:
+    """The most BM25 a chunk can score for a query whose terms (one entry per term, a term
+    given twice counting twice) have these document frequencies among ``rows`` chunks: a term
+    adds at most its idf times ``k1 + 1`` (its frequency in the chunk without bound, whatever
+    the chunk's length). A term no chunk holds counts too, at the largest idf: a question
+    asking mostly for words a base lacks is mostly not answered by it. 0 for no rows. Pure."""
+    if rows <= 0:
+        return 0.0
+    return sum(bm25_idf(frequency, rows) for frequency in frequencies) * (BM25_K1 + 1)

@@ -28,6 +28,7 @@ def search(body: SearchIn, lb: LbDep, metrics: MetricsDep, caller: CallerDep) ->
         caller=caller,
         path_prefix=body.path_prefix,
         language=body.language,
+        collapse=body.collapse,
     )
     metrics.search_seconds.labels(body.mode).observe(time.perf_counter() - started)
     return search_out(lb, response)

@@ -121,6 +121,21 @@ def exact_candidates_sql(identity_id: int, *, with_documents: bool) -> str:
     )
 
 
+def scores_sql(identity_id: int) -> str:
+    """Some chunks' exact inner products, as :func:`rerank_sql` computes them (parameters:
+    ``ids``, ``kbs``, ``query``)."""
+    identity = int(identity_id)
+    return (
+        "SELECT c.id, -coalesce(e.vector <#> %(query)s::vector, "
+        "v.vector <#> %(query)s::vector::halfvec) AS score "
+        "FROM chunks AS c "
+        f"JOIN vectors AS v ON v.chunk_seq = c.seq AND v.identity_id = {identity} "
+        "LEFT JOIN embedding_cache AS e ON e.content_hash = v.content_hash "
+        f"AND e.identity_id = {identity} "
+        "WHERE c.id = ANY(%(ids)s) AND c.kb_id = ANY(%(kbs)s)"
+    )
+
+
 def rerank_sql(identity_id: int) -> str:
     """The candidates' exact inner products (the cache's float32 vector; the stored halfvec
     should a cache row be missing), best first, ties by chunk order (parameters: ``seqs``,

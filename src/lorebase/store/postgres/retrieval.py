@@ -40,6 +40,10 @@ class LexicalMixin(PostgresRole):
                 conn, kb_list(kb_ids), query, limit, document_list(document_ids), self._ranking
             )
 
+    def keyword_ceiling(self, kb_ids: Sequence[int], query: str) -> float:
+        with self._read() as conn:
+            return search.keyword_ceiling(conn, kb_list(kb_ids), query)
+
 
 class VectorsMixin(PostgresRole):
     """:class:`~lorebase.store.base.Vectors` over pgvector."""
@@ -70,6 +74,22 @@ class VectorsMixin(PostgresRole):
                 documents,
                 exact_rows=self.exact_search_rows,
             )
+
+    def dense_scores(
+        self,
+        kb_ids: Sequence[int],
+        identity: EmbedderIdentity,
+        vector: np.ndarray,
+        chunk_ids: Sequence[str],
+    ) -> dict[str, float]:
+        query = checked_query(vector, identity)
+        if not kb_ids or not chunk_ids:
+            return {}
+        with self._read() as conn:
+            identity_id = lookup_identity(conn, identity)
+            if identity_id is None:
+                return {}
+            return search.dense_scores(conn, kb_list(kb_ids), identity_id, query, chunk_ids)
 
     def cached_vectors(
         self, identity: EmbedderIdentity, content_hashes: Sequence[str]
@@ -183,6 +203,10 @@ class ChunksMixin(PostgresRole):
     def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
         with self._read() as conn:
             return search.get_chunks(conn, kb_list(kb_ids), [str(c) for c in chunk_ids])
+
+    def chunk_documents(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> dict[str, str]:
+        with self._read() as conn:
+            return search.chunk_documents(conn, kb_list(kb_ids), [str(c) for c in chunk_ids])
 
     def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
         with self._read() as conn:

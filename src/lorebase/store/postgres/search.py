@@ -20,6 +20,7 @@ from lorebase.store.records import (
     matching_documents_sql,
     stored_chunk_from_row,
 )
+from lorebase.store.terms import bm25_ceiling
 
 
 def keyword_search(
@@ -37,6 +38,54 @@ def keyword_search(
     plan = anchor_plan(conn, terms, kb_ids) if ranking == "bm25" else None
     sql, params = lexical.keyword_query(ranking, terms, kb_ids, limit, document_ids, plan)
     return [(str(chunk_id), float(score)) for chunk_id, score in conn.execute(sql, params)]
+
+
+CEILING_COUNT_SHARE = 0.1
+"""A term's chunks are counted up to this share of the selected ones for the keyword ceiling
+(a bounded walk through the GIN index); a term in more is taken as frequent, its idf at the
+floor (the ceiling errs low: keyword evidence is judged leniently, never more strictly)."""
+
+
+def keyword_ceiling(conn: Any, kb_ids: Sequence[int], query: str) -> float:
+    """The most a chunk could score for raw user text (see
+    :func:`lorebase.store.terms.bm25_ceiling`), from the statistics :func:`keyword_search`
+    ranks by: the selected bases' chunks, each term's matching chunks among them."""
+    terms = lexical.query_terms(query)
+    if not terms or not kb_ids:
+        return 0.0
+    row = conn.execute(lexical.SELECTED_ROWS_SQL, (list(kb_ids),)).fetchone()
+    rows = int(row[0]) if row is not None else 0
+    cap = int(CEILING_COUNT_SHARE * rows) + 1
+    counts = {"terms": list(terms), "kbs": list(kb_ids), "cap": cap}
+    frequencies = [
+        int(count) if count < cap else rows
+        for _, _, count in conn.execute(lexical.term_counts_sql(), counts)
+    ]
+    return bm25_ceiling(frequencies, rows)
+
+
+def chunk_documents(conn: Any, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> dict[str, str]:
+    """The document of each chunk (ids outside ``kb_ids``, or unknown, are left out)."""
+    if not kb_ids or not chunk_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, document_id FROM chunks WHERE id = ANY(%s) AND kb_id = ANY(%s)",
+        (list(dict.fromkeys(chunk_ids)), list(kb_ids)),
+    )
+    return {str(chunk_id): str(document_id) for chunk_id, document_id in rows}
+
+
+def dense_scores(
+    conn: Any, kb_ids: Sequence[int], identity_id: int, query: np.ndarray, chunk_ids: Sequence[str]
+) -> dict[str, float]:
+    """The inner products :func:`dense_search` would give these chunks (its exact re-rank)."""
+    if not kb_ids or not chunk_ids:
+        return {}
+    rows = conn.execute(
+        dense.scores_sql(identity_id),
+        {"ids": list(dict.fromkeys(chunk_ids)), "kbs": list(kb_ids), "query": query},
+    )
+    return {str(chunk_id): float(score) for chunk_id, score in rows}
 
 
 def anchor_plan(

@@ -106,6 +106,11 @@ def indexed_rows_sql() -> str:
     return "SELECT coalesce(max(rowid), 0) FROM chunks"
 
 
+def indexed_rows_count_sql() -> str:
+    """The rows in the index, as FTS5's ``bm25()`` counts them (every chunk)."""
+    return "SELECT count(*) FROM chunks"
+
+
 def term_count_sql() -> str:
     """How many rows match a term, counted up to a cap (parameters: MATCH expression, cap):
     walks at most ``cap`` entries of the term's row list."""

@@ -41,6 +41,10 @@ class LexicalEngine(Protocol):
         document_ids: Sequence[str] | None,
     ) -> Scored: ...
 
+    def ceiling(self, conn: sqlite3.Connection, kb_ids: Sequence[int], query: str) -> float:
+        """See :meth:`lorebase.store.base.LexicalIndex.keyword_ceiling`."""
+        ...
+
     def forget(self, kb_id: int) -> None:
         """A base was deleted (an index kept outside the database lets it go)."""
 
@@ -54,6 +58,7 @@ class LexicalEngine(Protocol):
 class Fts5Engine:
     """FTS5 inside the database, maintained by the write transactions themselves."""
 
+    ceiling = staticmethod(search.keyword_ceiling)
     search = staticmethod(search.keyword_search)
 
     def forget(self, kb_id: int) -> None:

@@ -16,10 +16,17 @@ from lorebase.store.base import DocumentState, DocumentVectors, Scored, StoredCh
 from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list, stored_ids_of
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
-from lorebase.store.sqlite.rows import batches, decompress_text
+from lorebase.store.sqlite.rows import batches, decompress_text, placeholders
 from lorebase.store.sqlite.schema import CONTENT_HASH_PREFIX
-from lorebase.store.vectors import blob_bytes, checked_query, from_blob
+from lorebase.store.vectors import blob_bytes, checked_query, from_blob, matrix_from_blobs
 from lorebase.types import Chunk
+
+_CHUNK_VECTORS_SQL = (
+    "SELECT c.id, v.vector FROM chunks AS c "
+    "JOIN vectors AS v ON v.chunk_rowid = c.rowid AND v.identity_id = ? "
+    "WHERE c.id IN ({}) AND c.kb_id IN (SELECT value FROM json_each(?))"
+)
+"""The vectors of some chunks under one identity (parameters: identity, the ids, the bases)."""
 
 _CACHED_VECTORS_SQL = (
     "SELECT w.value, (SELECT v.vector FROM chunks AS c "
@@ -49,6 +56,10 @@ class LexicalMixin(SqliteRole):
                 conn, kb_list(kb_ids), query, limit, document_list(document_ids)
             )
 
+    def keyword_ceiling(self, kb_ids: Sequence[int], query: str) -> float:
+        with self._read() as conn:
+            return self._lexical.ceiling(conn, kb_list(kb_ids), query)
+
 
 class VectorsMixin(SqliteRole):
     """:class:`~lorebase.store.base.Vectors` over SQLite blobs and in-memory indexes."""
@@ -75,6 +86,37 @@ class VectorsMixin(SqliteRole):
         return search.merge_top(
             [index.search(query, limit, document_ids) for index in indexes], limit
         )
+
+    def dense_scores(
+        self,
+        kb_ids: Sequence[int],
+        identity: EmbedderIdentity,
+        vector: np.ndarray,
+        chunk_ids: Sequence[str],
+    ) -> dict[str, float]:
+        """From the stored vectors, decoded as the in-memory indexes decode them (the same
+        inner products)."""
+        query = checked_query(vector, identity)
+        wanted = list(dict.fromkeys(chunk_ids))
+        if not kb_ids or not wanted:
+            return {}
+        ids: list[str] = []
+        blobs: list[bytes] = []
+        with self._read() as conn:
+            identity_id = writes.identity_row(conn, identity, create=False)
+            if identity_id is None:
+                return {}
+            for batch in batches(wanted):
+                rows = conn.execute(
+                    _CHUNK_VECTORS_SQL.format(placeholders(len(batch))),
+                    (identity_id, *batch, json.dumps(kb_list(kb_ids))),
+                )
+                for chunk_id, blob in rows:
+                    if len(blob) == blob_bytes(identity.dim):
+                        ids.append(chunk_id)
+                        blobs.append(blob)
+        products = matrix_from_blobs(blobs, identity.dim) @ query
+        return dict(zip(ids, (float(score) for score in products), strict=True))
 
     def cached_vectors(
         self, identity: EmbedderIdentity, content_hashes: Sequence[str]
@@ -169,6 +211,10 @@ class ChunksMixin(SqliteRole):
     def get_chunks(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
         with self._read() as conn:
             return search.get_chunks(conn, kb_list(kb_ids), list(chunk_ids))
+
+    def chunk_documents(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> dict[str, str]:
+        with self._read() as conn:
+            return search.chunk_documents(conn, kb_list(kb_ids), list(chunk_ids))
 
     def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
         with self._read() as conn:

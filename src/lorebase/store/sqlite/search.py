@@ -20,6 +20,7 @@ from lorebase.store.sqlite.rows import (
     placeholders,
     stored_chunk_from_row,
 )
+from lorebase.store.terms import bm25_ceiling
 
 _KB_FILTER = "c.kb_id IN (SELECT value FROM json_each(?))"
 
@@ -51,6 +52,23 @@ def keyword_search(
     if len(plan) > 1:
         rows = merge_ranked(rows, limit)
     return [(chunk_id, float(score)) for chunk_id, score, _ in rows]
+
+
+def keyword_ceiling(conn: sqlite3.Connection, kb_ids: Sequence[int], query: str) -> float:
+    """The most a chunk could score for raw user text (see
+    :func:`lorebase.store.terms.bm25_ceiling`), from the statistics FTS5's ``bm25()`` uses:
+    every row of the index, and each term's rows counted up to half of them (a term in more
+    has the floor idf either way)."""
+    terms = fts.search_terms(query)
+    if not terms or not kb_ids:
+        return 0.0
+    rows = int(conn.execute(fts.indexed_rows_count_sql()).fetchone()[0])
+    cap = rows // 2 + 1
+    frequencies = [
+        int(conn.execute(fts.term_count_sql(), (fts.quote_term(term), cap)).fetchone()[0])
+        for term in terms
+    ]
+    return bm25_ceiling(frequencies, rows)
 
 
 def keyword_plan(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
@@ -116,6 +134,22 @@ def get_chunks(
             chunk = stored_chunk_from_row(row)
             found[chunk.id] = chunk
     return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
+
+
+def chunk_documents(
+    conn: sqlite3.Connection, kb_ids: Sequence[int], chunk_ids: Sequence[str]
+) -> dict[str, str]:
+    """The document of each chunk (ids outside ``kb_ids``, or unknown, are left out)."""
+    if not kb_ids or not chunk_ids:
+        return {}
+    found: dict[str, str] = {}
+    for batch in batches(list(dict.fromkeys(chunk_ids))):
+        sql = (
+            f"SELECT c.id, c.document_id FROM chunks AS c "
+            f"WHERE c.id IN ({placeholders(len(batch))}) AND {_KB_FILTER}"
+        )
+        found.update(conn.execute(sql, [*batch, json_ids(kb_ids)]).fetchall())
+    return found
 
 
 def matching_documents(

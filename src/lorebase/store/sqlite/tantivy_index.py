@@ -56,6 +56,7 @@ from lorebase.store.sqlite.tantivy_schema import (
     STORED_ELSEWHERE,
     analyzer,
     base_query,
+    ceiling,
     hit_ids,
     id_words,
     query_tokens,
@@ -219,6 +220,15 @@ class TantivyIndexes:
             ids = hit_ids(searcher, found)
             per_base.append([(i, float(score)) for i, (score, _) in zip(ids, found, strict=True)])
         return merge_top(per_base, limit)
+
+    def ceiling(self, conn: sqlite3.Connection, kb_ids: Sequence[int], query: str) -> float:
+        """The most a chunk could score for ``query`` in any of these bases (each ranks by its
+        own statistics), caught up to ``conn``'s snapshot as :meth:`search` is."""
+        tokens = query_tokens(query, self._analyzer)
+        if not tokens or not kb_ids:
+            return 0.0
+        searchers = [index.searcher() for index in self.indexes_for(conn, kb_ids)]
+        return max((ceiling(searcher, tokens) for searcher in searchers), default=0.0)
 
     def indexes_for(self, conn: sqlite3.Connection, kb_ids: Sequence[int]) -> list[Any]:
         """The index of each base, caught up to the generation ``conn`` sees."""

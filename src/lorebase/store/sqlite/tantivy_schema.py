@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lorebase.store import STORED_CHUNK_ID_HEX_CHARS
-from lorebase.store.terms import FIELD_WEIGHTS, search_terms
+from lorebase.store.terms import FIELD_WEIGHTS, bm25_ceiling, bm25_idf, search_terms
+from lorebase.store.terms import MIN_IDF as MIN_IDF
 
 LAYOUT_VERSION = 4
 """Of the schema, analyser and field composition below: an index of another version is
@@ -76,10 +77,6 @@ def weighted_text(fields: Sequence[str], weights: Sequence[float] = FIELD_WEIGHT
     return "\n".join(parts)
 
 
-MIN_IDF = 1e-6
-"""FTS5's floor for the idf of a term in more than half of the rows."""
-
-
 def idf_boost(frequency: int, rows: int) -> float:
     """The factor that turns Tantivy's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, into
     FTS5's, ``ln((N - n + 0.5) / (n + 0.5))`` floored at ``MIN_IDF``. Lucene's form never
@@ -91,8 +88,7 @@ def idf_boost(frequency: int, rows: int) -> float:
         return 1.0
     frequency = min(frequency, rows)
     ratio = (rows - frequency + 0.5) / (frequency + 0.5)
-    idf = math.log(ratio) if ratio > 1.0 else 0.0
-    return max(idf, MIN_IDF) / math.log1p(ratio)
+    return bm25_idf(frequency, rows) / math.log1p(ratio)
 
 
 def query_tokens(text: str, analyse: Any) -> dict[str, int]:
@@ -106,6 +102,16 @@ def query_tokens(text: str, analyse: Any) -> dict[str, int]:
         for token in analyse.analyze(term):
             tokens[token] = tokens.get(token, 0) + 1
     return tokens
+
+
+def ceiling(searcher: Any, tokens: dict[str, int]) -> float:
+    """The most a chunk of this index can score for these tokens (see
+    :func:`~lorebase.store.terms.bm25_ceiling`), from the index's own statistics."""
+    rows = searcher.num_docs
+    frequencies = [
+        searcher.doc_freq("text", token) for token, count in tokens.items() for _ in range(count)
+    ]
+    return bm25_ceiling(frequencies, rows)
 
 
 def id_words(chunk_id: str) -> tuple[int, int] | None:

@@ -1,12 +1,22 @@
-// Search: query, base filter, mode; each hit with its citation, the snippet with the query
-// words marked, its base, and on demand its scores (each labelled with its step's measure) and
-// the timings. Warnings and notes are shown; a search that found nothing relevant says so.
+// Search: query, base filter, mode; one hit per document, each with its citation, the snippet
+// with the query words marked, its base, the document's other matching passages ("3 more
+// passages in this document", opened on demand) and on demand its scores (each labelled with its
+// step's measure) and the timings. Warnings and notes are shown; a search that found nothing
+// relevant says so.
 import { api } from "./api.js";
 import { fill, flash, h, marked, queryWords } from "./dom.js";
 
 // Each step scores on its own scale: a score compares only with the same step's scores.
 const MEASURES = { keyword: "keyword (BM25)", dense: "dense (cosine)", fused: "fused", rerank: "rerank" };
-const NOTHING_FOUND = "Nothing relevant found: no passage matches a word of the question or comes close to it in meaning.";
+const NOTHING_FOUND = "Nothing relevant found: no passage matches enough of the question or comes close to it in meaning.";
+
+function scoreText(s) {
+  return s.rank === null ? `${s.score.toFixed(4)} (read to fuse)` : `${s.score.toFixed(4)} (rank ${s.rank})`;
+}
+
+function passageLink(hit, passage, query) {
+  return `#/doc/${hit.document_id}?chunk=${passage.chunk_id}&at=${passage.start}&end=${passage.end}&q=${encodeURIComponent(query)}`;
+}
 
 export async function searchView(view, route) {
   const params = route.params;
@@ -42,15 +52,21 @@ export async function searchView(view, route) {
     fill(results,
       answer.warnings.map((w) => h("p", { class: "warning", role: "alert" }, w)),
       (answer.notes || []).map((n) => h("p", { class: "muted" }, n)),
-      h("p", { class: "muted" }, answer.no_answer ? NOTHING_FOUND : `${answer.hits.length} passages (${answer.mode})`),
+      h("p", { class: "muted" }, answer.no_answer ? NOTHING_FOUND : `${answer.hits.length} documents (${answer.mode})`),
       h("ol", { class: "hits" }, answer.hits.map((hit) => {
         const scores = h("dl", { class: "scores", hidden: true },
-          Object.entries(hit.scores).flatMap(([step, s]) => [h("dt", {}, MEASURES[step] || step), h("dd", {}, `${s.score.toFixed(4)} (rank ${s.rank})`)]),
+          Object.entries(hit.scores).flatMap(([step, s]) => [h("dt", {}, MEASURES[step] || step), h("dd", {}, scoreText(s))]),
           h("dt", {}, "timings"), h("dd", {}, timings));
-        const link = `#/doc/${hit.document_id}?chunk=${hit.chunk_id}&at=${hit.start}&end=${hit.end}&q=${encodeURIComponent(query.value)}`;
+        const more = (hit.passages || []).length;
+        const passages = more ? h("details", { class: "passages" },
+          h("summary", {}, `${more} more passage${more > 1 ? "s" : ""} in this document`),
+          h("ol", {}, hit.passages.map((p) => h("li", { class: "passage", dataset: { chunk: p.chunk_id } },
+            h("a", { class: "citation", href: passageLink(hit, p, query.value) }, p.citation),
+            h("p", { class: "snippet" }, marked(p.snippet, words)))))) : null;
         return h("li", { class: "hit", dataset: { chunk: hit.chunk_id } },
-          h("a", { class: "citation", href: link }, hit.citation),
+          h("a", { class: "citation", href: passageLink(hit, hit, query.value) }, hit.citation),
           h("p", { class: "snippet" }, marked(hit.snippet || hit.text, words)),
+          passages,
           h("p", { class: "muted" }, `in ${hit.knowledge_base}`, " · ",
             h("button", { type: "button", class: "link", onclick: () => { scores.hidden = !scores.hidden; } }, "scores")),
           scores);
