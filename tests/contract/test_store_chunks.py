@@ -77,3 +77,17 @@ def test_a_documents_chunks_page_in_order_and_stay_in_their_base(store: Store) -
     assert {c.provenance.path for c in store.document_chunks(kb.id, doc.id, 0, 100)} == {"a.md"}
     with pytest.raises(NotFound):  # a document of another base finds nothing
         store.document_chunks(other.id, doc.id, 0, 10)
+
+
+def test_chunk_documents_names_each_chunks_document_within_the_bases(store: Store) -> None:
+    kb = store.create_kb("docs")
+    other = store.create_kb("other")
+    a, _ = put(store, kb, "a.md", ["alpha one", "alpha two"])
+    b, _ = put(store, kb, "b.md", ["beta"])
+    c, _ = put(store, other, "c.md", ["gamma"])
+    found = {cid for cid, _ in store.keyword_search([kb.id, other.id], "alpha beta gamma", 10)}
+    mapping = store.chunk_documents([kb.id], [*found, "0" * 32])
+    assert sorted(mapping.values()) == sorted([a.id, a.id, b.id])
+    assert set(mapping) < found  # gamma's chunk is another base's; the unknown id is gone
+    assert store.chunk_documents([kb.id], []) == {}
+    assert store.chunk_documents([], list(found)) == {}

@@ -133,3 +133,31 @@ def test_a_base_is_ranked_by_its_own_statistics(store: Store, backend: Backend) 
     # "sediment" is rarer in the small base than "glacier": its chunk leads.
     assert len(before) == 3
     assert store.get_chunks([small.id], [before[0][0]])[0].text == "river delta sediment"
+
+
+# -- the keyword ceiling -----------------------------------------------------------------------
+def test_the_ceiling_is_what_matching_every_term_could_score(store: Store) -> None:
+    kb = store.create_kb("docs")
+    put(store, kb, "a.md", ["glacier melt rates", "alpine glacier survey", "river delta"])
+    put(store, kb, "b.md", ["sediment transport in a river delta"])
+    ceiling = store.keyword_ceiling([kb.id], "glacier sediment")
+    hits = store.keyword_search([kb.id], "glacier sediment", 10)
+    assert ceiling > 0 and all(0 < score <= ceiling for _, score in hits)
+    # A word no chunk holds raises the ceiling (at the largest idf), not the scores.
+    wider = store.keyword_ceiling([kb.id], "glacier sediment zyxwvut")
+    assert wider > ceiling
+    assert store.keyword_search([kb.id], "glacier sediment zyxwvut", 10) == hits
+    assert store.keyword_ceiling([kb.id], "") == 0.0
+    assert store.keyword_ceiling([kb.id], "!!! ???") == 0.0
+    assert store.keyword_ceiling([], "glacier") == 0.0
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(max_size=80))
+def test_no_hit_scores_above_the_ceiling(populated: tuple[Store, KnowledgeBase], query: str) -> None:
+    store, kb = populated
+    ceiling = store.keyword_ceiling([kb.id], query)
+    for _, score in store.keyword_search([kb.id], query, 10):
+        assert score <= ceiling * (1 + 1e-6)

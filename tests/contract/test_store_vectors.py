@@ -199,3 +199,26 @@ def test_add_vectors_refuses_chunks_that_changed(store: Store) -> None:
     with pytest.raises(InvalidInput):
         store.add_vectors(kb.id, record.id, chunks, unit(1)[None], OTHER_IDENTITY)
     assert store.dense_search([kb.id], OTHER_IDENTITY, unit(1), 10) == []
+
+
+# -- the cosines of given chunks ----------------------------------------------------------------
+def test_dense_scores_are_the_cosines_dense_search_gives(store: Store) -> None:
+    kb = store.create_kb("docs")
+    other = store.create_kb("other")
+    vectors = np.stack([unit(i) for i in range(6)])
+    record, chunks = put(store, kb, "a.md", [f"chunk {i}" for i in range(6)], vectors=vectors)
+    put(store, other, "b.md", ["elsewhere"], vectors=unit(9)[None])
+    put(store, kb, "c.md", ["no vector yet"])
+    query = unit(3)
+    ranked = dict(store.dense_search([kb.id], IDENTITY, query, 6))
+    scores = store.dense_scores([kb.id], IDENTITY, query, list(ranked))
+    assert scores.keys() == ranked.keys()
+    for chunk_id, score in ranked.items():
+        assert scores[chunk_id] == pytest.approx(score, abs=1e-5)
+    # Another base's chunk, a chunk without a vector, an unknown id, another identity: absent.
+    foreign = ids_of(store.dense_search([other.id], IDENTITY, query, 1))
+    bare = ids_of(store.keyword_search([kb.id], "vector", 5))
+    asked = [*foreign, *bare, "f" * 32]
+    assert store.dense_scores([kb.id], IDENTITY, query, asked) == {}
+    assert store.dense_scores([kb.id], OTHER_IDENTITY, query, list(ranked)) == {}
+    assert store.dense_scores([kb.id], IDENTITY, query, []) == {}

@@ -59,7 +59,7 @@ def test_sync_summary_reports_removed_files(cli, folder: Path) -> None:  # type:
 def test_search_labels_each_score_with_its_step(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
     cli("add", str(folder), "--kb", "notes")
     labels = {
-        "hybrid": r"rrf 0\.0\d{3}\]",
+        "hybrid": r"fused [01]\.\d{3}\]",
         "keyword": r"bm25 [\d.e-]+\]",
         "dense": r"cosine -?\d\.\d\d\]",
     }

@@ -41,9 +41,12 @@ def keyword_search(
 
 
 CEILING_COUNT_SHARE = 0.1
-"""A term's chunks are counted up to this share of the selected ones for the keyword ceiling
-(a bounded walk through the GIN index); a term in more is taken as frequent, its idf at the
-floor (the ceiling errs low: keyword evidence is judged leniently, never more strictly)."""
+CEILING_COUNT_MIN = 10_000
+"""For the keyword ceiling a term's chunks are counted up to this share of the selected ones,
+at least this many, and never past half of them (past half a term has the floor idf either
+way): a bounded walk through the GIN index. A term in more than that is taken as frequent,
+its idf at the floor: the ceiling errs low, so keyword evidence is judged leniently, never
+more strictly. Below 20k chunks every count is exact."""
 
 
 def keyword_ceiling(conn: Any, kb_ids: Sequence[int], query: str) -> float:
@@ -55,7 +58,7 @@ def keyword_ceiling(conn: Any, kb_ids: Sequence[int], query: str) -> float:
         return 0.0
     row = conn.execute(lexical.SELECTED_ROWS_SQL, (list(kb_ids),)).fetchone()
     rows = int(row[0]) if row is not None else 0
-    cap = int(CEILING_COUNT_SHARE * rows) + 1
+    cap = min(max(int(CEILING_COUNT_SHARE * rows), CEILING_COUNT_MIN), rows // 2) + 1
     counts = {"terms": list(terms), "kbs": list(kb_ids), "cap": cap}
     frequencies = [
         int(count) if count < cap else rows
