@@ -84,7 +84,7 @@ def test_chunk_documents_names_each_chunks_document_within_the_bases(store: Stor
     other = store.create_kb("other")
     a, _ = put(store, kb, "a.md", ["alpha one", "alpha two"])
     b, _ = put(store, kb, "b.md", ["beta"])
-    c, _ = put(store, other, "c.md", ["gamma"])
+    put(store, other, "c.md", ["gamma"])
     found = {cid for cid, _ in store.keyword_search([kb.id, other.id], "alpha beta gamma", 10)}
     mapping = store.chunk_documents([kb.id], [*found, "0" * 32])
     assert sorted(mapping.values()) == sorted([a.id, a.id, b.id])

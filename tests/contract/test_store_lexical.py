@@ -156,7 +156,9 @@ def test_the_ceiling_is_what_matching_every_term_could_score(store: Store) -> No
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(query=st.text(max_size=80))
-def test_no_hit_scores_above_the_ceiling(populated: tuple[Store, KnowledgeBase], query: str) -> None:
+def test_no_hit_scores_above_the_ceiling(
+    populated: tuple[Store, KnowledgeBase], query: str
+) -> None:
     store, kb = populated
     ceiling = store.keyword_ceiling([kb.id], query)
     for _, score in store.keyword_search([kb.id], query, 10):

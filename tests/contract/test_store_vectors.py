@@ -206,7 +206,7 @@ def test_dense_scores_are_the_cosines_dense_search_gives(store: Store) -> None:
     kb = store.create_kb("docs")
     other = store.create_kb("other")
     vectors = np.stack([unit(i) for i in range(6)])
-    record, chunks = put(store, kb, "a.md", [f"chunk {i}" for i in range(6)], vectors=vectors)
+    put(store, kb, "a.md", [f"chunk {i}" for i in range(6)], vectors=vectors)
     put(store, other, "b.md", ["elsewhere"], vectors=unit(9)[None])
     put(store, kb, "c.md", ["no vector yet"])
     query = unit(3)

@@ -92,7 +92,9 @@ def test_stdio_session_lists_and_calls_every_tool(data_dir: Path) -> None:
             text = text_of(found)
             assert text.startswith(f"Text between <untrusted-document … nonce={nonce}>")
             # The adversarial file's look-alikes are defanged: only real markers close.
-            assert text.count("</untrusted-document") == len(data["hits"]) + 1  # + the notice
+            # One fenced block a hit and one a passage under it, + the notice.
+            blocks = len(data["hits"]) + sum(len(h["passages"]) for h in data["hits"])
+            assert text.count("</untrusted-document") == blocks + 1
             assert "</untrusted-document nonce=0123456789abcdef01234567>" not in text
 
             read = await client.call_tool(

@@ -45,10 +45,12 @@ QUESTIONS = [
     ("configuracao do sistema", ["pt/configuracao.md"]),
 ]
 UNANSWERABLE = "What was the final score of the 1954 football world cup?"
-# MRR@10 floors a step under what the bundled model reaches here (hybrid 0.75, dense 0.94,
-# keyword 0.31 when this was written: paraphrases are the dense arm's job), so only a real
-# break in ranking trips them.
-FLOORS = {"hybrid": 0.65, "dense": 0.8, "keyword": 0.25}
+# MRR@10 floors a step under what the bundled model gives users here (hybrid 0.625, dense
+# 0.625, keyword 0.375 when this was written: paraphrases are the dense arm's job, and three of
+# them reach cosines of 0.33-0.34 only, under the relevance floor, so search answers them with
+# nothing), so only a real break in ranking trips them. Without the floor (the baselines) the
+# dense arm alone reaches 0.94.
+FLOORS = {"hybrid": 0.55, "dense": 0.55, "keyword": 0.3}
 
 
 @pytest.fixture(scope="module")
@@ -84,28 +86,35 @@ def test_ranking_quality_floors(result: EvalResult) -> None:
     for mode, floor in FLOORS.items():
         assert result.mode(mode).metrics["mrr@10"] >= floor, mode
     hybrid = result.mode("hybrid")
-    assert hybrid.metrics["recall@5"] == 1.0  # every answer among the first five
-    assert hybrid.metrics["ndcg@10"] >= 0.75
+    # Every answer the floor leaves is among the first five; without it, all of them are.
+    assert hybrid.metrics["recall@5"] >= 0.5
+    assert result.baselines is not None and result.baselines["rrf"]["recall@5"] == 1.0
+    assert hybrid.metrics["ndcg@10"] >= 0.55
 
 
-@pytest.fixture(scope="module")
-def answered(real: Lorebase, folder: Path) -> EvalResult:
-    """The same questions, measured on the answers as the search gives them (floor applied)."""
-    return evaluate(real, folder, config=EvalConfig(ks=(1, 5), floor=True), save=False)
-
-
-def test_hybrid_answers_at_least_as_well_as_each_arm(answered: EvalResult) -> None:
+def test_hybrid_answers_at_least_as_well_as_each_arm(result: EvalResult) -> None:
     """Was an ``xfail``: in a small base the dense arm returns every chunk, so a chunk sharing
     one word with the question ('lost', 'leave', Portuguese 'do') counted as found by both arms
-    and went first. Hybrid now fuses only what each arm supports (a dense score under the floor
-    is no evidence) and Snowball's stop words drop 'do'; the answers below the floor (three
-    paraphrases at cosine 0.33-0.34 with this model) are missing from every mode alike."""
-    hybrid = answered.mode("hybrid").metrics["mrr@10"]
-    assert hybrid >= answered.mode("dense").metrics["mrr@10"]
-    assert hybrid >= answered.mode("keyword").metrics["mrr@10"]
-    first = {o.id: o.ranked[:1] for o in answered.mode("hybrid").outcomes}
+    and went first. Now a keyword match holding little of the question's weight needs its
+    cosine to answer, and Snowball's stop words drop 'do'. Measured on the answers as users get
+    them (the floor applied)."""
+    hybrid = result.mode("hybrid").metrics["mrr@10"]
+    assert hybrid >= result.mode("dense").metrics["mrr@10"]
+    assert hybrid >= result.mode("keyword").metrics["mrr@10"]
+    first = {o.id: o.ranked[:1] for o in result.mode("hybrid").outcomes}
     assert first["q1"] == ("helpdesk/it/accounts.md",)  # not the lost-badge page
-    assert answered.config["floor"] is True
+
+
+def test_the_baselines_come_from_the_same_arms(result: EvalResult) -> None:
+    assert result.baselines is not None and set(result.baselines) == {"keyword", "dense", "rrf"}
+    for figures in result.baselines.values():
+        assert set(figures) == set(result.mode("hybrid").metrics)
+    # The arms alone are as deep as a search reads them (100 candidates): at least what
+    # the one-arm modes give users, who see them cut by the floor.
+    assert result.baselines["dense"]["mrr@10"] >= result.mode("dense").metrics["mrr@10"]
+    assert result.baselines["dense"]["mrr@10"] >= 0.85
+    stored = result.to_json()
+    assert stored["baselines"] == result.baselines
 
 
 def test_identifiers_and_accents_come_first(result: EvalResult) -> None:
@@ -118,9 +127,11 @@ def test_identifiers_and_accents_come_first(result: EvalResult) -> None:
 def test_the_unanswerable_question_finds_nothing(result: EvalResult) -> None:
     for mode in ("dense", "hybrid"):
         gate = result.mode(mode).no_answer
-        assert gate is not None and gate["accuracy"] == 1.0, mode
-        assert gate["answerable_kept"] >= 0.75
-    assert result.mode("keyword").no_answer is None  # no dense score to judge by
+        assert gate["unanswerable"] == 1 and gate["no_answer_rate"] == 1.0, mode
+        # The three paraphrases under the floor (see FLOORS) lose their answers, no more.
+        assert gate["lost_rate"] <= 3 / 8, mode
+    keyword = result.mode("keyword").no_answer  # judged too: any matching word answers
+    assert keyword["answerable"] == len(QUESTIONS) and keyword["lost_rate"] == 0.0
 
 
 def test_citations_latency_and_the_stored_result(result: EvalResult, real: Lorebase) -> None:
@@ -218,11 +229,10 @@ def test_inputs_are_checked(tmp_path: Path, folder: Path) -> None:
             EvalConfig(ks=(0,))
 
 
-def test_enough_hits_are_asked_for_to_fill_the_documents() -> None:
-    # Metrics count documents; a document cut in chunks can take several hits.
-    assert EvalConfig().depth == 30
-    assert EvalConfig(ks=(1, 5)).depth == 30
-    assert EvalConfig(ks=(10, 100)).depth == 100  # the search's limit
+def test_a_search_asks_for_the_ten_documents_users_see() -> None:
+    assert EvalConfig().top_k == 10
+    assert EvalConfig(ks=(1, 5)).top_k == 10
+    assert EvalConfig(ks=(10, 100)).top_k == 100  # the largest k
 
 
 def cli(tmp_path: Path) -> typer.Typer:
@@ -246,6 +256,7 @@ def test_the_command(tmp_path: Path, folder: Path) -> None:
     assert set(out["modes"][0]["metrics"]) == {"recall@3", "precision@3", "mrr@10", "ndcg@10"}
     table = runner.invoke(app, ["eval", "--kb", "helpdesk", "--last"])
     assert table.exit_code == 0 and "nDCG@10" in table.stdout and "hybrid" in table.stdout
+    assert "plain RRF" in table.stdout and "no answer (unanswerable)" in table.stdout
     evals = folder / ".lorebase" / "evals.jsonl"
     with open_lorebase(
         settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder()
@@ -316,3 +327,36 @@ def test_evaluations_stay_out_of_the_users_data_directory(tmp_path: Path) -> Non
         assert stored.is_file()
         lb.delete_kb("docs")
         assert not stored.exists()
+
+
+def test_halves_and_off_topic_questions(tmp_path: Path) -> None:
+    """--half asks one half of the questions (by a stable hash of their ids); --off-topic adds
+    questions the base cannot answer, measured as unanswerable ones."""
+    beir = write_beir(tmp_path / "mini")
+    off = tmp_path / "off.jsonl"
+    off.write_text(
+        "\n".join(
+            json.dumps({"_id": str(n), "text": text})
+            for n, text in enumerate(["sourdough starter hydration", "tax return deadline"])
+        )
+    )
+    app, runner = cli(tmp_path), CliRunner()
+    whole = json.loads(runner.invoke(app, ["eval", str(beir), "--json"]).stdout)
+    halves = [
+        json.loads(runner.invoke(app, ["eval", str(beir), "--half", h, "--json"]).stdout)
+        for h in ("a", "b")
+    ]
+    assert sum(h["questions"] for h in halves) == whole["questions"] == 2
+    assert [h["config"]["half"] for h in halves] == ["a", "b"]
+    added = runner.invoke(app, ["eval", str(beir), "--off-topic", str(off), "--json"])
+    assert added.exit_code == 0, added.output
+    data = json.loads(added.stdout)
+    assert data["unanswerable"] == 2 and data["questions"] == 4
+    hybrid = next(m for m in data["modes"] if m["mode"] == "hybrid")
+    assert hybrid["no_answer"]["unanswerable"] == 2
+    assert hybrid["no_answer"]["no_answer_rate"] is not None
+    assert data["baselines"]["rrf"]["mrr@10"] is not None
+    bad = runner.invoke(app, ["eval", str(beir), "--half", "c"])
+    assert bad.exit_code == 2 and "a or b" in bad.output
+    nothing = runner.invoke(app, ["eval", str(beir), "--off-topic", str(tmp_path / "none")])
+    assert nothing.exit_code == 3

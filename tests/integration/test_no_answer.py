@@ -17,6 +17,8 @@ from lorebase.api.app import create_app
 from lorebase.app import Lorebase
 from lorebase.cli.main import app
 from lorebase.errors import InvalidInput
+from lorebase.search.floor import keyword_supports
+from lorebase.search.query import Hit
 from lorebase.settings import SearchSettings
 from small_base import small_base, write_files
 
@@ -71,15 +73,22 @@ def test_the_floor_is_the_configured_threshold(lb: Lorebase) -> None:
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.sampled_from([0.35, 0.9]))
-def test_the_floor_never_removes_a_hit_the_keyword_arm_found(
+def test_the_floor_keeps_exactly_what_an_arm_supports(
     lb: Lorebase, words: list[str], threshold: float
 ) -> None:
+    """A hybrid hit is a cosine at the threshold or a keyword match holding the share of the
+    query's ceiling; every such keyword match of the keyword arm is kept."""
     query = " ".join(words)
-    keyword = lb.search(query, kb="hr", mode="keyword", top_k=20)
-    hybrid = lb.search(query, kb="hr", top_k=20, no_answer_threshold=threshold)
-    assert {h.chunk_id for h in keyword.hits} <= {h.chunk_id for h in hybrid.hits}
-    kept_by_dense = [h for h in hybrid.hits if "keyword" not in h.scores]
-    assert all(h.scores["dense"].score >= threshold for h in kept_by_dense)
+    ceiling = lb.store.keyword_ceiling([lb.kb("hr").id], query)
+    keyword = lb.search(query, kb="hr", mode="keyword", top_k=100, collapse=False)
+    hybrid = lb.search(query, kb="hr", top_k=100, collapse=False, no_answer_threshold=threshold)
+
+    def strong(hit: Hit) -> bool:
+        return "keyword" in hit.scores and keyword_supports(hit.scores["keyword"].score, ceiling)
+
+    assert {h.chunk_id for h in keyword.hits if strong(h)} <= {h.chunk_id for h in hybrid.hits}
+    for hit in hybrid.hits:
+        assert strong(hit) or hit.scores["dense"].score >= threshold
 
 
 def test_the_api_says_no_answer(lb: Lorebase) -> None:

@@ -92,7 +92,7 @@ def test_the_reranker_reorders_the_best_candidates(lb: Lorebase, reranker: FakeR
 def test_only_the_best_candidates_are_reranked_the_rest_follow(
     lb: Lorebase, reranker: FakeReranker
 ) -> None:
-    response = lb.search("leave", kb="hr", top_k=60, rerank=True)
+    response = lb.search("leave", kb="hr", top_k=60, rerank=True, collapse=False)
     depth = rerank_depth(60)
     assert depth == 50 and len(reranker.calls[0][1]) == depth
     head, rest = response.hits[:depth], response.hits[depth:]
@@ -100,6 +100,12 @@ def test_only_the_best_candidates_are_reranked_the_rest_follow(
     assert rest and all("rerank" not in h.scores for h in rest)
     fused = [h.scores["fused"].rank for h in rest]
     assert fused == sorted(fused)  # in fused order
+    # One hit per document: the passages are reranked first, then grouped by document.
+    collapsed = lb.search("leave", kb="hr", top_k=60, rerank=True)
+    documents = [h.provenance.document_id for h in collapsed.hits]
+    assert len(documents) == len(set(documents))
+    ranks = [h.scores["rerank"].rank for h in collapsed.hits if "rerank" in h.scores]
+    assert ranks == sorted(ranks) and collapsed.hits[0].scores["rerank"].rank == 1
 
 
 @pytest.mark.usefixtures("no_gate")
@@ -107,7 +113,7 @@ def test_repeated_passages_reach_the_reranker_once(tmp_path: Path) -> None:
     root = tmp_path / "copies"
     root.mkdir()
     for n in range(35):  # the same boilerplate in every file
-        (root / f"copy{n:02}.md").write_text("# Notice\n\nLeave requests go to HR.\n")
+        (root / f"copy{n:02}.md").write_text("# Notice\n\nParental leave requests go to HR.\n")
     (root / "policy.md").write_text("# Policy\n\nParental leave lasts sixteen weeks.\n")
     reranker = FakeReranker()
     with opened(tmp_path, root, reranker) as lb:
@@ -136,9 +142,10 @@ def test_a_reranker_that_cannot_answer_keeps_the_fused_order(lb: Lorebase) -> No
     assert all("rerank" not in h.scores for h in degraded.hits)
 
 
+@pytest.mark.usefixtures("no_gate")
 def test_a_reranker_that_refuses_says_why_without_the_query(lb: Lorebase) -> None:
     lb.searcher.reranker = FakeReranker(refused=True)
-    response = lb.search("secret-walrus leave", kb="hr", rerank=True)
+    response = lb.search("secret-walrus sick leave doctor note", kb="hr", rerank=True)
     (warning,) = response.warnings
     assert warning.startswith("reranker_refused: ") and "HTTP 401" in warning
     assert "walrus" not in warning and warning.endswith("fused order kept")

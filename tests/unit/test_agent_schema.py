@@ -36,6 +36,10 @@ CASES: list[tuple[str, Any]] = [
     ("search_knowledge_base", {"query": "v", "extra": 1}),
     ("search_knowledge_base", {"top_k": 3}),
     ("search_knowledge_base", {"query": 5}),
+    ("search_knowledge_base", {"query": "v", "collapse": False}),
+    ("search_knowledge_base", {"query": "v", "collapse": None}),
+    ("search_knowledge_base", {"query": "v", "collapse": "no"}),
+    ("search_knowledge_base", {"query": "v", "collapse": 0}),
     ("read_document", {"document_id": "ab12", "knowledge_base": "team"}),
     (
         "read_document",

@@ -153,3 +153,26 @@ def test_a_name_several_bases_share_is_refused_and_the_id_works(  # type: ignore
     assert cli("kb", "delete", "1", "--yes").exit_code == 0
     # One base of the name left: the name works again.
     assert cli("search", "vacation days", "--kb", "notes").exit_code == 0
+
+
+def test_search_gives_a_document_once_and_lists_its_other_passages(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    root = tmp_path / "long"
+    root.mkdir()
+    parts = "\n\n".join(
+        f"## Part {n}\n\n" + f"Glacier melt feeds the rivers in part {n}. " * 40 for n in range(4)
+    )
+    (root / "glaciers.md").write_text(f"# Glaciers\n\n{parts}\n")
+    assert cli("add", str(root), "--kb", "ice").exit_code == 0
+    result = cli("search", "glacier melt rivers", "--kb", "ice")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("long/glaciers.md") == 1
+    assert "more passages in this document:" in result.output
+    assert "· Glaciers › Part" in result.output  # where each stands, without the path again
+    data = json.loads(cli("search", "glacier melt rivers", "--kb", "ice", "--json").stdout)
+    (hit,) = data["hits"]
+    assert hit["passages"]
+    assert all(p["citation"].startswith("long/glaciers.md") for p in hit["passages"])
+    raw = json.loads(cli("search", "glacier melt", "--kb", "ice", "--passages", "--json").stdout)
+    assert len(raw["hits"]) > 1 and all(h["passages"] == [] for h in raw["hits"])

@@ -213,3 +213,31 @@ def test_a_named_file_that_is_missing_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as info:
         Settings.from_env(tmp_path, {"LOREBASE_EMBEDDERS": str(missing)})
     assert "LOREBASE_EMBEDDERS" in str(info.value) and str(missing) in str(info.value)
+
+
+def test_an_embedder_declares_the_languages_it_reads(tmp_path: Path) -> None:
+    text = '[embedders.x]\nurl = "http://127.0.0.1:9/v1"\nmodel = "m"\nlanguages = ["en", "de"]\n'
+    (config,) = load_embedders(write(tmp_path, text), {})[0]
+    assert config.languages == ("en", "de")
+    from lorebase.embed.registry import http_embedder
+
+    assert http_embedder(config).languages == frozenset({"en", "de"})
+    (unsaid,) = load_embedders(write(tmp_path, '[embedders.y]\nurl = "h"\nmodel = "m"\n'), {})[0]
+    assert unsaid.languages is None  # every language
+    fake = '[embedders.f]\nkind = "fake"\ndimensions = 4\nlanguages = ["fr"]\n'
+    (faked,) = load_embedders(write(tmp_path, fake), {})[0]
+    assert faked.languages == ("fr",)
+
+
+@pytest.mark.parametrize("value", ['"en"', '["English"]', "[1]", '["en-US"]', "[]"], ids=str)
+def test_languages_must_be_iso_codes(tmp_path: Path, value: str) -> None:
+    message = refused(tmp_path, f'[embedders.x]\nurl = "h"\nmodel = "m"\nlanguages = {value}\n')
+    assert "languages" in message and '["en"' in message
+
+
+def test_the_bundled_model_reads_english_and_says_so(tmp_path: Path) -> None:
+    message = refused(tmp_path, '[embedders.bundled]\nlanguages = ["de"]\n')
+    assert "key 'languages'" in message
+    from lorebase.embed.onnx import OnnxEmbedder
+
+    assert OnnxEmbedder.languages == frozenset({"en"})

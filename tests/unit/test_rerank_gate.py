@@ -19,6 +19,7 @@ from lorebase.search.gate import (
 )
 from lorebase.search.query import MAX_TOP_K
 
+
 def ranking(scores: list[float], prefix: str = "c") -> Scored:
     """Ids c0, c1, ... with the scores sorted best first (as an arm returns them)."""
     return [(f"{prefix}{i}", s) for i, s in enumerate(sorted(scores, reverse=True))]

@@ -214,35 +214,24 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
     for mode in modes:
         answered = " (by keyword)" if mode["answered_by"] != mode["mode"] else ""
         table.add_column(mode["mode"] + answered, justify="right")
-    for label in baselines:
-        table.add_column(BASELINE_LABELS.get(label, label), justify="right", style="dim")
     for name in metric_names(result["config"]["ks"]):
-        table.add_row(
-            _label(name),
-            *(_number(m["metrics"][name]) for m in modes),
-            *(_number(b[name]) for b in baselines.values()),
-        )
-    blank = [""] * len(baselines)
-    table.add_row(
-        "no answer (unanswerable)",
-        *(_rate(m["no_answer"], "no_answer_rate", "unanswerable") for m in modes),
-        *blank,
+        table.add_row(_label(name), *(_number(m["metrics"][name]) for m in modes))
+    rates = (
+        ("no answer (unanswerable)", "no_answer_rate", "unanswerable"),
+        ("lost relevant (answerable)", "lost_rate", "answerable"),
     )
-    table.add_row(
-        "lost relevant (answerable)",
-        *(_rate(m["no_answer"], "lost_rate", "answerable") for m in modes),
-        *blank,
-    )
-    table.add_row("citation coverage", *(_number(m["citation_coverage"], 2) for m in modes), *blank)
+    for row, key, of in rates:
+        table.add_row(row, *(_rate(m["no_answer"], key, of) for m in modes))
+    table.add_row("citation coverage", *(_number(m["citation_coverage"], 2) for m in modes))
     for point in ("p50", "p95", "max"):
-        table.add_row(
-            f"latency {point} ms", *(_number(m["latency_ms"][point], 1) for m in modes), *blank
-        )
+        table.add_row(f"latency {point} ms", *(_number(m["latency_ms"][point], 1) for m in modes))
     reranked = [m.get("rerank") for m in modes]
     if any(reranked):
-        table.add_row("reranked", *(_rerank_counts(r) for r in reranked), *blank)
-        table.add_row("rerank ms (saved)", *(_rerank_time(r) for r in reranked), *blank)
+        table.add_row("reranked", *(_rerank_counts(r) for r in reranked))
+        table.add_row("rerank ms (saved)", *(_rerank_time(r) for r in reranked))
     console.print(table)
+    if baselines:
+        console.print(_baselines_table(result, baselines))
     top_k = result["config"].get("top_k", 10)
     console.print(
         Text(
@@ -274,6 +263,23 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
             console.print(
                 Text(f"warning ({mode['mode']}): {code} for {count} questions", style="yellow")
             )
+
+
+def _baselines_table(result: dict[str, Any], baselines: dict[str, Any]) -> Table:
+    """The baselines beside hybrid as users get it: one column each, one row per measure."""
+    from lorebase.eval.runner import metric_names
+
+    hybrid = next((m for m in result["modes"] if m["mode"] == "hybrid"), None)
+    table = Table(title="baselines from the same arms", title_justify="left")
+    table.add_column("measure")
+    if hybrid is not None:
+        table.add_column("hybrid", justify="right")
+    for label in baselines:
+        table.add_column(BASELINE_LABELS.get(label, label), justify="right")
+    for name in metric_names(result["config"]["ks"]):
+        shown = [_number(hybrid["metrics"][name])] if hybrid is not None else []
+        table.add_row(_label(name), *shown, *(_number(b[name]) for b in baselines.values()))
+    return table
 
 
 def _counted(codes: dict[str, int] | list[str] | None) -> dict[str, int]:

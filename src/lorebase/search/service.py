@@ -174,12 +174,14 @@ class SearchService:
             warnings.append(NOT_CONFIGURED)
         elif request.rerank and self.reranker is not None:
             reread = rerank_depth(request.top_k)
+            # A passage repeated in many files reaches the reranker once.
+            head = without_repeats(pool.hits(order[: reread + DUPLICATE_SLACK]))[:reread]
             outcome = rerank_hits(
                 self.reranker,
                 self._rerank_pool,
                 self.settings.rerank_deadline,
                 request.query,
-                pool.hits(order[:reread]),
+                head,
                 reread,
                 {name: r for name, r in (("keyword", arms.keyword), ("dense", arms.dense)) if r},
             )

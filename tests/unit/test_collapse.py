@@ -1,0 +1,75 @@
+"""One hit per document: grouping ranked passages by document, with hypothesis for the
+invariants."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, collapsed, without_repeats
+from lorebase.search.query import Hit
+from lorebase.types import Provenance
+
+chunks = st.lists(st.sampled_from([f"c{i}" for i in range(30)]), unique=True, max_size=30)
+documents = st.dictionaries(
+    st.sampled_from([f"c{i}" for i in range(30)]), st.sampled_from("abcdef"), max_size=30
+)
+
+
+def hit(chunk_id: str, document: str = "d", text: str | None = None) -> Hit:
+    provenance = Provenance(
+        knowledge_base="kb",
+        knowledge_base_id=1,
+        document_id=document,
+        path=f"{document}.md",
+        title=None,
+        kind="md",
+        start=0,
+        end=1,
+    )
+    return Hit(chunk_id, provenance, text or chunk_id, "", {})
+
+
+@given(chunks, documents)
+def test_groups_keep_every_id_once_in_order_of_their_best(
+    order: list[str], document_of: dict[str, str]
+) -> None:
+    groups = by_document(order, document_of)
+    flat = [item for group in groups for item in group]
+    assert sorted(flat) == sorted(order) and len(flat) == len(order)
+    firsts = [group[0] for group in groups]
+    assert firsts == sorted(firsts, key=order.index)  # groups ordered by their best passage
+    for group in groups:
+        assert group == sorted(group, key=order.index)
+        named = {document_of.get(item, item) for item in group}
+        assert len(named) == 1  # one document a group (an unknown one: alone)
+    known = [document_of[g[0]] for g in groups if g[0] in document_of]
+    assert len(known) == len(set(known))  # each document once
+
+
+def test_a_document_counts_once_with_its_other_passages() -> None:
+    order = ["a1", "b1", "a2", "c1", "a3"]
+    document_of = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "c1": "C"}
+    groups = by_document(order, document_of)
+    assert groups == [["a1", "a2", "a3"], ["b1"], ["c1"]]
+    hits = {item: hit(item, document_of[item]) for item in order}
+    out = collapsed(groups, hits)
+    assert [h.chunk_id for h in out] == ["a1", "b1", "c1"]
+    assert [p.chunk_id for p in out[0].passages] == ["a2", "a3"]
+
+
+def test_at_most_so_many_passages_come_along() -> None:
+    order = [f"a{i}" for i in range(PASSAGES_PER_HIT + 4)]
+    (only,) = collapsed(by_document(order, dict.fromkeys(order, "A")), {i: hit(i) for i in order})
+    assert len(only.passages) == PASSAGES_PER_HIT
+
+
+def test_a_passage_gone_from_the_store_is_left_out() -> None:
+    groups = [["a1", "a2"], ["b1"]]
+    out = collapsed(groups, {"a2": hit("a2", "A")})
+    assert [h.chunk_id for h in out] == ["a2"] and not out[0].passages
+
+
+def test_repeated_passages_are_shown_once() -> None:
+    hits = [hit("a", "A", "same text"), hit("b", "B", "same  text"), hit("c", "C", "other")]
+    assert [h.chunk_id for h in without_repeats(hits)] == ["a", "c"]

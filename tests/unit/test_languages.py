@@ -1,0 +1,70 @@
+"""The question's language against the languages a model reads: the pure rule, and the
+detector on real texts (py3langid's model ships in its wheel: no download)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lorebase.languages import CONFIDENT, LESS_LIKELY, Detected, LanguageDetector, readable
+
+
+def detected(language: str, confidence: float, **others: float) -> Detected:
+    return Detected(language, confidence, {language: confidence, **others})
+
+
+def test_a_model_reads_its_languages_and_is_sure_of_nothing_else() -> None:
+    assert readable(detected("en", 0.9), {"en"})
+    assert readable(detected("de", 0.9), None)  # every language
+    assert not readable(detected("de", 0.9, en=0.001), {"en"})
+    # Unsure, or no language at all: read (an identifier, a code, a name).
+    assert readable(detected("de", CONFIDENT - 0.01), {"en"})
+    assert readable(detected("zxx", 0.9), {"en"})
+    # Another language first, but English not far behind: read.
+    assert readable(detected("pcm", 0.6, en=0.6 / LESS_LIKELY), {"en"})
+    assert not readable(detected("pcm", 0.6, en=0.6 / LESS_LIKELY / 2), {"en"})
+
+
+@given(
+    st.sampled_from(["en", "de", "zh", "zxx"]),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+)
+def test_more_belief_in_a_readable_language_never_makes_a_text_unreadable(
+    language: str, confidence: float, english: float
+) -> None:
+    low = Detected(language, confidence, {language: confidence, "en": english / 2})
+    high = Detected(language, confidence, {language: confidence, "en": english})
+    if readable(low, {"en"}):
+        assert readable(high, {"en"})
+
+
+@pytest.fixture(scope="module")
+def detector() -> LanguageDetector:
+    return LanguageDetector()
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("How many vacation days carry over to the next year?", "en"),
+        ("Wie viele Urlaubstage werden ins nächste Jahr übertragen?", "de"),
+        ("¿Cuántos días de vacaciones se pasan al año siguiente?", "es"),
+        ("黑豹队的防守在第50届超级碗中表现如何？", "zh"),
+    ],
+)
+def test_the_detector_names_the_language_of_a_question(
+    detector: LanguageDetector, text: str, language: str
+) -> None:
+    found = detector.detect(text)
+    assert found.language == language and found.confidence > CONFIDENT
+    english_only = frozenset({"en"})
+    assert readable(found, english_only) == (language == "en")
+
+
+@pytest.mark.parametrize("text", ["kubectl get pods", "ERR_4711", "PDF", "RRF k", "the", "42"])
+def test_identifiers_and_codes_are_read_by_an_english_model(
+    detector: LanguageDetector, text: str
+) -> None:
+    assert readable(detector.detect(text), {"en"})
