@@ -104,9 +104,7 @@ def figures(result: EvalResult) -> dict[str, dict[str, float]]:
             return statistics.fmean(values) if values else float("nan")
 
         def picked(outcomes: list[Any], half: str = half) -> list[Any]:
-            return [
-                o for o in outcomes if o.answerable and half in ("all", query_half(o.id))
-            ]
+            return [o for o in outcomes if o.answerable and half in ("all", query_half(o.id))]
 
         hybrid = picked(modes["hybrid"].outcomes)
         row = {label: mean([o.baselines[label][NDCG] for o in hybrid]) for label in BASELINES}

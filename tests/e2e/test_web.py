@@ -240,3 +240,33 @@ def test_search_warnings_are_shown(page: Any, server: Server) -> None:
         page.wait_for_load_state("networkidle")
         width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], (view, width)
+
+
+def test_a_hit_opens_its_documents_other_passages(page: Any, server: Server) -> None:
+    """One hit per document; "N more passages in this document" opens the others, each a
+    link to the document at that passage."""
+    kb_id = api(server, "bob", "POST", "/v1/knowledge-bases", json={"name": "ice"}).json()["id"]
+    parts = "\n\n".join(
+        f"## Valley {n}\n\n" + f"The glacier in valley {n} melts into the river. " * 30
+        for n in range(5)
+    )
+    files = {"files": ("glaciers.md", f"# Glaciers\n\n{parts}\n".encode(), "text/markdown")}
+    api(server, "bob", "POST", f"/v1/knowledge-bases/{kb_id}/documents", files=files)
+    sign_in(page, server, "bob")
+    page.goto(f"{server.url}/#/kb/{kb_id}")
+    page.locator('#documents tr[data-state="indexed"]').wait_for()
+    page.goto(f"{server.url}/#/search?q=glacier%20melts%20river&kb={kb_id}")
+    hit = page.locator(".hit").first
+    hit.wait_for()
+    assert page.locator("ol.hits > li.hit").count() == 1  # the document once
+    more = hit.locator("details.passages")
+    summary = more.locator("summary").inner_text()
+    assert summary.endswith("more passages in this document"), summary
+    assert not more.locator("li.passage").first.is_visible()  # closed until asked
+    more.locator("summary").click()
+    passage = more.locator("li.passage").first
+    assert passage.is_visible() and "Valley" in passage.locator(".citation").inner_text()
+    assert passage.locator("mark").count() >= 1  # the question's words marked
+    passage.locator(".citation").click()
+    page.wait_for_selector("#passage")
+    assert "glacier in valley" in page.locator("#passage").inner_text()

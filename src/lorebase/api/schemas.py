@@ -220,7 +220,7 @@ class HitOut(BaseModel):
     after: list[NeighborOut]
     passages: list[PassageOut] = Field(
         default_factory=list,
-        description="The document's other matching passages, best first (at most 5; empty "
+        description="The document's other matching passages, best first (at most 3; empty "
         "with `collapse: false`).",
     )
 

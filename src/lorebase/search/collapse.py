@@ -14,8 +14,9 @@ from dataclasses import replace
 
 from lorebase.search.query import Hit
 
-PASSAGES_PER_HIT = 5
-"""At most this many of a document's other matching passages come with its hit."""
+PASSAGES_PER_HIT = 3
+"""At most this many of a document's other matching passages come with its hit (each costs a
+read and a snippet; a result list shows where else a document answers, not all of it)."""
 
 
 def by_document(order: Iterable[str], document_of: Mapping[str, str]) -> list[list[str]]:

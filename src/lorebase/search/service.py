@@ -40,7 +40,7 @@ from lorebase.search.query import (
     SearchResponse,
 )
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
-from lorebase.search.snippets import snippet
+from lorebase.search.snippets import snippets_for
 from lorebase.settings import SearchSettings
 from lorebase.store.base import Catalogue, Chunks, KnowledgeBase, LexicalIndex, Vectors
 
@@ -272,13 +272,12 @@ class SearchService:
     def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:
         """Cut to top_k; snippets (only for what is returned, passages included) and
         neighbours."""
+        cut = snippets_for(request.query)
         hits = [
             replace(
                 hit,
-                snippet=snippet(hit.text, request.query),
-                passages=tuple(
-                    replace(p, snippet=snippet(p.text, request.query)) for p in hit.passages
-                ),
+                snippet=cut(hit.text),
+                passages=tuple(replace(p, snippet=cut(p.text)) for p in hit.passages),
             )
             for hit in hits[: request.top_k]
         ]

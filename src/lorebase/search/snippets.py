@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Callable
 from functools import lru_cache
 
 from lorebase.stopwords import ENGLISH_STOP_WORDS
@@ -39,14 +40,24 @@ _STEM_CHARS = 5
 def snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
     """The window of ``text`` (≤ ``limit`` chars) centred on its best sentence, cut at word
     boundaries, with an ellipsis where text was left out."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
+    return snippets_for(query, limit)(text)
+
+
+def snippets_for(query: str, limit: int = SNIPPET_CHARS) -> Callable[[str], str]:
+    """:func:`snippet` for many texts and one query: the query's words folded once."""
     terms = query_terms(query)
-    stems = {t[:_STEM_CHARS] for t in terms if len(t) > _STEM_CHARS - 1}
-    find = best_sentence if flat.isascii() else best_sentence_by_words
-    start, end = find(flat, frozenset(terms), frozenset(stems))
-    return _window(flat, start, end, limit)
+    words = frozenset(terms)
+    stems = frozenset(t[:_STEM_CHARS] for t in terms if len(t) > _STEM_CHARS - 1)
+
+    def cut(text: str) -> str:
+        flat = " ".join(text.split())
+        if len(flat) <= limit:
+            return flat
+        find = best_sentence if flat.isascii() else best_sentence_by_words
+        start, end = find(flat, words, stems)
+        return _window(flat, start, end, limit)
+
+    return cut
 
 
 def best_sentence(flat: str, terms: frozenset[str], stems: frozenset[str]) -> tuple[int, int]:
