@@ -180,7 +180,8 @@ class NeighborOut(BaseModel):
 
 
 class PassageOut(BaseModel):
-    """Another matching passage of a hit's document: where it stands, a snippet, scores."""
+    """A matching passage: where it stands in its document, a snippet, its scores. A hit's
+    document's other passages are these; a hit adds its document and text."""
 
     chunk_id: str
     trail: list[str]
@@ -195,27 +196,16 @@ class PassageOut(BaseModel):
     scores: dict[str, StepScoreOut] = Field(description=SCORES_DESCRIPTION)
 
 
-class HitOut(BaseModel):
-    chunk_id: str
+class HitOut(PassageOut):
     knowledge_base: str
     knowledge_base_id: int
     document_id: str
     path: str
     title: str | None
     kind: str
-    trail: list[str]
-    page: int | None
-    page_end: int | None
-    line: int | None
-    start: int
-    end: int
-    content_kind: str
     language: str | None
     symbol: str | None
     text: str
-    snippet: str
-    citation: str
-    scores: dict[str, StepScoreOut] = Field(description=SCORES_DESCRIPTION)
     before: list[NeighborOut]
     after: list[NeighborOut]
     passages: list[PassageOut] = Field(
