@@ -134,74 +134,32 @@ class SearchService:
                 by_keyword = kb_ids if dense.ranking is None else dense.keyword_only
                 keyword = self._keyword(by_keyword, request.query, limit, documents, timings)
         lexical = keyword.result() if keyword is not None else None
+        if lexical is not None and dense.ranking is not None:
+            self.dense.complete(dense, lexical.ranking, timings)
 
         fuse_started = time.perf_counter()
-        both = lexical is not None and dense.ranking is not None
-        if both:
-            assert lexical is not None
-            self.dense.complete(dense, lexical.ranking, timings)
-        arms = Arms(
-            keyword=lexical.ranking if lexical is not None else [],
-            dense=dense.ranking or [],
-            evidence=dense.evidence if both else {},
-        )
-        fused = FUSIONS[request.fusion](arms) if both else arms.keyword or arms.dense
-        floor = request.no_answer_threshold
-        ceiling = lexical.ceiling if lexical is not None else None
-        if lexical is not None and self._unread_but_spoken(kb_ids, lexical.ranking, dense):
-            ceiling = None  # any keyword match supports (see lorebase.search.floor)
-        kept = supported(
-            fused,
-            dict(arms.keyword),
-            ceiling,
-            dense.cosines,
-            dense.threshold if floor is None else floor,
-        )
+        arms, fused, kept, cosines = self._fused(request, kb_ids, lexical, dense)
         timings["fuse"] = _ms(fuse_started)
 
         hydrate_started = time.perf_counter()
-        steps = Steps(arms.keyword, arms.dense, dense.cosines, kept if both else None)
-        pool = Hydrated(self.store, kb_ids, steps)
-        order = [item for item, _ in kept]
+        both = lexical is not None and dense.ranking is not None
+        pool = Hydrated(
+            self.store, kb_ids, Steps(arms.keyword, arms.dense, cosines, kept if both else None)
+        )
         document_of = (
             self.store.chunk_documents(kb_ids, [item for item, _ in fused])
             if request.collapse or request.explain
             else {}
         )
+        order = [item for item, _ in kept]
         rerank_status: RerankStatus | None = None
-        if request.rerank and self.reranker is None:
-            rerank_status = UNAVAILABLE
-            warnings.append(NOT_CONFIGURED)
-        elif request.rerank and self.reranker is not None:
-            reread = rerank_depth(request.top_k)
-            # A passage repeated in many files reaches the reranker once.
-            head = without_repeats(pool.hits(order[: reread + DUPLICATE_SLACK]))[:reread]
-            outcome = rerank_hits(
-                self.reranker,
-                self._rerank_pool,
-                self.settings.rerank_deadline,
-                request.query,
-                head,
-                reread,
-                {name: r for name, r in (("keyword", arms.keyword), ("dense", arms.dense)) if r},
+        if request.rerank:
+            order, rerank_status = self._reranked(
+                request, arms, pool, order, timings, warnings, notes
             )
-            rerank_status = outcome.status
-            pool.adopt(outcome.hits)
-            moved = [hit.chunk_id for hit in outcome.hits]
-            order = moved + [item for item in order if item not in set(moved)]
-            if outcome.ms is not None:
-                timings["rerank"] = outcome.ms
-            if outcome.message is not None:
-                (warnings if outcome.warning else notes).append(outcome.message)
-        depth = request.top_k + DUPLICATE_SLACK
-        if request.collapse:
-            groups = by_document(order, document_of)[:depth]
-            wanted = [item for group in groups for item in group[: PASSAGES_PER_HIT + 1]]
-            hits = collapsed(groups, pool.by_id(wanted))
-        else:
-            hits = pool.hits(order[:depth])
-        hits = self._finished(kb_ids, request, without_repeats(hits))
-        timings["hydrate"] = round(_ms(hydrate_started) - timings.get("rerank", 0.0), 3)
+            hydrate_started += timings.get("rerank", 0.0) / 1000
+        hits = self._finished(kb_ids, request, self._hits(request, pool, order, document_of))
+        timings["hydrate"] = _ms(hydrate_started)
         timings["total"] = _ms(started)
         answered = dense.ranking is not None or request.mode is Mode.KEYWORD
         return SearchResponse(
@@ -216,6 +174,84 @@ class SearchService:
         )
 
     # -- steps -------------------------------------------------------------------------------
+    def _fused(
+        self,
+        request: SearchRequest,
+        kb_ids: list[int],
+        lexical: _Keyword | None,
+        dense: DenseResult,
+    ) -> tuple[Arms, Scored, Scored, dict[str, float]]:
+        """Both arms, the fused order of every candidate, the candidates an arm supports (in
+        that order), and every candidate's cosine."""
+        both = lexical is not None and dense.ranking is not None
+        arms = Arms(
+            keyword=lexical.ranking if lexical is not None else [],
+            dense=dense.ranking or [],
+            evidence=dense.evidence if both else {},
+        )
+        fused = FUSIONS[request.fusion](arms) if both else arms.keyword or arms.dense
+        ceiling = lexical.ceiling if lexical is not None else None
+        if lexical is not None and self._unread_but_spoken(kb_ids, lexical.ranking, dense):
+            ceiling = None  # any keyword match supports (see lorebase.search.floor)
+        cosines = dense.cosines
+        floor = request.no_answer_threshold
+        threshold = dense.threshold if floor is None else floor
+        kept = supported(fused, dict(arms.keyword), ceiling, cosines, threshold)
+        return arms, fused, kept, cosines
+
+    def _reranked(
+        self,
+        request: SearchRequest,
+        arms: Arms,
+        pool: Hydrated,
+        order: list[str],
+        timings: dict[str, float],
+        warnings: list[str],
+        notes: list[str],
+    ) -> tuple[list[str], RerankStatus]:
+        """The passages in the reranker's order (its first ``rerank_depth`` of them, the rest
+        after in fused order), and what the step did."""
+        if self.reranker is None:
+            warnings.append(NOT_CONFIGURED)
+            return order, UNAVAILABLE
+        reread = rerank_depth(request.top_k)
+        # A passage repeated in many files reaches the reranker once.
+        head = without_repeats(pool.hits(order[: reread + DUPLICATE_SLACK]))[:reread]
+        outcome = rerank_hits(
+            self.reranker,
+            self._rerank_pool,
+            self.settings.rerank_deadline,
+            request.query,
+            head,
+            reread,
+            {name: r for name, r in (("keyword", arms.keyword), ("dense", arms.dense)) if r},
+        )
+        pool.adopt(outcome.hits)
+        if outcome.ms is not None:
+            timings["rerank"] = outcome.ms
+        if outcome.message is not None:
+            (warnings if outcome.warning else notes).append(outcome.message)
+        moved = [hit.chunk_id for hit in outcome.hits]
+        first = set(moved)
+        return moved + [item for item in order if item not in first], outcome.status
+
+    def _hits(
+        self,
+        request: SearchRequest,
+        pool: Hydrated,
+        order: list[str],
+        document_of: dict[str, str],
+    ) -> list[Hit]:
+        """The passages as hits, one per document (its best, with up to PASSAGES_PER_HIT of
+        its others) unless the request asks for every passage; a few more than ``top_k`` so
+        that leaving out repeated passages still fills it."""
+        depth = request.top_k + DUPLICATE_SLACK
+        if not request.collapse:
+            return without_repeats(pool.hits(order[:depth]))
+        groups = by_document(order, document_of)[:depth]
+        wanted = [item for group in groups for item in group[: PASSAGES_PER_HIT + 1]]
+        return without_repeats(collapsed(groups, pool.by_id(wanted)))
+
     def _keyword(
         self,
         kb_ids: list[int],
