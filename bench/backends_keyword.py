@@ -57,11 +57,11 @@ def postgres(url: str | None) -> Iterator[str]:
 
 def latency(store: Store, kb_id: int, task: EvalTask) -> dict[str, float]:
     texts = [query_text(q.text) for q in task.questions]
-    store.keyword_search([kb_id], texts[0], CONFIG.depth)  # untimed: warms caches
+    store.keyword_search([kb_id], texts[0], CONFIG.top_k)  # untimed: warms caches
     times = []
     for text in texts:
         start = time.perf_counter()
-        store.keyword_search([kb_id], text, CONFIG.depth)
+        store.keyword_search([kb_id], text, CONFIG.top_k)
         times.append((time.perf_counter() - start) * 1000)
     times.sort()
     return {
