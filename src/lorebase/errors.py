@@ -20,6 +20,7 @@ document, chunk or query text.
     │   └── ToolUnavailable       an agent tool could not produce its answer this time
     ├── Unauthorized              no valid API key
     ├── Forbidden                 a valid key without the right to do this
+    │   └── MisdirectedHost       a request naming a host this server does not answer to
     └── ServerFault               the server's own data or configuration is at fault, not the
         │                         request: an operator has to act
         ├── WrongKey              data encrypted with another key than the configured one
@@ -82,6 +83,11 @@ class Unauthorized(LorebaseError):
 
 class Forbidden(LorebaseError):
     """A valid key without the right to do this (only where seeing is allowed)."""
+
+
+class MisdirectedHost(Forbidden):
+    """A request whose ``Host`` this server does not answer to (DNS rebinding: a page of
+    another site reaching a loopback server through a name it controls)."""
 
 
 class ServerFault(LorebaseError):

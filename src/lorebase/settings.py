@@ -315,6 +315,9 @@ class ServeSettings:
     ingest: bool = True
     # How long a claimed job stays claimed without a heartbeat (a shared store's jobs table).
     lease_seconds: float = 30.0
+    # Host names requests may name besides the loopback ones (``--allowed-host``; "*": any,
+    # for a proxy that checks them itself): a DNS-rebinding page's own name is refused.
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.auth and not is_loopback(self.host):
@@ -327,7 +330,18 @@ class ServeSettings:
         for name in ("max_upload_bytes", "queue_size", "workers", "lease_seconds"):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"{name} must be a positive number")
+        import re
 
+        for name in self.allowed_hosts:
+            if name != "*" and not re.fullmatch(HOST_NAME, name):
+                raise InvalidInput(
+                    "an allowed host is a host name or address as clients write it in URLs "
+                    "(docs.example.com, 10.0.0.5, [fd00::5]; no port, no scheme), or * for any"
+                )
+
+
+HOST_NAME = r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]"
+"""A host name, an IPv4 address, or an IPv6 address in brackets, as a URL writes it."""
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

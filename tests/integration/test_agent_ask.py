@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chat_stand_in import StandIn, Turn
+from loopback import client as api_client
 from lorebase.agent.ask import MAX_TOOL_ROUNDS, Answer, Asker, Delta, Notice, ToolUse
 from lorebase.agent.chat import ChatClient, ChatSettings
 from lorebase.agent.gate import LocalityGate
@@ -282,7 +283,6 @@ def test_nothing_from_a_tool_session_reaches_a_log(
 def test_ask_over_http_streams_events_and_sources(
     stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fastapi.testclient import TestClient
 
     from lorebase.api.app import create_app
     from lorebase.settings import ChatConfig, ServeSettings
@@ -301,7 +301,7 @@ def test_ask_over_http_streams_events_and_sources(
     )
     with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
         lb.add([folder], kb="team")
-        client = TestClient(create_app(lb, manage=False))
+        client = api_client(create_app(lb, manage=False))
         response = client.post("/v1/ask", json={"question": QUESTION})
         assert response.status_code == 200
         body = response.text

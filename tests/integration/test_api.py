@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from store_backends import StoreBackend
 
+from loopback import client as api_client
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
@@ -60,7 +61,7 @@ def build(
     accounts.set_member(eng.id, ids["bob"], Role.MEMBER)
     if start:
         lb.start_serving()
-    client = TestClient(create_app(lb, manage=False), raise_server_exceptions=False)
+    client = api_client(create_app(lb, manage=False), raise_server_exceptions=False)
     return Env(lb, client, keys)
 
 
@@ -395,7 +396,7 @@ def test_rotating_the_data_key_keeps_every_upload_readable(tmp_path: Path) -> No
     with open_lorebase(
         settings=Settings(data_dir=data, serve=serve), embedder=FakeEmbedder()
     ) as lb:
-        client = TestClient(create_app(lb))
+        client = api_client(create_app(lb))
         with client:
             got = client.get(f"/v1/documents/{document['id']}", headers=env.as_("alice")).json()
         assert got["name"] == SECRET_NAME

@@ -11,13 +11,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from embedders_file import KEY, PASSWORD, write_embedders
+from loopback import client as api_client
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
 
-pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1", "testserver"])]
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 
 @pytest.fixture
@@ -36,7 +37,10 @@ def served(tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
     user = lb.accounts.create_user("alice", Role.MEMBER)
     key, _ = lb.accounts.create_key(user.id)
     try:
-        yield TestClient(create_app(lb, manage=False), raise_server_exceptions=False), key
+        yield (
+            api_client(create_app(lb, manage=False), raise_server_exceptions=False),
+            key,
+        )
     finally:
         lb.close()
 

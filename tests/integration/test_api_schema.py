@@ -23,7 +23,9 @@ KEY: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     data = tmp_path_factory.mktemp("schema")
-    serve = ServeSettings(workers=1, watch=False)
+    # schemathesis's in-process requests name the host "testserver": allowed, as an operator
+    # allows the names clients use.
+    serve = ServeSettings(workers=1, watch=False, allowed_hosts=("testserver",))
     lb = open_lorebase(
         settings=Settings(data_dir=data, serve=serve),
         embedder=FakeEmbedder(),

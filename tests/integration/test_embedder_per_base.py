@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fastapi.testclient import TestClient
 from store_backends import StoreBackend
 
 from embed_stand_in import MODEL, EmbeddingServer, embedders_file
+from loopback import client as api_client
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.chunk.base import embed_text
@@ -172,7 +172,7 @@ def test_one_model_down_the_other_base_answers_in_full(
         assert not reach.reachable and "127.0.0.1" in (reach.detail or "")
         assert lb.embedder_reachability(lb.kb("birds")).reachable
         # Over the API too: each base's embedder and whether it answers.
-        client = TestClient(create_app(lb))
+        client = api_client(create_app(lb))
         listed = {kb["name"]: kb for kb in client.get("/v1/knowledge-bases").json()}
         assert (listed["birds"]["embedder"], listed["birds"]["embedder_reachable"]) == (
             "small",
@@ -342,7 +342,10 @@ def test_over_the_api_a_base_is_made_with_an_embedder_and_reembedded_uploads_and
     """The server's queue does the re-embed: uploaded documents (read back from the encrypted
     store) and a followed folder's alike; unknown names 404, a model that does not answer
     503, nothing changed."""
-    with open_at(tmp_path / "data", server) as lb, TestClient(create_app(lb)) as client:
+    with (
+        open_at(tmp_path / "data", server) as lb,
+        api_client(create_app(lb)) as client,
+    ):
         made = client.post("/v1/knowledge-bases", json={"name": "mixed", "embedder": "small"})
         assert made.status_code == 201, made.text
         kb = made.json()
@@ -455,7 +458,7 @@ def test_a_running_server_takes_over_a_reembed_another_process_asked_for(
         default_embedder=settings.default_embedder,
         serve=ServeSettings(auth=False, watch=False, workers=1, rescan_seconds=0.2),
     )
-    with open_lorebase(settings=quick) as lb, TestClient(create_app(lb)):
+    with open_lorebase(settings=quick) as lb, api_client(create_app(lb)):
         time.sleep(0.3)
         lb.store.set_kb_embedder_target(lb.kb("birds").id, "remote")  # as the CLI records it
         wait_for(lambda: lb.kb("birds").embedder == "remote")

@@ -111,11 +111,16 @@ class Live:
 
 @contextmanager
 def serve(
-    tmp_path: Path, *, auth: bool = True, watch: bool = False, end_streams: bool = False
+    tmp_path: Path,
+    *,
+    auth: bool = True,
+    watch: bool = False,
+    end_streams: bool = False,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> Iterator[Live]:
     """The real app (its life span starts and stops the workers) under uvicorn in a thread,
     on a socket bound here, so the port is ours before the server starts."""
-    serve = ServeSettings(auth=auth, workers=1, watch=watch)
+    serve = ServeSettings(auth=auth, workers=1, watch=watch, allowed_hosts=allowed_hosts)
     lb = open_lorebase(
         settings=Settings(data_dir=tmp_path / "data", serve=serve),
         embedder=FakeEmbedder(),

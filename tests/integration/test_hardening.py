@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from test_events_http import Live, serve
 
+from loopback import client as api_client
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
@@ -130,7 +130,7 @@ def _blobs(data_dir: Path) -> list[Path]:
 @pytest.mark.parametrize("name", ["notes.xyz", "passwd", ".", "..", ""])
 def test_a_name_lorebase_cannot_read_is_refused_at_upload(lb: Lorebase, name: str) -> None:
     kb = lb.create_kb("mine")
-    client = TestClient(create_app(lb, manage=False))
+    client = api_client(create_app(lb, manage=False))
     files = {"files": (name or "x", io.BytesIO(b"some bytes"), "application/octet-stream")}
     if not name:  # an empty file name: the multipart part carries none
         files = {"files": ("", io.BytesIO(b"some bytes"), "application/octet-stream")}

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from loopback import client as api_client
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase
 from lorebase.cli.main import app
@@ -92,7 +92,7 @@ def test_the_floor_keeps_exactly_what_an_arm_supports(
 
 
 def test_the_api_says_no_answer(lb: Lorebase) -> None:
-    client = TestClient(create_app(lb, manage=False))
+    client = api_client(create_app(lb, manage=False))
     nothing = client.post("/v1/search", json={"query": OFF_TOPIC}).json()
     assert nothing["no_answer"] is True and nothing["hits"] == []
     assert nothing["rerank"] is None and nothing["notes"] == []

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from store_backends import StoreBackend
 from typer.testing import CliRunner
 
+from loopback import client as api_client
 from lorebase.agent.tools import ToolBox
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
@@ -131,7 +131,7 @@ def test_the_cli_filters(lb: Lorebase) -> None:
 
 
 def test_the_api_filters(lb: Lorebase) -> None:
-    client = TestClient(create_app(lb, manage=False))
+    client = api_client(create_app(lb, manage=False))
 
     def search(**filters: str) -> dict:  # type: ignore[type-arg]
         response = client.post("/v1/search", json={"query": QUERY, "top_k": 20, **filters})

@@ -18,7 +18,7 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
 from lorebase.vault.keys import DataKey
 
-BASE = "http://testserver"
+BASE = "http://127.0.0.1"
 
 
 def _lorebase(tmp_path: Path, auth: bool = True) -> Lorebase:

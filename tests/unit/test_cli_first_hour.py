@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from loopback import client as api_client
 from lorebase.api.app import create_app
 from lorebase.api.schemas import DocumentOut, HitOut, KnowledgeBaseOut
 from lorebase.app import open_lorebase
@@ -210,7 +210,7 @@ def test_cli_json_names_fields_as_the_api_does(cli, data: Path, folder: Path) ->
 
     settings = Settings(data_dir=data, serve=ServeSettings(auth=False, workers=1, watch=False))
     with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
-        client = TestClient(create_app(lb, manage=False))
+        client = api_client(create_app(lb, manage=False))
         assert client.get("/v1/knowledge-bases").json() == kbs
         kb_id = kbs[0]["id"]
         api_docs = client.get(f"/v1/knowledge-bases/{kb_id}/documents").json()

@@ -14,11 +14,20 @@ session's CSRF token in :data:`CSRF_HEADER`, which only the page was told. And a
 without a key — with the cookie, or with keys off on loopback — is refused when the browser
 says it comes from another site (``Sec-Fetch-Site``, ``Origin``): a form on a hostile page
 cannot post to lorebase.
+
+Before all of it, the ``Host`` a request names must be one this server answers to
+(:func:`host_allowed`): the loopback names, the address it is bound to, and the names the
+operator allowed (``--allowed-host``). A page of another site can make a browser reach a
+loopback server under a name it controls (DNS rebinding); the browser then sends that name as
+``Host`` — and as ``Origin``, so the cross-site check alone cannot tell. Such a request gets
+``421`` whatever credentials it carries.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
+from collections.abc import Collection
 from urllib.parse import urlsplit
 
 import anyio.to_thread
@@ -27,7 +36,7 @@ from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lorebase.api.problems import problem_for
-from lorebase.errors import Forbidden, LorebaseError, Unauthorized
+from lorebase.errors import Forbidden, LorebaseError, MisdirectedHost, Unauthorized
 from lorebase.service import Lorebase
 from lorebase.service.access import csrf_token
 
@@ -61,11 +70,68 @@ def credentials(headers: Headers) -> tuple[str | None, str | None]:
     return (key, None) if key else (None, session_token(headers))
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
+ANY_HOST = "*"
+WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def host_name(header: str) -> str:
+    """The host a ``Host`` header names: lower-case, without its port or a final dot
+    (``[::1]:7700`` -> ``[::1]``, ``Docs.Example:80`` -> ``docs.example``). Pure."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+def url_host(address: str) -> str:
+    """An address as a URL writes it: an IPv6 address in brackets. Pure."""
+    if ":" in address and not address.startswith("["):
+        return f"[{address.lower()}]"
+    return address.lower()
+
+
+def is_loopback_name(name: str) -> bool:
+    """``localhost``, ``[::1]`` or an address in 127.0.0.0/8. Pure."""
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_allowed(header: str | None, allowed: Collection[str], bound: str) -> bool:
+    """Whether a request naming ``header`` as its host is for this server: a loopback name,
+    the address it is ``bound`` to (unless that is every address), or one of ``allowed``
+    (``*``: any). A request without a ``Host`` is refused. Pure."""
+    if ANY_HOST in allowed:
+        return True
+    if not header:
+        return False
+    name = host_name(header)
+    if is_loopback_name(name):
+        return True
+    if bound not in WILDCARD_BINDS and name == url_host(bound):
+        return True
+    return name in {url_host(host_name(item)) for item in allowed}
+
+
+MISDIRECTED = (
+    "this server answers to its loopback names ({names}) and the host names its operator "
+    "allowed (`lorebase serve --allowed-host NAME`); the request names another host, as a page "
+    "of another site does when it tries DNS rebinding"
+)
+
+
 def needs_key(path: str) -> bool:
     return path == "/mcp" or path.startswith(KEYED_PREFIXES)
 
 
-REFUSALS = (400, 401, 413)  # malformed, no key, too large
+REFUSALS = (400, 401, 413, 421)  # malformed, no key, too large, another host
 
 
 class CloseAfterRefusal:
@@ -115,14 +181,24 @@ def check_browser_change(method: str, headers: Headers, session: str | None) -> 
 
 
 class KeyFirst:
-    """Refuse a keyed path without valid credentials before the body is read, and a change
-    made by a browser without the page's protection (ASGI middleware)."""
+    """Refuse a request naming a host this server does not answer to, a keyed path without
+    valid credentials before the body is read, and a change made by a browser without the
+    page's protection (ASGI middleware)."""
 
     def __init__(self, app: ASGIApp, lb: Lorebase) -> None:
         self.app = app
         self.lb = lb
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            serve = self.lb.settings.serve
+            host = Headers(scope=scope).get("host")
+            if not host_allowed(host, serve.allowed_hosts, serve.host):
+                names = ", ".join(sorted({"127.0.0.1", *LOOPBACK_NAMES}))
+                await self._refuse(
+                    MisdirectedHost(MISDIRECTED.format(names=names)), scope, receive, send
+                )
+                return
         if scope["type"] == "http" and needs_key(scope["path"]):
             headers = Headers(scope=scope)
             key, session = credentials(headers)

@@ -17,6 +17,7 @@ from lorebase.errors import (
     Forbidden,
     InvalidInput,
     LorebaseError,
+    MisdirectedHost,
     NotFound,
     Overloaded,
     ServerFault,
@@ -41,6 +42,7 @@ PROBLEMS: dict[type[LorebaseError], tuple[int, str, str]] = {
     Overloaded: (503, "overloaded", "Busy"),
     Unauthorized: (401, "unauthorized", "Unauthorized"),
     Forbidden: (403, "forbidden", "Forbidden"),
+    MisdirectedHost: (421, "unknown-host", "Misdirected request"),
     ServerFault: (500, "server-fault", "Server fault"),
 }
 

@@ -25,7 +25,7 @@ from lorebase.cli.common import (
 from lorebase.errors import Conflict, InvalidInput
 
 if TYPE_CHECKING:
-    from lorebase.settings import Settings
+    from lorebase.settings import ServeSettings, Settings
 
 users_app = command_group("Users of the HTTP service (operators only).")
 teams_app = command_group("Teams and their members.")
@@ -68,6 +68,18 @@ def serve(
             "process's heartbeat."
         ),
     ] = 30.0,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            envvar="LOREBASE_ALLOWED_HOSTS",
+            help="A host name clients reach this server by, besides 127.0.0.1, localhost, "
+            "[::1] and the address it is bound to (repeatable; * for any, behind a proxy that "
+            "checks them). Requests naming another host get 421: a web page cannot reach "
+            "this server through a name of its own (DNS rebinding).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the web page (at /) and the REST API (OpenAPI at /docs) on HOST:PORT; it also
     indexes uploads and follows the knowledge bases' folders. The first start creates an admin
@@ -85,6 +97,7 @@ def serve(
         ingest=not no_ingest,
         watch=not no_ingest,
         lease_seconds=lease_seconds,
+        allowed_hosts=tuple(name for names in allowed_host or () for name in names.split(",")),
     )
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
@@ -112,7 +125,27 @@ def serve(
             ),
             soft_wrap=True,
         )
+        console.print(Text(answers_to(settings), style="dim"), soft_wrap=True)
         run(lb, host, port)
+
+
+def answers_to(settings: ServeSettings) -> str:
+    """Which host names the server answers to, for its start-up lines."""
+    from lorebase.api.guard import ANY_HOST, WILDCARD_BINDS, url_host
+
+    if ANY_HOST in settings.allowed_hosts:
+        return "answers to any host name (--allowed-host *): check them in front of it"
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    if settings.host not in WILDCARD_BINDS and url_host(settings.host) not in names:
+        names.append(url_host(settings.host))
+    names += [name for name in settings.allowed_hosts if name not in names]
+    line = f"answers to the host names {', '.join(names)}"
+    if settings.host in WILDCARD_BINDS and not settings.allowed_hosts:
+        line += (
+            "; clients on other machines reach it by a name you allow with --allowed-host "
+            "(LOREBASE_ALLOWED_HOSTS)"
+        )
+    return line
 
 
 @handles_errors
