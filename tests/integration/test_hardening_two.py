@@ -3,12 +3,19 @@ over HTTP or the real service."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from serve_process import free_port, serve_command, wait_until_ready
 from test_events_http import Live, serve
+
+from lorebase.app import open_lorebase
+from lorebase.embed.fake import FakeEmbedder
+from lorebase.settings import Settings
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -87,3 +94,114 @@ def test_the_names_an_operator_allows_are_answered(tmp_path: Path) -> None:
         assert as_host(live, EVIL, "GET", "/v1/knowledge-bases").status_code == 421
     with serve(tmp_path / "any", auth=False, allowed_hosts=("*",)) as live:
         assert as_host(live, EVIL, "GET", "/v1/knowledge-bases").status_code == 200
+
+
+# -- 2. a damaged keyword index ---------------------------------------------------------------
+def _folder(tmp_path: Path, name: str, count: int = 12) -> Path:
+    root = tmp_path / name
+    root.mkdir()
+    for n in range(count):
+        (root / f"note{n:02}.md").write_text(f"# Note {n}\n\nThe heron waits by the river {n}.\n")
+    return root
+
+
+def _truncate_segments(data: Path) -> list[Path]:
+    """What the attack did: every term file of the keyword index emptied in place."""
+    files = sorted((data / "lorebase.lexical").glob("kb*/*.term"))
+    for path in files:
+        with path.open("r+b") as handle:
+            handle.truncate(0)
+    return files
+
+
+def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
+    """A real `lorebase serve` process: its keyword index truncated under it, searches go
+    on (by meaning, with a warning), the index is rebuilt in the background, metrics and the
+    event stream say so, and the process never dies of SIGBUS (exit 135)."""
+    port = free_port()
+    data = tmp_path / "data"
+    notes = _folder(tmp_path, "notes")
+    command = serve_command(data, port, "--workers", "1", "--no-auth")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base, process)
+        made = httpx.post(f"{base}/v1/knowledge-bases", json={"name": "birds"}, timeout=10)
+        kb_id = made.json()["id"]
+        files = [("files", (p.name, p.read_bytes(), "text/markdown")) for p in notes.iterdir()]
+        added = httpx.post(f"{base}/v1/knowledge-bases/{kb_id}/documents", files=files, timeout=10)
+        assert added.status_code == 202, added.text
+        wait_for(lambda: _hits(base, "heron", "keyword") == 12)
+        assert _truncate_segments(data)
+        searched = _search(base, "heron", "keyword")
+        assert process.poll() is None, "the server died"
+        assert searched["warnings"][0].startswith("lexical_index_damaged: ")
+        assert "birds" in searched["warnings"][0]
+        hybrid = _search(base, "heron river", "hybrid")
+        assert hybrid["hits"]  # the other arm answers meanwhile
+        # Rebuilt from the database in the background: keyword search finds them all again.
+        wait_for(
+            lambda: (
+                _hits(base, "heron", "keyword") == 12
+                and not _search(base, "heron", "keyword")["warnings"]
+            )
+        )
+        metrics = httpx.get(f"{base}/metrics", timeout=10).text
+        assert "lorebase_keyword_indexes_damaged 0.0" in metrics
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert process.returncode != 135
+    log = process.stderr.read().decode() if process.stderr else ""
+    assert "keyword index of base" in log and "damaged" in log and "heron" not in log
+
+
+def _search(base: str, query: str, mode: str) -> dict[str, object]:
+    answer = httpx.post(
+        f"{base}/v1/search", json={"query": query, "mode": mode, "top_k": 20}, timeout=20
+    )
+    assert answer.status_code == 200, answer.text
+    result: dict[str, object] = answer.json()
+    return result
+
+
+def _hits(base: str, query: str, mode: str) -> int:
+    hits = _search(base, query, mode)["hits"]
+    assert isinstance(hits, list)
+    return len(hits)
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_a_damaged_index_in_a_library_process_is_rebuilt_and_announced(tmp_path: Path) -> None:
+    """In one process: the truncation is found before the index is read, the search says so,
+    an event announces it and another the rebuild, status shows it meanwhile."""
+    notes = _folder(tmp_path, "notes")
+    with open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder()
+    ) as lb:
+        lb.add([notes], kb="birds")
+        kb = lb.kb("birds")
+        seen: list[dict[str, object]] = []
+        transport = lb.events.transport
+        sending = transport.send
+        transport.send = lambda event: (seen.append(event), sending(event))[1]  # type: ignore[method-assign]
+        assert len(lb.search("heron", kb="birds", mode="keyword").hits) == 10
+        _truncate_segments(lb.settings.data_dir)
+        response = lb.search("heron", kb="birds", mode="keyword")
+        assert response.damaged == (kb.id,)
+        assert response.hits  # answered by meaning for the damaged base
+        assert lb.damaged_keyword_indexes() in ({kb.id: "a segment file shrank (truncated)"}, {})
+        wait_for(lambda: not lb.damaged_keyword_indexes())
+        again = lb.search("heron", kb="birds", mode="keyword")
+        assert len(again.hits) == 10 and not again.warnings and not again.damaged
+        announced = [e for e in seen if "keyword_index" in e]
+        assert announced == [
+            {"type": "knowledge_base", "knowledge_base_id": kb.id, "keyword_index": "damaged"},
+            {"type": "knowledge_base", "knowledge_base_id": kb.id, "keyword_index": "rebuilt"},
+        ]

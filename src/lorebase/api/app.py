@@ -52,6 +52,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         lb.documents_by_state,
         lambda: lb.queue.depth,
         lambda: (lb.queue.stats.accepted, lb.queue.stats.rejected),
+        lambda: len(lb.damaged_keyword_indexes()),
     )
     lb.observe_embedding(lambda kind, seconds: metrics.embed_batch_seconds.observe(seconds))
 

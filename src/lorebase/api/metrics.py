@@ -20,10 +20,12 @@ class _StateCollector(Collector):
         documents_by_state: Callable[[], dict[str, int]],
         queue_depth: Callable[[], int],
         admissions: Callable[[], tuple[int, int]],
+        damaged_indexes: Callable[[], int],
     ) -> None:
         self._documents = documents_by_state
         self._depth = queue_depth
         self._admissions = admissions
+        self._damaged = damaged_indexes
 
     def collect(self) -> Iterable[Metric]:
         documents = GaugeMetricFamily("lorebase_documents", "Documents by state", labels=["state"])
@@ -38,6 +40,11 @@ class _StateCollector(Collector):
         admissions.add_metric(["accepted"], accepted)
         admissions.add_metric(["rejected"], rejected)
         yield admissions
+        yield GaugeMetricFamily(
+            "lorebase_keyword_indexes_damaged",
+            "Knowledge bases whose keyword index was found damaged and is being rebuilt",
+            value=self._damaged(),
+        )
 
 
 class Metrics:
@@ -46,6 +53,7 @@ class Metrics:
         documents_by_state: Callable[[], dict[str, int]],
         queue_depth: Callable[[], int],
         admissions: Callable[[], tuple[int, int]],
+        damaged_indexes: Callable[[], int] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry()
         self.search_seconds = Histogram(
@@ -67,4 +75,6 @@ class Metrics:
             ["route", "status"],
             registry=self.registry,
         )
-        self.registry.register(_StateCollector(documents_by_state, queue_depth, admissions))
+        self.registry.register(
+            _StateCollector(documents_by_state, queue_depth, admissions, damaged_indexes)
+        )

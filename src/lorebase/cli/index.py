@@ -154,6 +154,7 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
         kbs = lb.knowledge_bases()
         sources = {kb.name: lb.sources(kb.name) for kb in kbs}
         reach = {kb.id: lb.embedder_reachability(kb) for kb in kbs}
+        damaged = lb.damaged_keyword_indexes([kb.id for kb in kbs])
         data_dir = lb.settings.data_dir
         store = lb.store_location
     if as_json:
@@ -176,5 +177,5 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     console.print(Text(f"store: {store}"))
     if not kbs:
         console.print(Text("no knowledge bases yet; add files with `lorebase add PATH`"))
-    for block in render.status_blocks(kbs, sources, reach):
+    for block in render.status_blocks(kbs, sources, reach, damaged):
         console.print(block)

@@ -342,6 +342,11 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
     out.print(Text(f"{response.mode.value} · {timings}", style="dim"))
 
 
+def _keyword_row(kb: KnowledgeBase, damage: str | None) -> str:
+    row = f"{kb.searchable:,} documents · {kb.chunks:,} chunks searchable"
+    return row if damage is None else f"{row} · index DAMAGED ({damage}): being rebuilt"
+
+
 def _when(timestamp: float | None) -> str:
     if timestamp is None:
         return "-"
@@ -383,6 +388,7 @@ def status_blocks(
     kbs: list[KnowledgeBase],
     sources: dict[str, list[Source]],
     reach: dict[int, Reachability] | None = None,
+    damaged: dict[int, str] | None = None,
 ) -> list[Text]:
     """One short block per knowledge base, readable in an 80-column terminal (a table of
     eleven columns folded every cell into slivers)."""
@@ -400,7 +406,7 @@ def status_blocks(
         rows = [
             ("documents", f"{kb.documents:,} ({counts})"),
             ("chunks", f"{kb.chunks:,} · {kb.bytes / 1e6:.1f} MB"),
-            ("by keyword", f"{kb.searchable:,} documents · {kb.chunks:,} chunks searchable"),
+            ("by keyword", _keyword_row(kb, (damaged or {}).get(kb.id))),
             ("by vector", f"{kb.embedded:,} documents · {kb.embedded_chunks:,} chunks"),
             ("last pass", _when(kb.pass_finished_at)),
             *((str(s.kind), f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),

@@ -200,6 +200,7 @@ class SearchResponse:
     rerank: RerankStatus | None = None
     identities: dict[int, str] = field(default_factory=dict)
     explanation: Explanation | None = None
+    damaged: tuple[int, ...] = ()  # bases whose keyword index is damaged and being rebuilt
 
     @property
     def no_answer(self) -> bool:

@@ -72,6 +72,7 @@ class _Keyword:
 
     ranking: Scored
     ceiling: float
+    damaged: dict[int, str]  # bases whose keyword index is being rebuilt
 
 
 class SearchService:
@@ -134,6 +135,17 @@ class SearchService:
                 by_keyword = kb_ids if dense.ranking is None else dense.keyword_only
                 keyword = self._keyword(by_keyword, request.query, limit, documents, timings)
         lexical = keyword.result() if keyword is not None else None
+        if lexical is not None and lexical.damaged:
+            names = ", ".join(kb.name for kb in kbs if kb.id in lexical.damaged)
+            warnings.append(
+                f"lexical_index_damaged: the keyword index of {names} was found damaged and is "
+                "being rebuilt from the database; until then those bases answer by meaning only"
+            )
+            if request.mode is Mode.KEYWORD:  # the other arm answers for them
+                unread = [kb for kb in kbs if kb.id in lexical.damaged]
+                dense = self.dense.search(
+                    request.query, unread, limit, documents, timings, warnings
+                )
         if lexical is not None and dense.ranking is not None:
             self.dense.complete(dense, lexical.ranking, timings)
 
@@ -171,6 +183,7 @@ class SearchService:
             rerank=rerank_status,
             identities=dense.identities,
             explanation=explained(arms, fused, kept, document_of) if request.explain else None,
+            damaged=tuple(lexical.damaged) if lexical is not None else (),
         )
 
     # -- steps -------------------------------------------------------------------------------
@@ -265,7 +278,7 @@ class SearchService:
         def run() -> _Keyword:
             ranking = self.store.keyword_search(kb_ids, query, limit, documents)
             ceiling = self.store.keyword_ceiling(kb_ids, query) if ranking else 0.0
-            return _Keyword(ranking, ceiling)
+            return _Keyword(ranking, ceiling, self.store.lexical_damage(kb_ids))
 
         return self._pool.submit(_timed, timings, "keyword", run)
 

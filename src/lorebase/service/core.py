@@ -15,6 +15,7 @@ starts a thread but the folder watcher of ``serve``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from types import TracebackType
 
@@ -85,6 +86,8 @@ class Lorebase(Passes):
         self.searcher = SearchService(store, self.embedders, reranker, settings.search)
         self.lock = IngestLock(settings.data_dir, holder)
         self.events = events if events is not None else EventBus()
+        self._announced_damage = set()
+        self._damage_lock = threading.Lock()
         self.queue = (
             queue(self._run_job, self._pending_jobs, self.abandon_upload)
             if queue is not None

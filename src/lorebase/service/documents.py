@@ -98,6 +98,12 @@ class Documents(Bases):
         """Call ``observer(kind, seconds)`` after each batch the embedder answers (metrics)."""
         self.embedders.observe_batches(observer)
 
+    def damaged_keyword_indexes(self, kb_ids: Sequence[int] | None = None) -> dict[int, str]:
+        """The bases (of ``kb_ids``, or every one) whose keyword index this process found
+        damaged and is rebuilding, with why (content-free)."""
+        ids = [kb.id for kb in self.store.list_kbs(totals=False)] if kb_ids is None else kb_ids
+        return self.store.lexical_damage(ids)
+
     def documents_by_state(self) -> dict[str, int]:
         """How many documents are in each state, over every base (metrics)."""
         counts = self.store.count_documents_by_state()
@@ -159,7 +165,25 @@ class Documents(Bases):
             collapse=collapse,
             explain=explain,
         )
-        return self.searcher.search(request)
+        response = self.searcher.search(request)
+        if response.damaged or self._announced_damage:
+            self._announce_damage(response.damaged)
+        return response
+
+    def _announce_damage(self, found_now: Sequence[int]) -> None:
+        """An event when a search finds a base's keyword index damaged, and one when a later
+        search finds it rebuilt (each once: the bases announced are remembered)."""
+        with self._damage_lock:
+            announced = set(self._announced_damage)
+            damaged = self.store.lexical_damage(sorted(announced | set(found_now)))
+            found = [kb_id for kb_id in damaged if kb_id not in announced]
+            healed = [kb_id for kb_id in announced if kb_id not in damaged]
+            self._announced_damage.update(found)
+            self._announced_damage.difference_update(healed)
+        for kb_id in found:
+            self.events.publish("knowledge_base", kb_id, keyword_index="damaged")
+        for kb_id in healed:
+            self.events.publish("knowledge_base", kb_id, keyword_index="rebuilt")
 
     # -- agents ----------------------------------------------------------------------------------
     def toolbox(

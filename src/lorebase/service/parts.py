@@ -33,6 +33,9 @@ class Parts:
     events: EventBus
     queue: JobQueue
     _stop: threading.Event
+    # The bases whose damaged keyword index a search event announced (see Documents).
+    _announced_damage: set[int]
+    _damage_lock: threading.Lock
 
     # Defined by Lorebase and Uploads; declared here so every mixin may use them.
     @property

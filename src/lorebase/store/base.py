@@ -445,6 +445,12 @@ class LexicalIndex(Protocol):
         :mod:`lorebase.search.floor`); 0 when the query has no searchable term."""
         ...
 
+    def lexical_damage(self, kb_ids: Sequence[int]) -> dict[int, str]:
+        """The bases among ``kb_ids`` whose keyword index was found damaged and is being
+        rebuilt, each with why (content-free): their keyword search finds nothing until then.
+        A backend whose index lives in its database has none."""
+        ...
+
 
 class Vectors(Protocol):
     """Chunk vectors, kept per embedding identity and never mixed across two: dense search,

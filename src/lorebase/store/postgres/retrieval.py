@@ -44,6 +44,10 @@ class LexicalMixin(PostgresRole):
         with self._read() as conn:
             return search.keyword_ceiling(conn, kb_list(kb_ids), query)
 
+    def lexical_damage(self, kb_ids: Sequence[int]) -> dict[int, str]:
+        """PostgreSQL's full-text index is part of the database: nothing of its own."""
+        return {}
+
 
 class VectorsMixin(PostgresRole):
     """:class:`~lorebase.store.base.Vectors` over pgvector."""

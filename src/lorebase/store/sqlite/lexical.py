@@ -45,6 +45,10 @@ class LexicalEngine(Protocol):
         """See :meth:`lorebase.store.base.LexicalIndex.keyword_ceiling`."""
         ...
 
+    def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
+        """See :meth:`lorebase.store.base.LexicalIndex.lexical_damage`."""
+        ...
+
     def forget(self, kb_id: int) -> None:
         """A base was deleted (an index kept outside the database lets it go)."""
 
@@ -60,6 +64,10 @@ class Fts5Engine:
 
     ceiling = staticmethod(search.keyword_ceiling)
     search = staticmethod(search.keyword_search)
+
+    def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
+        """Inside the database, the index is as sound as the file: nothing of its own."""
+        return {}
 
     def forget(self, kb_id: int) -> None:
         """Its rows went in the delete's own transaction."""

@@ -60,6 +60,9 @@ class LexicalMixin(SqliteRole):
         with self._read() as conn:
             return self._lexical.ceiling(conn, kb_list(kb_ids), query)
 
+    def lexical_damage(self, kb_ids: Sequence[int]) -> dict[int, str]:
+        return self._lexical.damaged(kb_list(kb_ids))
+
 
 class VectorsMixin(SqliteRole):
     """:class:`~lorebase.store.base.Vectors` over SQLite blobs and in-memory indexes."""

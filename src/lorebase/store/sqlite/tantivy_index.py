@@ -26,6 +26,15 @@ How it stays correct:
 - **Per-base statistics.** Each base has its own index, so a term's document frequency and
   the average chunk length are the base's own: a small base is no longer ranked with a big
   base's statistics (FTS5's are table-wide).
+- **A damaged index never ends the process.** Tantivy maps its segment files into memory; a
+  mapped file that shrinks under it (truncated by a disk fault, a careless hand, a full disk)
+  makes the next read of it a SIGBUS, which no Python code can catch: the whole server died.
+  So before a search reads an index, the sizes of its segment files are compared with the
+  largest each was seen at (segment files never shrink; a merge writes new ones), and its
+  folder must still be there. A damaged index is let go unread, its base answers by keyword
+  with nothing until it is rebuilt (the search says ``lexical_index_damaged``, the log and
+  :meth:`TantivyIndexes.damaged` say which base and why), and it is rebuilt from the chunks in
+  the background.
 
 What is indexed and how a query is scored: :mod:`.tantivy_schema`.
 """
@@ -35,13 +44,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +117,42 @@ _STATE_SCHEMA = (
 
 @dataclass(slots=True)
 class _Slot:
-    """One base's open index and the generation its searcher reflects."""
+    """One base's open index, the generation its searcher reflects, and the largest size each
+    of its files was seen at (see :func:`damage`)."""
 
     index: Any
     created_at: float
     generation: int
+    sizes: dict[str, int] = field(default_factory=dict)
+
+
+UNCHECKED_FILES = ("meta.json", ".managed.json")
+"""Files Tantivy rewrites in place (a commit's list of segments): they may shrink."""
+
+
+def damage(folder: Path, seen: dict[str, int]) -> str | None:
+    """Why the index in ``folder`` may not be read (content-free), or None; ``seen``: the
+    largest size each of its segment files was seen at, brought up to date. Segment files are
+    immutable once written, so one smaller than it was is damaged; one gone was collected after
+    a merge (its mapping stays valid). Reads the folder's listing and each file's size only."""
+    if not (folder / "meta.json").is_file():
+        return "its folder or its meta.json is gone"
+    try:
+        entries = list(os.scandir(folder))
+    except OSError as error:
+        return f"its folder cannot be read ({type(error).__name__})"
+    for entry in entries:
+        name = entry.name
+        if name in UNCHECKED_FILES or name.endswith(".lock") or not entry.is_file():
+            continue
+        try:
+            size = entry.stat().st_size
+        except FileNotFoundError:
+            continue  # collected since the listing
+        if size < seen.get(name, 0):
+            return "a segment file shrank (truncated)"
+        seen[name] = size
+    return None
 
 
 class TantivyIndexes:
@@ -134,6 +175,8 @@ class TantivyIndexes:
         self._last_write = 0.0
         self._closed = False
         self._follower: threading.Thread | None = None
+        # Bases whose index was found damaged, and why, until it is rebuilt.
+        self._damaged: dict[int, str] = {}
 
     # -- following writes -----------------------------------------------------------------
 
@@ -231,15 +274,76 @@ class TantivyIndexes:
         return max((ceiling(searcher, tokens) for searcher in searchers), default=0.0)
 
     def indexes_for(self, conn: sqlite3.Connection, kb_ids: Sequence[int]) -> list[Any]:
-        """The index of each base, caught up to the generation ``conn`` sees."""
+        """The index of each base, caught up to the generation ``conn`` sees; a base whose
+        index is damaged is left out (see :meth:`damaged`) and its index rebuilt."""
         indexes = []
         for kb_id, generation, created_at in base_generations(conn, kb_ids):
+            if kb_id in self._damaged:
+                continue
             slot = self._slots.get(kb_id)
+            if slot is not None and self._quarantined(kb_id, slot):
+                continue
             if slot is None or slot.created_at != created_at or slot.generation < generation:
                 with self._lock:
                     slot = self._catch_up(conn, kb_id, generation, created_at)
+                if self._quarantined(kb_id, slot):
+                    continue
             indexes.append(slot.index)
         return indexes
+
+    def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
+        """The bases among ``kb_ids`` whose index was found damaged, and why (content-free),
+        until its rebuild is done: their keyword search finds nothing meanwhile."""
+        return {kb_id: self._damaged[kb_id] for kb_id in kb_ids if kb_id in self._damaged}
+
+    def _quarantined(self, kb_id: int, slot: _Slot) -> bool:
+        """Whether ``slot``'s index is damaged (see :func:`damage`): then it is let go unread
+        and rebuilt from the chunks in the background."""
+        if self.folder is None:
+            return False
+        reason = damage(self._kb_folder(kb_id), slot.sizes)
+        if reason is None:
+            return False
+        with self._lock:
+            if self._slots.get(kb_id) is slot:
+                del self._slots[kb_id]
+            first = kb_id not in self._damaged
+            self._damaged[kb_id] = reason
+        if first:
+            log.warning(
+                "the keyword index of base %d is damaged (%s); rebuilding it", kb_id, reason
+            )
+            threading.Thread(
+                target=self._rebuild, args=(kb_id,), name="lorebase-lexical-rebuild", daemon=True
+            ).start()
+        return True
+
+    def _rebuild(self, kb_id: int) -> None:
+        """A damaged base's index made anew from the chunks (on its own thread)."""
+        started = time.monotonic()
+        try:
+            with self._lock, self._state() as state:
+                state.execute("DELETE FROM bases WHERE kb_id = ?", (kb_id,))
+                state.execute("DELETE FROM documents WHERE kb_id = ?", (kb_id,))
+                self._remove_folder(kb_id)
+            if self._reader is not None:
+                with self._reader() as conn:
+                    for found, generation, created_at in base_generations(conn, [kb_id]):
+                        with self._lock:
+                            self._catch_up(conn, found, generation, created_at)
+        except Exception as exc:  # the next search tries again
+            log.warning(
+                "rebuilding the keyword index of base %d failed: %s", kb_id, type(exc).__name__
+            )
+        else:
+            log.info(
+                "the keyword index of base %d was rebuilt in %.1f s",
+                kb_id,
+                time.monotonic() - started,
+            )
+        finally:
+            with self._lock:
+                self._damaged.pop(kb_id, None)
 
     def check(self, conn: sqlite3.Connection) -> None:
         """Raise :class:`Conflict` when an index, caught up, does not hold exactly its base's
@@ -303,6 +407,8 @@ class TantivyIndexes:
                 )
                 indexed = generation
             slot.index.reload()
+            if self.folder is not None:
+                damage(self._kb_folder(kb_id), slot.sizes)  # the sizes it is read at
             # An index ahead of this snapshot (another process caught up further) answers
             # for the newer state, as the dense indexes do.
             slot.generation = max(indexed, generation)
