@@ -241,3 +241,66 @@ def test_a_session_expires_and_never_outlives_its_key(
     assert accounts.resolve_session(long[0]) == dana
     monkeypatch.setattr(time, "time", lambda: now + 601)
     assert accounts.resolve_session(long[0]) is None
+
+
+# -- keys made with keys (issue 27) ---------------------------------------------------------------
+def test_a_key_made_with_a_key_expires_no_later_and_is_revoked_with_it(
+    accounts: AccountStore,
+) -> None:
+    ann = accounts.create_user("ann")
+    soon = time.time() + 86_400
+    parent, parent_record = accounts.create_key(ann.id, "day", soon)
+    child, child_record = accounts.create_key(ann.id, "forever", None, parent_id=parent_record.id)
+    assert child_record.parent_id == parent_record.id
+    assert child_record.expires_at == soon  # "never" capped at the parent's day
+    later, later_record = accounts.create_key(
+        ann.id, "week", time.time() + 7 * 86_400, parent_id=parent_record.id
+    )
+    assert later_record.expires_at == soon
+    sooner, sooner_record = accounts.create_key(
+        ann.id, "hour", time.time() + 3600, parent_id=parent_record.id
+    )
+    assert sooner_record.expires_at is not None and sooner_record.expires_at < soon
+    grandchild, _ = accounts.create_key(ann.id, "grand", None, parent_id=child_record.id)
+    token, _ = accounts.create_session(grandchild, time.time() + 600) or ("", None)
+    assert accounts.resolve_session(token) is not None
+    listed = {k.name: k for k in accounts.list_keys(ann.id)}
+    assert listed["forever"].parent_id == parent_record.id and listed["day"].parent_id is None
+    accounts.revoke_key(parent_record.id)
+    for key in (parent, child, later, sooner, grandchild):
+        assert accounts.resolve_key(key) is None  # the whole tree, grandchildren too
+    assert accounts.resolve_session(token) is None  # and the sessions made with them
+    with pytest.raises(NotFound):
+        accounts.revoke_key(child_record.id)  # already revoked with its parent
+
+
+def test_revoking_a_child_leaves_its_parent(accounts: AccountStore) -> None:
+    ann = accounts.create_user("ann")
+    parent, record = accounts.create_key(ann.id)
+    child, child_record = accounts.create_key(ann.id, parent_id=record.id)
+    accounts.revoke_key(child_record.id)
+    assert accounts.resolve_key(child) is None and accounts.resolve_key(parent) is not None
+
+
+def test_a_key_cannot_be_made_with_a_dead_or_foreign_key(accounts: AccountStore) -> None:
+    ann, bob = accounts.create_user("ann"), accounts.create_user("bob")
+    _, bobs = accounts.create_key(bob.id)
+    with pytest.raises(InvalidInput, match="live key of this user"):
+        accounts.create_key(ann.id, parent_id=bobs.id)
+    _, revoked = accounts.create_key(ann.id)
+    accounts.revoke_key(revoked.id)
+    with pytest.raises(InvalidInput, match="live key of this user"):
+        accounts.create_key(ann.id, parent_id=revoked.id)
+    with pytest.raises(InvalidInput):
+        accounts.create_key(ann.id, parent_id=999_999)
+
+
+def test_the_key_behind_a_key_or_a_session(accounts: AccountStore) -> None:
+    ann = accounts.create_user("ann")
+    key, record = accounts.create_key(ann.id)
+    assert accounts.key_id_of(key) == record.id
+    token, _ = accounts.create_session(key, time.time() + 600) or ("", None)
+    assert accounts.key_id_of(token) == record.id
+    assert accounts.key_id_of("lb_unknown") is None and accounts.key_id_of("nonsense") is None
+    accounts.revoke_key(record.id)
+    assert accounts.key_id_of(key) is None and accounts.key_id_of(token) is None

@@ -48,9 +48,13 @@ def test_status_shows_the_server_and_manages_own_keys(page: Any, server: Server)
     page.wait_for_selector("table#keys tbody tr[data-key]")
     assert "waiting of" in page.locator("dl.status").inner_text()
     page.fill("#key-name", "laptop")
+    # Signed in with a session: a new key needs one of carol's keys again, and is its child.
+    page.fill("#key-parent", server.keys["carol"])
     page.click("#create-key button[type=submit]")
     new_key = page.locator("#new-key code").inner_text()
     assert new_key.startswith("lb_") and server.lb.accounts.resolve_key(new_key) is not None
+    made = next(k for k in server.lb.accounts.list_keys() if k.name == "laptop")
+    assert made.parent_id == server.lb.accounts.key_id_of(server.keys["carol"])
     row = page.locator("table#keys tr[data-key]", has_text="laptop")
     row.locator("button:text('Revoke')").click()
     row.locator("td", has_text="revoked").wait_for()

@@ -205,3 +205,44 @@ def test_a_damaged_index_in_a_library_process_is_rebuilt_and_announced(tmp_path:
             {"type": "knowledge_base", "knowledge_base_id": kb.id, "keyword_index": "damaged"},
             {"type": "knowledge_base", "knowledge_base_id": kb.id, "keyword_index": "rebuilt"},
         ]
+
+
+# -- 3. keys that outlive their parent ----------------------------------------------------------
+def test_a_key_minted_with_a_key_dies_with_it(tmp_path: Path) -> None:
+    """As filed: a 1-day key mints a key with no expiry, then is revoked. The minted key
+    expires with its parent's day and stops working when the parent is revoked."""
+    with serve(tmp_path) as live:
+        alice = live.lb.accounts.get_user("alice")
+        day, record = live.lb.accounts.create_key(alice.id, "day", time.time() + 86_400)
+        headers = {"Authorization": f"Bearer {day}"}
+        made = httpx.post(f"{live.base}/v1/keys", json={"name": "forever"}, headers=headers)
+        assert made.status_code == 201, made.text
+        minted = made.json()
+        assert minted["record"]["expires_at"] == pytest.approx(record.expires_at)
+        child = {"Authorization": f"Bearer {minted['key']}"}
+        assert httpx.get(f"{live.base}/v1/keys", headers=child).status_code == 200
+        revoked = httpx.delete(f"{live.base}/v1/keys/{record.id}", headers=headers)
+        assert revoked.status_code == 204
+        assert httpx.get(f"{live.base}/v1/keys", headers=child).status_code == 401
+
+
+def test_a_session_mints_no_key_without_a_key_given_again(tmp_path: Path) -> None:
+    with serve(tmp_path) as live:
+        session = httpx.Client(base_url=live.base)
+        signed = session.post("/v1/session", json={"key": live.keys["bob"]})
+        assert signed.status_code == 200, signed.text
+        csrf = {"X-Lorebase-CSRF": signed.json()["csrf"]}
+        bare = session.post("/v1/keys", json={"name": "from the page"}, headers=csrf)
+        assert bare.status_code == 403 and "API keys again" in bare.json()["detail"]
+        wrong = session.post(
+            "/v1/keys", json={"name": "x", "key": live.keys["alice"]}, headers=csrf
+        )
+        assert wrong.status_code == 403  # another user's key is no key of bob's
+        given = session.post(
+            "/v1/keys", json={"name": "laptop", "key": live.keys["bob"]}, headers=csrf
+        )
+        assert given.status_code == 201, given.text
+        parent = live.lb.accounts.key_id_of(live.keys["bob"])
+        assert given.json()["record"]["name"] == "laptop"
+        made = next(k for k in live.lb.accounts.list_keys() if k.name == "laptop")
+        assert made.parent_id == parent

@@ -125,7 +125,9 @@ def test_a_process_waits_for_the_lock_then_finds_the_work_done(postgres_url: str
                 )
         thread.join(WAIT_SECONDS)
         assert result == [[]]
-        assert applied_migrations(waiter, ACCOUNT_MIGRATIONS_TABLE) == {1, 2}
+        assert applied_migrations(waiter, ACCOUNT_MIGRATIONS_TABLE) == {
+            m.number for m in ACCOUNT_MIGRATIONS
+        }
     finally:
         holder.close()
         waiter.close()
@@ -140,7 +142,7 @@ def test_a_database_migrated_by_a_newer_lorebase_is_refused(postgres_url: str) -
     database = PostgresDatabase(postgres_url)
     try:
         newer = (*ACCOUNT_MIGRATIONS, PgMigration(99, "from the future", ("SELECT 1",)))
-        assert migrate_accounts(database, newer) == [1, 2, 99]
+        assert migrate_accounts(database, newer) == [m.number for m in ACCOUNT_MIGRATIONS] + [99]
         with pytest.raises(Conflict, match="newer lorebase"):
             PostgresAccounts(database)
     finally:

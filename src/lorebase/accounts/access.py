@@ -19,10 +19,14 @@ from lorebase.store.base import KnowledgeBase, Scope
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The user behind a request, with their team roles (team id → role)."""
+    """The user behind a request, with their team roles (team id → role), the API key the
+    request came with (or the key its sign-in session was exchanged for; None without keys),
+    and whether it came with a session cookie rather than a key."""
 
     user: User
     teams: dict[int, Role] = field(default_factory=dict)
+    key_id: int | None = None
+    by_session: bool = False
 
     @property
     def is_admin(self) -> bool:

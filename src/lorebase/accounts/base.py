@@ -45,6 +45,7 @@ class ApiKey:
     expires_at: float | None
     revoked_at: float | None
     last_used_at: float | None
+    parent_id: int | None = None  # the key it was made with: it ends no later, and with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,17 +99,31 @@ class AccountStore(ABC):
 
     @abstractmethod
     def create_key(
-        self, user_id: int, name: str = "", expires_at: float | None = None
+        self,
+        user_id: int,
+        name: str = "",
+        expires_at: float | None = None,
+        parent_id: int | None = None,
     ) -> tuple[str, ApiKey]:
         """A new key for the user: (the key, shown once; its record). ``expires_at`` (epoch
-        seconds) must lie in the future (:class:`InvalidInput` otherwise); None: never."""
+        seconds) must lie in the future (:class:`InvalidInput` otherwise); None: never.
+        ``parent_id``: the user's live key it is made with (an API request's): the new key
+        expires no later than it and is revoked with it (:class:`InvalidInput` for a parent
+        that is not a live key of the user's)."""
+
+    @abstractmethod
+    def key_id_of(self, credential: str) -> int | None:
+        """The id of the live key behind an API key or a session token (the key the
+        session was exchanged for), else None."""
 
     @abstractmethod
     def resolve_key(self, key: str) -> User | None:
         """The user a valid (known, unrevoked, unexpired) key belongs to, else None."""
 
     @abstractmethod
-    def revoke_key(self, key_id: int) -> None: ...
+    def revoke_key(self, key_id: int) -> None:
+        """Revoke an active key and every key made with it, theirs too (``NotFound`` when it
+        is not an active key); the sessions signed in with any of them end."""
 
     @abstractmethod
     def list_keys(self, user_id: int | None = None) -> list[ApiKey]: ...

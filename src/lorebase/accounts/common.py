@@ -19,7 +19,9 @@ KEY_BYTES = 32
 SHOWN_PREFIX_CHARS = 10
 NAME_MAX = 64
 USER_COLUMNS = "id, name, role, created_at"
-KEY_COLUMNS = "id, user_id, prefix, name, created_at, expires_at, revoked_at, last_used_at"
+KEY_COLUMNS = (
+    "id, user_id, prefix, name, created_at, expires_at, revoked_at, last_used_at, parent_id"
+)
 AUDIT_COLUMNS = "id, at, actor, action, target"
 
 
@@ -85,7 +87,53 @@ def key_from_row(row: Sequence[Any]) -> ApiKey:
         _maybe_float(row[5]),
         _maybe_float(row[6]),
         _maybe_float(row[7]),
+        None if row[8] is None else int(row[8]),
     )
+
+
+def capped_expiry(requested: float | None, parent: float | None) -> float | None:
+    """A key made with another expires no later than it (None: never). Pure."""
+    if parent is None:
+        return requested
+    return parent if requested is None else min(requested, parent)
+
+
+def checked_parent(
+    parent: Sequence[Any] | None, user_id: int, expires_at: float | None, now: float
+) -> float | None:
+    """The expiry of a key made with ``parent`` (its row: user id, expiry, revocation): no
+    later than the parent's; ``InvalidInput`` unless the parent is a live key of the user's."""
+    if parent is None or int(parent[0]) != user_id or not key_is_live(parent[1], parent[2], now):
+        raise InvalidInput(
+            "the key this one would be made with is not a live key of this user; sign in again "
+            "with a valid key"
+        )
+    return capped_expiry(expires_at, _maybe_float(parent[1]))
+
+
+def revoke_tree_sql(placeholder: str) -> str:
+    """Revoke a key and every key made with it, theirs too (parameters: the key's id, the
+    time), in either backend's placeholder style."""
+    p = placeholder
+    return (
+        f"WITH RECURSIVE tree(id) AS (SELECT id FROM api_keys WHERE id = {p} UNION "
+        "SELECT k.id FROM api_keys AS k JOIN tree ON k.parent_id = tree.id) "
+        f"UPDATE api_keys SET revoked_at = {p} WHERE id IN (SELECT id FROM tree) "
+        "AND revoked_at IS NULL"
+    )
+
+
+def key_id_sql(placeholder: str, session: bool) -> str:
+    """The live key behind an API key (``session`` False; parameters: the hash, the time) or
+    a session token (parameters: the hash, the time, the time)."""
+    p = placeholder
+    live = f"k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > {p})"
+    if session:
+        return (
+            "SELECT k.id FROM sessions AS s JOIN api_keys AS k ON k.id = s.key_id "
+            f"WHERE s.hash = {p} AND s.expires_at > {p} AND {live}"
+        )
+    return f"SELECT k.id FROM api_keys AS k WHERE k.hash = {p} AND {live}"
 
 
 def audit_from_row(row: Sequence[Any]) -> AuditEntry:

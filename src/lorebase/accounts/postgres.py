@@ -21,13 +21,16 @@ from lorebase.accounts.common import (
     ClosesOwned,
     audit_from_row,
     check_name,
+    checked_parent,
     key_from_row,
     key_hash,
+    key_id_sql,
     key_is_live,
     looks_like_key,
     looks_like_session,
     new_key,
     new_session_token,
+    revoke_tree_sql,
     user_from_row,
 )
 from lorebase.accounts.postgres_schema import migrate_accounts
@@ -157,7 +160,11 @@ class PostgresAccounts(ClosesOwned, AccountStore):
 
     # -- keys --------------------------------------------------------------------------------
     def create_key(
-        self, user_id: int, name: str = "", expires_at: float | None = None
+        self,
+        user_id: int,
+        name: str = "",
+        expires_at: float | None = None,
+        parent_id: int | None = None,
     ) -> tuple[str, ApiKey]:
         now = time.time()
         made = new_key(expires_at, now)
@@ -168,14 +175,33 @@ class PostgresAccounts(ClosesOwned, AccountStore):
             ).fetchone()
             if found is None:
                 raise NotFound("no such user")
+            if parent_id is not None:
+                # FOR SHARE: a revocation of the parent committed meanwhile waits for this
+                # key, then revokes it too.
+                parent = conn.execute(
+                    "SELECT user_id, expires_at, revoked_at FROM api_keys WHERE id = %s FOR SHARE",
+                    (parent_id,),
+                ).fetchone()
+                expires_at = checked_parent(parent, user_id, expires_at, now)
             key_id = _returned_id(
                 conn.execute(
-                    "INSERT INTO api_keys (user_id, prefix, hash, name, created_at, expires_at) "
-                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                    (user_id, made.prefix, made.hash, name, now, expires_at),
+                    "INSERT INTO api_keys (user_id, prefix, hash, name, created_at, expires_at, "
+                    "parent_id) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (user_id, made.prefix, made.hash, name, now, expires_at, parent_id),
                 )
             )
-        return made.key, ApiKey(key_id, user_id, made.prefix, name, now, expires_at, None, None)
+        record = ApiKey(key_id, user_id, made.prefix, name, now, expires_at, None, None, parent_id)
+        return made.key, record
+
+    def key_id_of(self, credential: str) -> int | None:
+        session = looks_like_session(credential)
+        if not session and not looks_like_key(credential):
+            return None
+        now = time.time()
+        params = (key_hash(credential), now, now) if session else (key_hash(credential), now)
+        with self._db.read() as conn:
+            row = conn.execute(key_id_sql("%s", session), params).fetchone()
+        return None if row is None else int(row[0])
 
     def resolve_key(self, key: str) -> User | None:
         if not looks_like_key(key):
@@ -193,12 +219,13 @@ class PostgresAccounts(ClosesOwned, AccountStore):
 
     def revoke_key(self, key_id: int) -> None:
         with self._db.write() as conn:
-            changed = conn.execute(
-                "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL",
-                (time.time(), key_id),
-            ).rowcount
-        if not changed:
-            raise NotFound("no such active key; `lorebase keys list` shows them")
+            active = conn.execute(
+                "SELECT 1 FROM api_keys WHERE id = %s AND revoked_at IS NULL FOR UPDATE",
+                (key_id,),
+            ).fetchone()
+            if active is None:
+                raise NotFound("no such active key; `lorebase keys list` shows them")
+            conn.execute(revoke_tree_sql("%s"), (key_id, time.time()))
 
     def list_keys(self, user_id: int | None = None) -> list[ApiKey]:
         where, params = ("", ()) if user_id is None else (" WHERE user_id = %s", (user_id,))

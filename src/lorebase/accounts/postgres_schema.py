@@ -66,9 +66,16 @@ _SESSIONS = (
     "CREATE INDEX sessions_by_expiry ON sessions (expires_at)",
 )
 
+# A key made with another (an API request's) records it: it ends no later, and with it.
+_KEY_PARENTS = (
+    "ALTER TABLE api_keys ADD COLUMN parent_id bigint REFERENCES api_keys(id)",
+    "CREATE INDEX api_keys_by_parent ON api_keys (parent_id)",
+)
+
 ACCOUNT_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
     PgMigration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
+    PgMigration(3, "the key each API key was made with", _KEY_PARENTS),
 )
 
 

@@ -67,9 +67,16 @@ _SESSIONS: tuple[Step, ...] = (
     "CREATE INDEX sessions_by_key ON sessions (key_id)",
 )
 
+# A key made with another (an API request's) records it: it ends no later, and with it.
+_KEY_PARENTS: tuple[Step, ...] = (
+    "ALTER TABLE api_keys ADD COLUMN parent_id INTEGER REFERENCES api_keys(id)",
+    "CREATE INDEX api_keys_by_parent ON api_keys (parent_id)",
+)
+
 ACCOUNT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
     Migration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
+    Migration(3, "the key each API key was made with", _KEY_PARENTS),
 )
 
 

@@ -19,13 +19,16 @@ from lorebase.accounts.common import (
     ClosesOwned,
     audit_from_row,
     check_name,
+    checked_parent,
     key_from_row,
     key_hash,
+    key_id_sql,
     key_is_live,
     looks_like_key,
     looks_like_session,
     new_key,
     new_session_token,
+    revoke_tree_sql,
     user_from_row,
 )
 from lorebase.accounts.schema import migrate_accounts
@@ -153,20 +156,41 @@ class SqliteAccounts(ClosesOwned, AccountStore):
 
     # -- keys --------------------------------------------------------------------------------
     def create_key(
-        self, user_id: int, name: str = "", expires_at: float | None = None
+        self,
+        user_id: int,
+        name: str = "",
+        expires_at: float | None = None,
+        parent_id: int | None = None,
     ) -> tuple[str, ApiKey]:
         now = time.time()
         made = new_key(expires_at, now)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone() is None:
                 raise NotFound("no such user")
+            if parent_id is not None:
+                parent = conn.execute(
+                    "SELECT user_id, expires_at, revoked_at FROM api_keys WHERE id = ?",
+                    (parent_id,),
+                ).fetchone()
+                expires_at = checked_parent(parent, user_id, expires_at, now)
             key_id = conn.execute(
-                "INSERT INTO api_keys (user_id, prefix, hash, name, created_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (user_id, made.prefix, made.hash, name, now, expires_at),
+                "INSERT INTO api_keys (user_id, prefix, hash, name, created_at, expires_at, "
+                "parent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (user_id, made.prefix, made.hash, name, now, expires_at, parent_id),
             ).lastrowid
         assert key_id is not None  # an INSERT always sets it
-        return made.key, ApiKey(key_id, user_id, made.prefix, name, now, expires_at, None, None)
+        record = ApiKey(key_id, user_id, made.prefix, name, now, expires_at, None, None, parent_id)
+        return made.key, record
+
+    def key_id_of(self, credential: str) -> int | None:
+        session = looks_like_session(credential)
+        if not session and not looks_like_key(credential):
+            return None
+        now = time.time()
+        params = (key_hash(credential), now, now) if session else (key_hash(credential), now)
+        with self._read() as conn:
+            row = conn.execute(key_id_sql("?", session), params).fetchone()
+        return None if row is None else int(row[0])
 
     def resolve_key(self, key: str) -> User | None:
         if not looks_like_key(key):
@@ -184,12 +208,12 @@ class SqliteAccounts(ClosesOwned, AccountStore):
 
     def revoke_key(self, key_id: int) -> None:
         with self._write() as conn:
-            changed = conn.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (time.time(), key_id),
-            ).rowcount
-        if not changed:
-            raise NotFound("no such active key; `lorebase keys list` shows them")
+            active = conn.execute(
+                "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", (key_id,)
+            ).fetchone()
+            if active is None:
+                raise NotFound("no such active key; `lorebase keys list` shows them")
+            conn.execute(revoke_tree_sql("?"), (key_id, time.time()))
 
     def list_keys(self, user_id: int | None = None) -> list[ApiKey]:
         sql = f"SELECT {KEY_COLUMNS} FROM api_keys"

@@ -43,9 +43,12 @@ class Access(Parts):
             user = self.accounts.resolve_key(key)
         else:
             user = self.accounts.resolve_session(session) if session else None
-        if user is None:
+        credential = key or session
+        key_id = self.accounts.key_id_of(credential) if user is not None and credential else None
+        if user is None or key_id is None:
             raise Unauthorized("a valid API key is required: send `Authorization: Bearer KEY`")
-        return Caller(user, self.accounts.memberships(user.id))
+        memberships = self.accounts.memberships(user.id)
+        return Caller(user, memberships, key_id=key_id, by_session=not key)
 
     def sign_in(self, key: str) -> tuple[Caller, str, float]:
         """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
@@ -70,12 +73,28 @@ class Access(Parts):
         return self.accounts.list_keys(caller.user.id)
 
     def create_own_key(
-        self, caller: Caller, name: str, expires_at: float | None = None
+        self,
+        caller: Caller,
+        name: str,
+        expires_at: float | None = None,
+        key: str | None = None,
     ) -> tuple[str, ApiKey]:
-        """A new key for the caller: (the key, shown this once; its record)."""
+        """A new key for the caller: (the key, shown this once; its record). It is made with
+        the key the request came with: it expires no later and is revoked with it. A request
+        signed in with a session cookie must give one of the caller's keys again (``key``):
+        a session alone mints nothing that outlives it."""
         if not self.settings.serve.auth:
             raise InvalidInput("this server runs without API keys")
-        made = self.accounts.create_key(caller.user.id, name, expires_at)
+        parent = caller.key_id
+        if caller.by_session:
+            owner = self.accounts.resolve_key(key) if key else None
+            parent = self.accounts.key_id_of(key) if owner is not None and key else None
+            if owner is None or owner.id != caller.user.id or parent is None:
+                raise Forbidden(
+                    "making a key from a sign-in session needs one of your API keys again: "
+                    "give it as `key` (the new key expires with it and is revoked with it)"
+                )
+        made = self.accounts.create_key(caller.user.id, name, expires_at, parent_id=parent)
         self.audit(caller, "create_key", f"key:{made[1].id}")
         return made
 

@@ -27,11 +27,26 @@ class KeyOut(BaseModel):
     expires_at: float | None
     revoked_at: float | None
     last_used_at: float | None
+    parent_id: int | None = Field(
+        None, description="The key it was made with: it expires no later, and is revoked with it."
+    )
 
 
 class KeyIn(Strict):
     name: str = Field("", max_length=64, pattern=r"^[^\x00-\x1f]*$")
-    expires_in_days: int | None = Field(None, ge=1, le=3650, description="None: never.")
+    expires_in_days: int | None = Field(
+        None,
+        ge=1,
+        le=3650,
+        description="None: never — but a key made with a key expires no later than it.",
+    )
+    key: str | None = Field(
+        None,
+        max_length=200,
+        description="One of your API keys, given again: needed when the request is signed in "
+        "with the page's session cookie (a session alone mints no key). The new key expires "
+        "no later than the key it is made with and is revoked with it.",
+    )
 
 
 class NewKeyOut(BaseModel):
@@ -62,6 +77,7 @@ def _key(record: ApiKey) -> KeyOut:
         expires_at=record.expires_at,
         revoked_at=record.revoked_at,
         last_used_at=record.last_used_at,
+        parent_id=record.parent_id,
     )
 
 
@@ -73,9 +89,11 @@ def list_keys(lb: LbDep, caller: CallerDep) -> list[KeyOut]:
 
 @router.post("/v1/keys", response_model=NewKeyOut, status_code=status.HTTP_201_CREATED)
 def create_key(body: KeyIn, lb: LbDep, caller: CallerDep) -> NewKeyOut:
-    """A new API key for yourself, shown this once."""
+    """A new API key for yourself, shown this once: made with the key the request came with
+    (or, signed in with the page, the key given as `key`), it expires no later than that key
+    and is revoked with it."""
     expires = time.time() + body.expires_in_days * DAY if body.expires_in_days else None
-    key, record = lb.create_own_key(caller, body.name, expires)
+    key, record = lb.create_own_key(caller, body.name, expires, key=body.key)
     return NewKeyOut(key=key, record=_key(record))
 
 

@@ -39,14 +39,18 @@ export async function statusView(view, route, session) {
 
   const name = h("input", { id: "key-name", maxlength: 64 });
   const days = h("input", { id: "key-days", type: "number", min: 1, max: 3650, placeholder: "never" });
+  // A session alone mints no key: one of your keys, given again, is the new key's parent
+  // (it expires no later and is revoked with it). Sent once, never kept.
+  const parent = h("input", { id: "key-parent", type: "password", required: true, autocomplete: "off" });
   const form = h("form", { id: "create-key", class: "toolbar" },
     h("label", { for: "key-name" }, "Name"), name,
     h("label", { for: "key-days" }, "Expires in days"), days,
+    h("label", { for: "key-parent" }, "One of your keys"), parent,
     h("button", { type: "submit" }, "Create a key"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      const made = await api("POST", "/v1/keys", { name: name.value, expires_in_days: days.value ? Number(days.value) : null });
+      const made = await api("POST", "/v1/keys", { name: name.value, expires_in_days: days.value ? Number(days.value) : null, key: parent.value });
       fill(shown, h("p", { class: "notice" }, "Your new key, shown this once — copy it now: ", h("code", { class: "secret" }, made.key)));
       form.reset();
       await loadKeys();
