@@ -10,6 +10,7 @@ document, chunk or query text.
     │   └── ToolArgumentError     an agent tool called with arguments its schema refuses
     ├── NotFound                  a knowledge base, document or chunk that does not exist
     │   │                         (or is not yours)
+    │   ├── SourceRemoved         a document of a folder or file its base stopped following
     │   ├── ToolNotFound          a base the agent tools may not see in this conversation
     │   └── UnknownTool           an agent tool that does not exist
     ├── Conflict                  the request clashes with existing state
@@ -63,6 +64,11 @@ class InvalidInput(LorebaseError):
 
 class NotFound(LorebaseError):
     pass
+
+
+class SourceRemoved(NotFound):
+    """A document written for a folder or file its base no longer follows (removed while a
+    pass read it): the write is refused, so nothing of it stays searchable."""
 
 
 class Conflict(LorebaseError):

@@ -4,6 +4,7 @@ Run against every backend."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from store_contract import (
     unit,
 )
 
-from lorebase.errors import InvalidInput, NotFound
+from lorebase.errors import InvalidInput, NotFound, SourceRemoved
 from lorebase.store.base import DocumentState, Store
 
 
@@ -282,3 +283,22 @@ def test_documents_are_counted_by_state_over_every_base(store: Store) -> None:
     assert set(counts) == set(DocumentState)
     assert counts[DocumentState.INDEXED] == 2
     assert counts[DocumentState.FAILED] == counts[DocumentState.PENDING] == 1
+
+
+def test_a_document_of_a_source_no_longer_followed_is_refused(store: Store, tmp_path: Path) -> None:
+    """A pass that reads a folder while it is removed cannot leave its documents behind: the
+    write is refused, and a pending mark for it records nothing."""
+    kb = store.create_kb("docs")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    source = store.add_source(kb.id, str(folder))
+    document = dataclasses.replace(new_doc("notes/a.md", "alpha"), source_id=source.id)
+    store.replace_document(kb.id, document, make_chunks(["alpha"]), None, None, SETTINGS_KEY)
+    assert store.remove_source(kb.id, source.id) == 1
+    with pytest.raises(SourceRemoved):
+        store.replace_document(kb.id, document, make_chunks(["alpha"]), None, None, SETTINGS_KEY)
+    with pytest.raises(SourceRemoved):
+        store.record_failure(kb.id, document, "corrupt")
+    store.mark_pending(kb.id, [document, new_doc("upload.md")])
+    assert [d.path for d in store.list_documents(kb.id)] == ["upload.md"]
+    assert store.keyword_search([kb.id], "alpha", 5) == []

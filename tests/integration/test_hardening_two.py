@@ -3,6 +3,7 @@ over HTTP or the real service."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -12,9 +13,12 @@ import httpx
 import pytest
 from serve_process import free_port, serve_command, wait_until_ready
 from test_events_http import Live, serve
+from typer.testing import CliRunner
 
-from lorebase.app import open_lorebase
+from lorebase.app import Lorebase, open_lorebase
+from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
+from lorebase.errors import InvalidInput
 from lorebase.settings import Settings
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -246,3 +250,99 @@ def test_a_session_mints_no_key_without_a_key_given_again(tmp_path: Path) -> Non
         assert given.json()["record"]["name"] == "laptop"
         made = next(k for k in live.lb.accounts.list_keys() if k.name == "laptop")
         assert made.parent_id == parent
+
+
+# -- 4. sources that leave documents behind ----------------------------------------------------
+def test_a_folder_removed_during_its_pass_leaves_nothing_searchable(tmp_path: Path) -> None:
+    """The source is removed while the pass embeds its first batch: what was written goes with
+    the source, what comes after is refused, and nothing of it is found by either arm."""
+    notes = _folder(tmp_path, "notes", count=40)
+    removed: list[int] = []
+    holder: dict[str, object] = {}
+
+    def remove_on_first_batch(texts: object, kind: str) -> None:
+        lb = holder.get("lb")
+        if kind == "document" and lb is not None and not removed:
+            assert isinstance(lb, Lorebase)
+            (source,) = lb.sources("birds")
+            removed.append(lb.remove_source("birds", source.id))
+
+    embedder = FakeEmbedder(hook=remove_on_first_batch, batch_size=4)
+    with open_lorebase(settings=Settings(data_dir=tmp_path / "data"), embedder=embedder) as lb:
+        lb.create_kb("birds")
+        lb.add_source("birds", notes)
+        holder["lb"] = lb
+        lb.sync(kb="birds")
+        assert removed, "the hook never ran"
+        assert lb.documents("birds") == []
+        for mode in ("keyword", "dense", "hybrid"):
+            assert lb.search("heron river", kb="birds", mode=mode).hits == [], mode
+        holder.pop("lb")
+        lb.sync(kb="birds")  # a later pass brings nothing back
+        assert lb.documents("birds") == []
+
+
+def test_documents_of_a_source_no_longer_followed_leave_with_the_next_pass(tmp_path: Path) -> None:
+    """What an older lorebase left behind (a pass that wrote a document as its folder was
+    removed): such documents are dropped by the next pass."""
+    notes = _folder(tmp_path, "notes", count=3)
+    other = _folder(tmp_path, "other", count=2)
+    with open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder()
+    ) as lb:
+        lb.create_kb("birds")
+        lb.add_source("birds", notes)
+        lb.add_source("birds", other)
+        lb.sync(kb="birds")
+        (gone, _) = sorted(lb.sources("birds"), key=lambda s: s.path)
+        with sqlite3.connect(lb.settings.database) as conn:  # the old bug's state, by hand
+            conn.execute("DELETE FROM sources WHERE id = ?", (gone.id,))
+        assert len(lb.documents("birds")) == 5
+        report = lb.sync(kb="birds")["birds"]
+        assert report.removed == 3
+        assert {d.path.split("/")[0] for d in lb.documents("birds")} == {"other"}
+
+
+def test_the_data_directory_is_no_source(tmp_path: Path) -> None:
+    with open_lorebase(
+        settings=Settings(data_dir=tmp_path / "data"), embedder=FakeEmbedder()
+    ) as lb:
+        lb.create_kb("birds")
+        inside = lb.settings.data_dir / "evals"
+        inside.mkdir(parents=True, exist_ok=True)
+        for path in (lb.settings.data_dir, inside):
+            with pytest.raises(InvalidInput, match="data directory"):
+                lb.add_source("birds", path)
+            with pytest.raises(InvalidInput, match="data directory"):
+                lb.add([path], kb="birds")
+        with pytest.raises(InvalidInput, match="data directory"):
+            lb.create_kb("again", sources=[lb.settings.data_dir])
+        assert lb.sources("birds") == []
+
+
+def test_over_http_a_source_is_an_absolute_path(tmp_path: Path) -> None:
+    with serve(tmp_path) as live:
+        kb = live.create_kb("admin", "birds")
+        relative = live.call(
+            "POST", f"/v1/knowledge-bases/{kb}/sources", "admin", json={"path": "../.."}
+        )
+        assert relative.status_code == 422 and "absolute path" in relative.json()["detail"]
+        data = live.call(
+            "POST",
+            f"/v1/knowledge-bases/{kb}/sources",
+            "admin",
+            json={"path": str(live.lb.settings.data_dir)},
+        )
+        assert data.status_code == 422 and "data directory" in data.json()["detail"]
+
+
+def test_the_command_line_reads_a_relative_folder_from_where_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = _folder(tmp_path, "notes", count=1)
+    monkeypatch.chdir(tmp_path)
+    base = ["--data-dir", str(tmp_path / "data"), "--embedder", "fake"]
+    assert CliRunner().invoke(app, [*base, "kb", "create", "birds"]).exit_code == 0
+    added = CliRunner().invoke(app, [*base, "kb", "sources", "add", "birds", "notes"])
+    assert added.exit_code == 0, added.output
+    assert str(notes.resolve()) in added.output

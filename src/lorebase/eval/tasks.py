@@ -43,13 +43,12 @@ from lorebase.eval.datasets import (
 )
 from lorebase.eval.runner import EvalConfig, EvalResult, EvalTask, run_task
 from lorebase.ingest.pipeline import IngestReport, Progress
+from lorebase.service.bases import CORPORA_FOLDER, eval_result_path
 from lorebase.service.bases import EVALS_FOLDER as RESULTS_FOLDER
-from lorebase.service.bases import eval_result_path
 
 EVAL_KB_PREFIX = "eval-"
 EVAL_KB_MARKER = "lorebase eval corpus"
 """Starts the description of every knowledge base made for a BEIR corpus."""
-CORPORA_FOLDER = "corpora"
 
 
 # -- preparing tasks -------------------------------------------------------------------------

@@ -43,7 +43,14 @@ import numpy as np
 from lorebase.chunk import chunk_document
 from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.embed.registry import Embedders, kb_embedders
-from lorebase.errors import Conflict, ExtractionFailed, LorebaseError, NotFound, Unavailable
+from lorebase.errors import (
+    Conflict,
+    ExtractionFailed,
+    LorebaseError,
+    NotFound,
+    SourceRemoved,
+    Unavailable,
+)
 from lorebase.extract.base import content_hash
 from lorebase.extract.registry import document_kind, extractor_for
 from lorebase.extract.sandbox import ExtractionPool
@@ -68,6 +75,8 @@ EMBED_BATCH_CHUNKS = 256
 # Extraction runs ahead of embedding until this many written chunks wait for vectors: the
 # folder becomes searchable by keyword early, and what is held in memory stays bounded.
 LOOKAHEAD_CHUNKS = 8_192
+FOLLOWED_SECONDS = 1.0
+"""How often a pass asks whether the folders it reads are still followed."""
 # After a stop request, keep giving written documents their vectors for at most this long.
 DRAIN_SECONDS = 5.0
 # Texts are embedded in calls of this many of the embedder's batches (sorted by length first,
@@ -315,20 +324,26 @@ class Ingestor:
                 on_progress(counts.progress())
 
         stopping = _Stop(stop)
+        followed = _Followed(self.store, kb.id)
         waiting: list[_Pending] = []  # written (or unchanged) chunks awaiting their vectors
         try:
             for file in todo:
                 if stopping.requested():
                     report.stopped = STOP_REQUESTED  # files left unread
                     break
-                item = self._prepare(kb, file, known.get(file.key), identity, full, report)
                 counts.files_done += 1
+                if not followed.holds(file.source_id):
+                    continue  # its folder was removed during the pass: nothing of it is read
                 counts.files_read += 1
-                if item is not None:
-                    counts.chunks_total += len(item.chunks)
-                    if self._stage(kb, item, identity, report, counts):
+                try:
+                    item = self._prepare(kb, file, known.get(file.key), identity, full, report)
+                    if item is not None and self._stage(kb, item, identity, report, counts):
                         waiting.append(item)
                         counts.chunks_waiting += len(item.chunks)
+                except SourceRemoved:  # removed between the check and the write
+                    continue
+                if item is not None:
+                    counts.chunks_total += len(item.chunks)
                 while (
                     waiting
                     and counts.chunks_waiting >= self.lookahead_chunks
@@ -679,6 +694,8 @@ class Ingestor:
             record = self.store.replace_document(
                 kb.id, item.document, item.chunks, vectors, identity, kb.chunk_settings.key
             )
+        except SourceRemoved:  # its folder was removed while it was embedded: nothing stays
+            return
         except Conflict:
             self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
             report.stopped = report.stopped or MOVED
@@ -733,6 +750,27 @@ class Ingestor:
         report.embedded += len(missing)
         report.reused += len(hashes) - len(missing)
         return _matrix(chunks, known, identity)
+
+
+class _Followed:
+    """Whether a file's source is still followed by its base, asked of the store at most
+    once every :data:`FOLLOWED_SECONDS` (a folder removed during a pass stops it reading that
+    folder's files; the store refuses any document of it written meanwhile)."""
+
+    def __init__(self, store: Catalogue, kb_id: int) -> None:
+        self.store = store
+        self.kb_id = kb_id
+        self._ids: set[int] = set()
+        self._read_at = float("-inf")
+
+    def holds(self, source_id: int | None) -> bool:
+        if source_id is None:  # an upload, or a file given on its own to this pass
+            return True
+        now = time.monotonic()
+        if source_id not in self._ids or now - self._read_at >= FOLLOWED_SECONDS:
+            self._ids = {source.id for source in self.store.list_sources(self.kb_id)}
+            self._read_at = now
+        return source_id in self._ids
 
 
 def _chunk_count(items: Sequence[_Pending]) -> int:

@@ -93,7 +93,9 @@ class Syncer:
         files: list[SourceFile] = []
         missing: list[str] = []
         removed = 0
-        gone: list[str] = []
+        # Documents of a folder the base no longer follows (left by a pass that wrote them as
+        # it was removed, before the store refused such writes) leave with the next pass.
+        gone = self._orphans(kb) if sources is None else []
         left_out: Counter[str] = Counter()
         for source in chosen:
             found = self._walk(source, left_out)
@@ -165,6 +167,15 @@ class Syncer:
             if large and file.key not in held:
                 deferred.add(file.key)
         return deferred
+
+    def _orphans(self, kb: KnowledgeBase) -> list[str]:
+        """The documents of sources the base no longer follows."""
+        followed = {source.id for source in self.store.list_sources(kb.id)}
+        return [
+            d.id
+            for d in self.store.list_documents(kb.id)
+            if d.source_id is not None and d.source_id not in followed
+        ]
 
     def _gone(self, kb: KnowledgeBase, source: Source, present: set[str]) -> list[str]:
         """The documents of this source whose files are no longer there."""

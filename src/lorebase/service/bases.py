@@ -19,6 +19,8 @@ from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
 
 DEFAULT_KB = "default"
 EVALS_FOLDER = "evals"
+CORPORA_FOLDER = "corpora"
+"""Where an evaluation writes the BEIR corpora it indexes, under the evals folder."""
 """Under the data directory: the last evaluation of each base (``<kb>.json``) and each
 evaluation's own data directory (``lorebase eval``)."""
 # The description of a base an older `lorebase eval` made for a BEIR corpus in the user's own
@@ -31,9 +33,16 @@ def eval_result_path(data_dir: Path, kb: str) -> Path:
     return data_dir / EVALS_FOLDER / f"{quote(kb, safe='-_.')}.json"
 
 
-def folder(path: Path | str) -> Path:
+def folder(path: Path | str, *, over_http: bool = False) -> Path:
     """A source folder as an absolute path; ``InvalidInput`` when it is not a folder (or not
-    a path at all: a NUL byte, an unknown user's ``~name``)."""
+    a path at all: a NUL byte, an unknown user's ``~name``). Over HTTP the path must be
+    absolute: a relative one would be read against the server's working directory, which the
+    caller neither sees nor chose (the command line resolves it against the caller's own)."""
+    if over_http and not Path(path).expanduser().is_absolute():
+        raise InvalidInput(
+            "a folder given over HTTP is an absolute path on the server's machine "
+            "(/srv/docs); a relative one would be read against the server's working directory"
+        )
     try:
         resolved = Path(path).expanduser().resolve()
         is_folder = resolved.is_dir()
@@ -56,6 +65,21 @@ def _file(path: Path) -> Path:
 class Bases(Access):
     def _base(self, kb: KnowledgeBase | str) -> KnowledgeBase:
         return self.kb(kb, totals=False) if isinstance(kb, str) else kb
+
+    def _followable(self, path: Path) -> Path:
+        """``path`` (resolved), unless it is lorebase's own data directory or inside it: its
+        database, keys, profiles and index files are not knowledge to index (the corpora an
+        evaluation writes there to index are)."""
+        data = self.settings.data_dir.expanduser().resolve()
+        corpora = data / EVALS_FOLDER / CORPORA_FOLDER
+        if path.is_relative_to(corpora) and path != corpora:
+            return path
+        if path == data or path.is_relative_to(data):
+            raise InvalidInput(
+                f"{path} is lorebase's own data directory (or inside it), which holds its "
+                "database, keys and indexes: follow the folders of your documents instead"
+            )
+        return path
 
     def create_kb(
         self,
@@ -85,7 +109,7 @@ class Bases(Access):
         self.check_create(caller, scope, team_id)
         if sources and caller is not None and not caller.is_admin:
             raise Forbidden("only administrators may point a knowledge base at server folders")
-        folders = [folder(path) for path in sources]
+        folders = [self._followable(folder(path, over_http=caller is not None)) for path in sources]
         kb = self.store.create_kb(
             name,
             description=description,
@@ -200,7 +224,8 @@ class Bases(Access):
         if caller is not None and not caller.is_admin:
             raise Forbidden("only administrators may point a knowledge base at server folders")
         base = self._base(kb)
-        source = self.store.add_source(base.id, str(folder(path)))
+        followed = self._followable(folder(path, over_http=caller is not None))
+        source = self.store.add_source(base.id, str(followed))
         self.audit(caller, "add_source", f"kb:{base.id}")
         return source
 
@@ -210,9 +235,9 @@ class Bases(Access):
         a folder holding files the base follows one by one takes them over (their documents
         are keyed under the folder's label from the next pass)."""
         if path.is_dir():
-            wanted, kind = folder(path), SourceKind.FOLDER
+            wanted, kind = self._followable(folder(path)), SourceKind.FOLDER
         else:
-            wanted, kind = _file(path), SourceKind.FILE
+            wanted, kind = self._followable(_file(path)), SourceKind.FILE
         known = self.store.list_sources(kb.id)
         for source in known:
             if source.path == str(wanted):

@@ -430,3 +430,9 @@ def stored_ids_of(document_id: str, chunks: Sequence[Chunk], present: Iterable[s
     if set(stored) != set(present):
         raise Conflict("the document's chunks changed; index it again instead")
     return stored
+
+
+SOURCE_REMOVED = (
+    "the folder or file this document came from is no longer followed by its base (it was "
+    "removed during the pass): the document is not written"
+)

@@ -150,6 +150,14 @@ class DocumentsMixin(PostgresRole):
         by_path = {document.path: document for document in documents}
         with self._write() as conn:
             writes.lock_kb(conn, kb_id)
+            followed = writes.followed_sources(conn, kb_id)
+            by_path = {  # a document of a folder removed meanwhile is not recorded
+                path: document
+                for path, document in by_path.items()
+                if document.source_id is None or document.source_id in followed
+            }
+            if not by_path:
+                return
             with conn.cursor() as cursor:
                 cursor.executemany(
                     f"INSERT INTO documents (id, kb_id, path, {columns}, state, created_at, "

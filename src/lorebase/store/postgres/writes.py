@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.errors import Conflict, InvalidInput, NotFound, SourceRemoved
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
 from lorebase.store.base import new_document_id as new_id
@@ -27,6 +27,7 @@ from lorebase.store.records import (
     KB_COLUMNS,
     KB_EMBEDDING_COLUMNS,
     MOVED,
+    SOURCE_REMOVED,
     document_from_row,
     document_values,
     kb_from_row,
@@ -114,6 +115,22 @@ def require_kb(conn: Any, kb_id: int) -> None:
         raise NotFound(NO_KB)
 
 
+def require_source(conn: Any, kb_id: int, source_id: int | None) -> None:
+    """``SourceRemoved`` when a document's source is no longer followed by its base (a folder
+    removed while a pass read it, its row share-locked: a removal waits for this write)."""
+    if source_id is None:
+        return
+    sql = "SELECT 1 FROM sources WHERE id = %s AND kb_id = %s FOR KEY SHARE"
+    if conn.execute(sql, (source_id, kb_id)).fetchone() is None:
+        raise SourceRemoved(SOURCE_REMOVED)
+
+
+def followed_sources(conn: Any, kb_id: int) -> set[int]:
+    """The ids of the sources a base follows now."""
+    rows = conn.execute("SELECT id FROM sources WHERE kb_id = %s", (kb_id,)).fetchall()
+    return {int(row[0]) for row in rows}
+
+
 def require_identity(conn: Any, kb_id: int, identity_key: str) -> None:
     """``Conflict`` when the base takes no vectors of this identity (see
     :func:`~lorebase.store.records.refuses_vectors`); its row share-locked for the
@@ -159,6 +176,7 @@ def upsert_document(
     updates the row the first made. ``insert_only``: a new row or a unique violation."""
     if not document.path:
         raise InvalidInput("a document needs a path")
+    require_source(conn, kb_id, document.source_id)
     now = time.time()
     columns = (
         *DOCUMENT_VALUE_COLUMNS,

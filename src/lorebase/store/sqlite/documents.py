@@ -136,7 +136,10 @@ class DocumentsMixin(SqliteRole):
         now = time.time()
         with self._write() as conn:
             writes.require_kb(conn, kb_id)
+            followed = writes.followed_sources(conn, kb_id)
             for document in documents:
+                if document.source_id is not None and document.source_id not in followed:
+                    continue  # its folder was removed meanwhile
                 updated = conn.execute(
                     "UPDATE documents SET state = ?, updated_at = ? WHERE kb_id = ? AND path = ?",
                     (str(DocumentState.PENDING), now, kb_id, document.path),

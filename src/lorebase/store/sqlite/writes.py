@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.errors import Conflict, InvalidInput, NotFound, SourceRemoved
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import (
     DocumentRecord,
@@ -23,7 +23,7 @@ from lorebase.store.base import (
     NewDocument,
     new_document_id,
 )
-from lorebase.store.records import KB_EMBEDDING_COLUMNS, MOVED, refuses_vectors
+from lorebase.store.records import KB_EMBEDDING_COLUMNS, MOVED, SOURCE_REMOVED, refuses_vectors
 from lorebase.store.records import check_chunks as check_chunks
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import (
@@ -67,6 +67,22 @@ def load_kb(
 def require_kb(conn: sqlite3.Connection, kb_id: int) -> None:
     if conn.execute("SELECT 1 FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone() is None:
         raise NotFound(NO_KB)
+
+
+def require_source(conn: sqlite3.Connection, kb_id: int, source_id: int | None) -> None:
+    """``SourceRemoved`` when a document's source is no longer followed by its base (a folder
+    removed while a pass read it)."""
+    if source_id is None:
+        return
+    sql = "SELECT 1 FROM sources WHERE id = ? AND kb_id = ?"
+    if conn.execute(sql, (source_id, kb_id)).fetchone() is None:
+        raise SourceRemoved(SOURCE_REMOVED)
+
+
+def followed_sources(conn: sqlite3.Connection, kb_id: int) -> set[int]:
+    """The ids of the sources a base follows now."""
+    rows = conn.execute("SELECT id FROM sources WHERE kb_id = ?", (kb_id,)).fetchall()
+    return {int(row[0]) for row in rows}
 
 
 def require_identity(conn: sqlite3.Connection, kb_id: int, identity: EmbedderIdentity) -> None:
@@ -157,6 +173,7 @@ def upsert_document(
     fresh one)."""
     if not document.path:
         raise InvalidInput("a document needs a path")
+    require_source(conn, kb_id, document.source_id)
     now = time.time()
     values = (
         *document_values(document),
