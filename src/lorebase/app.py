@@ -6,9 +6,7 @@ CLI, HTTP, MCP) calls.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from lorebase.errors import NotFound
 from lorebase.events import EventBus
 from lorebase.http_json import CONNECT_TIMEOUT
 from lorebase.ingest.queue import Abandon, Job, JobQueue, QueueFactory, Runner
+from lorebase.private import narrow, private_file, private_folder
 from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
@@ -79,27 +78,15 @@ def build_reranker(settings: RerankSettings, deadline: float | None = None) -> R
     )
 
 
-PRIVATE_DIR = 0o700
-PRIVATE_FILE = 0o600
-
-
 def private_data_dir(data_dir: Path, database: Path) -> None:
     """The data directory (made ``0700``) and the database with its WAL files (``0600``;
     SQLite gives the WAL files the database's mode): they hold plaintext chunks, key hashes
     and the audit log. Files made by an older version are narrowed too."""
     if not data_dir.exists():
-        data_dir.mkdir(parents=True, mode=PRIVATE_DIR)
-        data_dir.chmod(PRIVATE_DIR)  # mkdir's mode passes through the umask
-    with contextlib.suppress(FileExistsError):  # another process made it first: fine
-        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-    for path in (
-        database,
-        database.with_name(database.name + "-wal"),
-        database.with_name(database.name + "-shm"),
-    ):
-        with contextlib.suppress(FileNotFoundError, PermissionError):
-            if path.stat().st_mode & 0o077:
-                path.chmod(PRIVATE_FILE)
+        private_folder(data_dir)
+    private_file(database)
+    for suffix in ("-wal", "-shm"):
+        narrow(database.with_name(database.name + suffix))
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,13 @@ over HTTP or the real service."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
 import sqlite3
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -346,3 +351,202 @@ def test_the_command_line_reads_a_relative_folder_from_where_it_runs(
     added = CliRunner().invoke(app, [*base, "kb", "sources", "add", "birds", "notes"])
     assert added.exit_code == 0, added.output
     assert str(notes.resolve()) in added.output
+
+
+# -- 5. names, body limits, zombies, file modes ------------------------------------------------
+def _raw(live: Live, request: bytes) -> tuple[int, dict[str, str]]:
+    """Send ``request`` as it is (a body announced, little of it sent) and read the answer's
+    status and headers."""
+    with socket.create_connection(("127.0.0.1", port_of(live)), timeout=10) as sock:
+        with contextlib.suppress(OSError):  # the server may answer and close while we send
+            sock.sendall(request)
+        head = sock.makefile("rb")
+        status = int(head.readline().split()[1])
+        headers = {}
+        while (line := head.readline().decode("latin-1").strip()) != "":
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    return status, headers
+
+
+def _announced(path: str, length: int | None, key: str, body: bytes) -> bytes:
+    size = f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked"
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {key}\r\n{size}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_body_over_the_limit_is_a_problem_with_the_security_headers(chunked: bool) -> None:
+    """The 413 is ours, not uvicorn's text/plain one: problem+json, nosniff, a CSP."""
+    with serve(Path(tempfile.mkdtemp())) as live:
+        if chunked:
+            piece = b"[" * 65536
+            body = (f"{len(piece):x}\r\n".encode() + piece + b"\r\n") * 5
+            request = _announced("/v1/search", None, live.keys["alice"], body)
+        else:
+            request = _announced("/v1/search", 1 << 20, live.keys["alice"], b"[" * 1024)
+        status, headers = _raw(live, request)
+    assert status == 413
+    assert headers["content-type"] == "application/problem+json"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert "content-security-policy" in headers
+
+
+SPOOFING = [
+    "report\u202efdp.md",
+    "notes\x00.md",
+    "a\u2066b.md",
+    "zero\u200bwidth.md",
+    "two\nlines.md",
+]
+
+
+def _multipart(files: list[tuple[str, bytes]]) -> tuple[bytes, str]:
+    """A multipart body with the file names exactly as given (a client library would
+    percent-encode a NUL or a newline; an attacker's need not)."""
+    boundary = "lorebase-test-boundary"
+    body = b""
+    for name, data in files:
+        body += (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
+                f'filename="{name}"\r\nContent-Type: text/markdown\r\n\r\n'
+            ).encode()
+            + data
+            + b"\r\n"
+        )
+    return body + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+@pytest.mark.parametrize("name", SPOOFING)
+def test_an_upload_name_that_would_not_show_as_itself_is_refused(tmp_path: Path, name: str) -> None:
+    """Refused like a base name, saying which character (never echoing the name), and the
+    other file of the same upload is not stored either."""
+    with serve(tmp_path) as live:
+        kb = live.create_kb("alice", "mine")
+        body, content_type = _multipart([("fine.md", b"# Fine\n\nwords\n"), (name, b"# Spoof\n")])
+        answer = httpx.post(
+            f"{live.base}/v1/knowledge-bases/{kb}/documents",
+            content=body,
+            headers={**live.headers("alice"), "Content-Type": content_type},
+            timeout=10,
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert "U+" in answer.json()["detail"] and "rename it" in answer.json()["detail"]
+        listed = live.call("GET", f"/v1/knowledge-bases/{kb}/documents", "alice")
+        assert listed.json() == []
+
+
+def test_joiners_that_scripts_need_are_kept_in_names(tmp_path: Path) -> None:
+    with serve(tmp_path) as live:
+        kb = live.create_kb("alice", "می\u200cخواهم")  # Persian, with a zero-width non-joiner
+        live.upload("alice", kb, "👩\u200d🔬 notes.md", b"# Lab\n\nwords\n")
+        names = [
+            d["name"]
+            for d in live.call("GET", f"/v1/knowledge-bases/{kb}/documents", "alice").json()
+        ]
+        assert names == ["👩\u200d🔬 notes.md"]
+
+
+@pytest.mark.parametrize("name", ["birds\u202e", "a\u2067b", "tab\there"])
+def test_base_and_key_names_are_checked_the_same_way(tmp_path: Path, name: str) -> None:
+    with serve(tmp_path) as live:
+        base = live.call("POST", "/v1/knowledge-bases", "alice", json={"name": name})
+        assert base.status_code == 422, base.text
+        key = live.call("POST", "/v1/keys", "alice", json={"name": name})
+        assert key.status_code == 422, key.text
+        with pytest.raises(InvalidInput, match="U\\+"):
+            live.lb.create_kb(name)
+    spoofed = ["--data-dir", str(tmp_path / "cli"), "--embedder", "fake"]
+    for command in (["kb", "create", name], ["users", "create", name], ["teams", "create", name]):
+        result = CliRunner().invoke(app, [*spoofed, *command])
+        assert result.exit_code != 0 and "rename it" in result.output, result.output
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+def _is_extraction_worker(pid: int) -> bool:
+    with contextlib.suppress(FileNotFoundError):
+        return b"lorebase.extract.sandbox" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    return False
+
+
+def _state_of(pid: int) -> str | None:
+    """A process's state letter (``Z``: a zombie); None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def test_an_extraction_worker_killed_in_a_real_server_is_reaped(tmp_path: Path) -> None:
+    """`kill -9` of a `lorebase serve` process's idle extraction worker: gone at once, not left
+    a zombie, and the next upload is read by a new one."""
+    port = free_port()
+    command = serve_command(tmp_path / "data", port, "--workers", "1", "--no-auth")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base, process)
+        kb_id = httpx.post(f"{base}/v1/knowledge-bases", json={"name": "b"}, timeout=10).json()[
+            "id"
+        ]
+
+        def upload(name: str) -> None:
+            files = [("files", (name, f"# {name}\n\nThe heron waits.\n".encode(), "text/markdown"))]
+            sent = httpx.post(
+                f"{base}/v1/knowledge-bases/{kb_id}/documents", files=files, timeout=10
+            )
+            assert sent.status_code == 202, sent.text
+
+        upload("first.md")
+        wait_for(lambda: _hits(base, "heron", "keyword") == 1)
+        workers = [pid for pid in _children(process.pid) if _is_extraction_worker(pid)]
+        assert workers
+        os.kill(workers[0], signal.SIGKILL)
+        wait_for(lambda: _state_of(workers[0]) is None, seconds=20)
+        upload("second.md")
+        wait_for(lambda: _hits(base, "heron", "keyword") == 2)
+        assert process.poll() is None
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _modes(folder: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(folder)): p.stat().st_mode & 0o777 for p in [folder, *folder.rglob("*")]
+    }
+
+
+def test_the_keyword_index_is_its_owners_alone(tmp_path: Path) -> None:
+    """Folders 0700, files 0600 — segments Tantivy wrote included — and files an older
+    version left readable are narrowed when the index is next opened."""
+    notes = _folder(tmp_path, "notes", count=3)
+    settings = Settings(data_dir=tmp_path / "data")
+    lexical = settings.data_dir / "lorebase.lexical"
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        lb.add([notes], kb="birds")
+        assert lb.search("heron", kb="birds", mode="keyword").hits
+    modes = _modes(lexical)
+    assert any(name.endswith(".term") for name in modes)
+    wide = {name: oct(mode) for name, mode in modes.items() if mode not in (0o700, 0o600)}
+    assert wide == {}
+    assert {mode for name, mode in modes.items() if (lexical / name).is_dir()} == {0o700}
+    for path in [lexical, *lexical.rglob("*")]:  # what an older version left
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (notes / "more.md").write_text("# More\n\nAnother heron.\n")
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        lb.sync("birds")
+        assert len(lb.search("heron", kb="birds", mode="keyword").hits) == 4
+    assert {mode for mode in _modes(lexical).values()} <= {0o700, 0o600}

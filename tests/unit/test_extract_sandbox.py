@@ -198,14 +198,31 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_next_file_is_fine(docx_bomb
         assert pool.worker_pids() != [pid]
 
 
-def test_a_worker_that_died_while_idle_is_replaced_silently() -> None:
-    with ExtractionPool(ExtractSettings(workers=1)) as pool:
-        pool.extract(GOOD_MD, PurePath("warm.md"))
-        (pid,) = pool.worker_pids()
-        os.kill(pid, signal.SIGKILL)
-        while _state(pid) != "Z":  # dead, not yet reaped: the pool reaps its own children
-            time.sleep(0.01)
+def _reaped(pid: int, seconds: float = 20.0) -> bool:
+    """Whether ``pid`` is gone — not even a zombie — within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            _state(pid)
+        except FileNotFoundError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_killed_while_idle_is_reaped_at_once_and_replaced(workers: int) -> None:
+    """No zombie waits for the next file (issue 27): the pool reaps a killed idle worker by
+    itself, the other idle workers stay, and the next file starts a new one."""
+    with ExtractionPool(ExtractSettings(workers=workers)) as pool:
+        with ThreadPoolExecutor(workers) as threads:  # warm every worker
+            list(threads.map(lambda i: pool.extract(GOOD_MD, PurePath(f"{i}.md")), range(8)))
+        pids = pool.worker_pids()
+        os.kill(pids[0], signal.SIGKILL)
+        assert _reaped(pids[0])
+        assert pool.worker_pids() == pids[1:]
         assert pool.extract(GOOD_MD, PurePath("again.md")).title == "Notes"
+        assert pids[0] not in pool.worker_pids()
 
 
 def test_workers_are_reused_shared_between_threads_and_stopped_on_close() -> None:

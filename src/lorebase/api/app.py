@@ -39,8 +39,6 @@ from lorebase.web import security_headers
 access_log = logging.getLogger("lorebase.access")
 error_log = logging.getLogger("lorebase.errors")
 LOG_HANDLER = "lorebase-serve"
-# The largest JSON body any route takes (a search, a tool call, a question are a few KB).
-MAX_JSON_BYTES = 256 * 1024
 
 
 def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
@@ -74,7 +72,6 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         version=__version__,
         description="A local-first knowledge base with hybrid retrieval and cited answers.",
         lifespan=lifespan,
-        max_body_size=MAX_JSON_BYTES,
         form_limits={"max_files": MAX_FILES_PER_UPLOAD, "max_fields": MAX_FILES_PER_UPLOAD},
     )
     app.add_middleware(KeyFirst, lb=lb)
@@ -83,7 +80,6 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     problems.install(app)
     # A route, not a mount: `/mcp` itself answers (a mount would redirect it to `/mcp/`).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
-    documents.add_upload_route(app, lb.settings.serve.max_upload_bytes)
     for module in (
         knowledge_bases,
         embedders,

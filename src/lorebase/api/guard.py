@@ -3,9 +3,10 @@
 FastAPI reads (and spools) a request's body before it resolves the route's dependencies, so a
 key checked as a dependency comes after the body: a client without a key could make the server
 spool a gigabyte before hearing ``401``. :class:`KeyFirst` answers ``401`` from the headers
-first. The size of every body is bounded by FastAPI's own ``max_body_size`` (``Content-Length``
-checked first, the stream counted as it arrives, ``413`` either way): small for JSON, the upload
-limit for the upload route (see :func:`lorebase.api.app.create_app`).
+first. It bounds every body too (:func:`lorebase.api.limits.body_limit`: small for JSON, the
+upload limit for the upload route): a ``Content-Length`` over the limit is refused before the
+key is even looked at, and a body streamed without one is counted as it arrives; ``413``
+problem+json either way, with the security headers like every other error.
 
 Credentials are an API key (``Authorization: Bearer`` or ``X-API-Key``) or, for the web page,
 the session cookie :data:`SESSION_COOKIE` (HttpOnly, SameSite=Strict). A browser sends a cookie
@@ -32,10 +33,12 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lorebase.api.problems import problem_for
+from lorebase.api.limits import body_limit
+from lorebase.api.problems import problem, problem_for
 from lorebase.errors import Forbidden, LorebaseError, MisdirectedHost, Unauthorized
 from lorebase.service import Lorebase
 from lorebase.service.access import csrf_token
@@ -190,33 +193,67 @@ class KeyFirst:
         self.lb = lb
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            serve = self.lb.settings.serve
-            host = Headers(scope=scope).get("host")
-            if not host_allowed(host, serve.allowed_hosts, serve.host):
-                names = ", ".join(sorted({"127.0.0.1", *LOOPBACK_NAMES}))
-                await self._refuse(
-                    MisdirectedHost(MISDIRECTED.format(names=names)), scope, receive, send
-                )
-                return
-        if scope["type"] == "http" and needs_key(scope["path"]):
-            headers = Headers(scope=scope)
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        serve = self.lb.settings.serve
+        headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host"), serve.allowed_hosts, serve.host):
+            names = ", ".join(sorted({"127.0.0.1", *LOOPBACK_NAMES}))
+            error = MisdirectedHost(MISDIRECTED.format(names=names))
+            await self._refuse(error, scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
+            return
+        limit = body_limit(scope["method"], scope["path"], serve.max_upload_bytes)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            await _too_large(limit)(scope, receive, send)  # before the key: nothing is read
+            return
+        if needs_key(scope["path"]):
             key, session = credentials(headers)
-            auth = self.lb.settings.serve.auth
             try:
-                if auth and scope["path"] != SESSION_PATH:
+                if serve.auth and scope["path"] != SESSION_PATH:
                     caller = await anyio.to_thread.run_sync(self.lb.authenticate, key, session)
                     # The route's caller dependency takes it from here: looked up once.
                     scope.setdefault("state", {})[CALLER_STATE] = caller
                 if key is None:
-                    check_browser_change(scope["method"], headers, session if auth else None)
+                    check_browser_change(scope["method"], headers, session if serve.auth else None)
             except (Unauthorized, Forbidden) as error:
                 await self._refuse(error, scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+        await self.app(scope, _counted(receive, limit), send)
 
     @staticmethod
     async def _refuse(error: LorebaseError, scope: Scope, receive: Receive, send: Send) -> None:
         response = problem_for(error)
         response.headers["Connection"] = "close"
         await response(scope, receive, send)
+
+
+TOO_LARGE = "the body is over this route's limit of {limit} bytes; send less"
+
+
+def _too_large(limit: int) -> ASGIApp:
+    """The problem response for a body over ``limit`` bytes, closing the connection."""
+    response = problem(413, "too-large", "Content too large", TOO_LARGE.format(limit=limit))
+    response.headers["Connection"] = "close"
+    return response
+
+
+def _counted(receive: Receive, limit: int) -> Receive:
+    """``receive``, raising ``413`` as soon as the body streamed in passes ``limit`` bytes (a
+    body without a ``Content-Length``): the route's error handling answers it as a problem."""
+    received = 0
+
+    async def counting() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise HTTPException(status_code=413, detail=TOO_LARGE.format(limit=limit))
+        return message
+
+    return counting

@@ -23,6 +23,7 @@ from lorebase.cli.common import (
     settings_from,
 )
 from lorebase.errors import Conflict, InvalidInput
+from lorebase.names import checked_name
 
 if TYPE_CHECKING:
     from lorebase.settings import ServeSettings, Settings
@@ -241,7 +242,8 @@ def users_create(
 ) -> None:
     """Create a user (member by default) and print a first API key for them, once."""
     with administering(ctx) as accounts:
-        user = accounts.create_user(name, Role.ADMIN if admin else Role.MEMBER)
+        role = Role.ADMIN if admin else Role.MEMBER
+        user = accounts.create_user(checked_name(name, "user name"), role)
         key, _ = accounts.create_key(user.id, "created with the user")
         accounts.audit("cli", "create_user", f"user:{user.id}")
     Console().print(Text(f"created {user.name}; API key (shown once): {key}"))
@@ -267,7 +269,7 @@ def teams_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
 def teams_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Name.")]) -> None:
     """Create a team."""
     with administering(ctx) as accounts:
-        team = accounts.create_team(name)
+        team = accounts.create_team(checked_name(name, "team name"))
         accounts.audit("cli", "create_team", f"team:{team.id}")
     Console().print(Text(f"created team {team.name}"))
 

@@ -11,7 +11,9 @@ Workers are fresh Python processes (``python -c``, not a fork of a threaded serv
 embedding model, and not multiprocessing, which re-imports the parent's main module in each
 child) that import the readers and nothing else. They start on first use (~0.2 s), serve file
 after file over a socket, and one whose resident memory grew past ``_RECYCLE_RSS`` is retired
-after its job.
+after its job. A worker killed while idle is reaped at once, not left a zombie until the next
+file: a thread of the pool's own (started with the first warm worker) watches the idle workers'
+sockets, which only a dead worker's end makes readable.
 
     with ExtractionPool(settings) as pool:
         extracted = pool.extract(data, path)   # raises ExtractionFailed
@@ -19,6 +21,7 @@ after its job.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
@@ -29,7 +32,7 @@ import socket
 import subprocess
 import sys
 import threading
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path, PurePath
 from types import TracebackType
 from typing import Any
@@ -78,6 +81,8 @@ class ExtractionPool:
         self._idle: list[_Worker] = []
         self._started = 0  # workers alive or starting, idle or busy
         self._closed = False
+        self._reaper: threading.Thread | None = None
+        self._bell: tuple[socket.socket, socket.socket] | None = None  # (ring, heard)
 
     def extract(self, data: bytes, path: PurePath) -> Extracted:
         """Extract one file's bytes in a worker. Every failure is :class:`ExtractionFailed`."""
@@ -106,8 +111,14 @@ class ExtractionPool:
             idle, self._idle = self._idle, []
             self._started -= len(idle)
             self._lock.notify_all()
+            reaper, bell = self._reaper, self._bell
+        self._wake()
+        if reaper is not None:
+            reaper.join()
         for worker in idle:
             worker.stop()
+        for end in bell or ():
+            end.close()
 
     def __enter__(self) -> ExtractionPool:
         return self
@@ -149,10 +160,56 @@ class ExtractionPool:
             if keep and not self._closed:
                 self._idle.append(worker)
                 self._lock.notify()
+                if self._reaper is None:
+                    self._start_reaper()
+                else:
+                    self._wake()  # one more socket to watch
                 return
             self._started -= 1
             self._lock.notify()
         worker.stop()
+
+    # -- the reaper --------------------------------------------------------------------------
+    def _start_reaper(self) -> None:
+        self._bell = socket.socketpair()
+        for end in self._bell:
+            end.setblocking(False)
+        self._reaper = threading.Thread(
+            target=self._reap, args=(self._bell[1],), name="lorebase-extract-reaper", daemon=True
+        )
+        self._reaper.start()
+
+    def _wake(self) -> None:
+        """Make the reaper look at the idle workers again."""
+        if self._bell is not None:
+            with contextlib.suppress(OSError):  # rung already (the buffer is full), or closed
+                self._bell[0].send(b"\0")
+
+    def _reap(self, heard: socket.socket) -> None:
+        """Until the pool closes: wait for an idle worker's socket to turn readable — an idle
+        worker sends nothing, so it has died (or broken step) — and stop (reap) it. A worker
+        taken for a job meanwhile is the job's to judge: only workers still idle are reaped."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                watched = {worker.conn.fileno(): worker for worker in self._idle}
+            ready = wait([heard.fileno(), *watched])
+            if heard.fileno() in ready:
+                with contextlib.suppress(BlockingIOError):
+                    heard.recv(4096)
+            dead = []
+            with self._lock:
+                for fd in ready:
+                    worker = watched.get(fd)  # type: ignore[arg-type]
+                    if worker in self._idle and worker.conn.poll(0):
+                        self._idle.remove(worker)
+                        self._started -= 1
+                        self._lock.notify()
+                        dead.append(worker)
+            for worker in dead:
+                worker.healthy = False
+                worker.stop()
 
 
 class _Worker:

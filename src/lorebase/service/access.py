@@ -16,6 +16,7 @@ import time
 from lorebase.accounts.access import Caller, can_change, can_create, can_see
 from lorebase.accounts.base import ApiKey
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from lorebase.names import checked_name
 from lorebase.service.parts import Parts
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope
 
@@ -85,6 +86,7 @@ class Access(Parts):
         a session alone mints nothing that outlives it."""
         if not self.settings.serve.auth:
             raise InvalidInput("this server runs without API keys")
+        checked_name(name, "key name")
         parent = caller.key_id
         if caller.by_session:
             owner = self.accounts.resolve_key(key) if key else None

@@ -13,6 +13,7 @@ from urllib.parse import quote
 from lorebase.accounts.access import Caller
 from lorebase.embed.registry import Reachability, kb_embedders
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unavailable
+from lorebase.names import checked_name
 from lorebase.service.access import Access
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
@@ -38,7 +39,7 @@ def folder(path: Path | str, *, over_http: bool = False) -> Path:
     a path at all: a NUL byte, an unknown user's ``~name``). Over HTTP the path must be
     absolute: a relative one would be read against the server's working directory, which the
     caller neither sees nor chose (the command line resolves it against the caller's own)."""
-    if over_http and not Path(path).expanduser().is_absolute():
+    if over_http and not Path(path).is_absolute():  # ~user is the server's user's home
         raise InvalidInput(
             "a folder given over HTTP is an absolute path on the server's machine "
             "(/srv/docs); a relative one would be read against the server's working directory"
@@ -99,6 +100,7 @@ class Bases(Access):
         ``sources`` (checked first; nothing is left behind when one is refused), embedded with
         the named ``embedder`` (default: the embedders' default; ``NotFound`` for a name no
         embedder has). The choice is kept: only :meth:`reembed_kb` changes it."""
+        checked_name(name, "knowledge base name")
         scope = Scope(scope)
         if embedder is not None:
             self.embedders.config(embedder)  # NotFound, listing the names

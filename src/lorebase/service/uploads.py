@@ -19,6 +19,7 @@ from lorebase.errors import (
 )
 from lorebase.extract.registry import document_kind
 from lorebase.ingest.pipeline import IngestReport, SourceFile
+from lorebase.names import checked_name
 from lorebase.service.documents import Documents
 from lorebase.store.base import (
     DocumentRecord,
@@ -28,7 +29,7 @@ from lorebase.store.base import (
     NewDocument,
     new_document_id,
 )
-from lorebase.types import FailureReason
+from lorebase.types import DocumentKind, FailureReason
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import KEY_FILE, DataKey, open_text, seal_text
 from lorebase.vault.rotation import NAME_CONTEXT, NEXT_SUFFIX
@@ -110,6 +111,20 @@ class Uploads(Documents):
             return None
         return self.display_name(document)
 
+    @staticmethod
+    def upload_kind(filename: str) -> tuple[str, DocumentKind]:
+        """An upload's own name (the last part of the name it was sent with) and its kind;
+        ``InvalidInput`` for a name that would not show as itself (:mod:`lorebase.names`),
+        ``Unsupported`` for a kind lorebase does not read. Checks nothing else."""
+        name = checked_name(PurePath(filename.replace("\\", "/")).name, "file name")
+        kind = document_kind(PurePath(name)) if name not in ("", ".", "..") else None
+        if kind is None:
+            raise Unsupported(
+                "this file type is not supported; upload Markdown, text, reStructuredText, "
+                "HTML, PDF, Word (.docx) or source code files, named with their extension"
+            )
+        return name, kind
+
     def upload(
         self,
         kb: KnowledgeBase,
@@ -121,13 +136,7 @@ class Uploads(Documents):
         """Store one uploaded file encrypted and queue it. Returns (document, created); the
         same bytes uploaded again to the same base return the existing document. A full queue
         answers ``Overloaded`` with the file stored: the sweep queues it later."""
-        name = PurePath(filename.replace("\\", "/")).name
-        kind = document_kind(PurePath(name)) if name not in ("", ".", "..") else None
-        if kind is None:
-            raise Unsupported(
-                "this file type is not supported; upload Markdown, text, reStructuredText, "
-                "HTML, PDF, Word (.docx) or source code files, named with their extension"
-            )
+        name, kind = self.upload_kind(filename)
         data = self._read_limited(chunks)
         digest = hashlib.sha256(data).hexdigest()
         existing = self.store.find_by_hash(kb.id, digest)

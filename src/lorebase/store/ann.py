@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from lorebase.private import narrow, private_folder
 from lorebase.store.vectors import (
     VECTOR_DTYPE,
     ExactIndex,
@@ -373,15 +374,17 @@ class GraphSlot:
         side = self.side_file
         if side is None or self.graph is None:
             return
-        side.graph.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(side.graph.parent)
         temporary = side.graph.with_name(side.graph.name + f".tmp{os.getpid()}")
         with self.lock:
             self.graph.save(str(temporary))
             count = int(self.keys.size)
+        narrow(temporary)  # USearch writes with the umask's mode
         os.replace(temporary, side.graph)
         meta = {**side.metadata(), "dim": self.dim, "generation": generation, "count": count}
         temporary_meta = side.meta.with_name(side.meta.name + f".tmp{os.getpid()}")
         temporary_meta.write_text(json.dumps(meta), encoding="utf-8")
+        narrow(temporary_meta)
         os.replace(temporary_meta, side.meta)
         self.changed_since_save = 0
 

@@ -34,12 +34,11 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from lorebase.errors import InvalidInput, NotFound
+from lorebase.private import PRIVATE_DIR, PRIVATE_FILE
 from lorebase.vault.keys import fsync_dir
 
 BLOB_ID_PATTERN = re.compile(r"[0-9a-f]{16,64}")
 TEMP_PATTERN = re.compile(r"\.[0-9a-f]{16,64}\.[0-9a-f]{16}\.tmp")
-FILE_MODE = 0o600
-FOLDER_MODE = 0o700
 
 
 def check_blob_id(blob_id: str) -> str:
@@ -129,9 +128,9 @@ class FileBlobStorage:
         self, blob_id: str, parts: Iterable[bytes], *, replacing: Hashable | None = None
     ) -> bool:
         path = self._path(blob_id)
-        self.root.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
+        self.root.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
         temp = self.root / f".{blob_id}.{secrets.token_hex(8)}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
         try:
             with os.fdopen(fd, "wb") as out:
                 for part in parts:

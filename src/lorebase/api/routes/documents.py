@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, FastAPI, Query, Response, UploadFile, status
+from fastapi import APIRouter, Query, Response, UploadFile, status
 
 from lorebase.api.convert import document_out
 from lorebase.api.deps import CallerDep, DocumentId, KbId, LbDep
+from lorebase.api.limits import UPLOAD_PATH
 from lorebase.api.schemas import ChunkOut, DocumentOut, TextOut, UploadOut
 from lorebase.errors import InvalidInput
 from lorebase.service import DocumentRecord, DocumentState
@@ -26,25 +27,7 @@ def _chunks(upload: UploadFile) -> Iterator[bytes]:
         yield block
 
 
-UPLOAD_PATH = "/v1/knowledge-bases/{kb_id}/documents"
-# Room for the multipart framing around the files (boundaries, part headers).
-MULTIPART_SLACK = 64 * 1024
-
-
-def add_upload_route(app: FastAPI, max_upload_bytes: int) -> None:
-    """The upload route, bounded by the configured upload limit: a body over it is refused
-    from its ``Content-Length`` or as soon as the stream passes it (413), never spooled."""
-    app.add_api_route(
-        UPLOAD_PATH,
-        upload_documents,
-        methods=["POST"],
-        response_model=UploadOut,
-        status_code=status.HTTP_202_ACCEPTED,
-        tags=["documents"],
-        max_body_size=max_upload_bytes + MULTIPART_SLACK,
-    )
-
-
+@router.post(UPLOAD_PATH, response_model=UploadOut, status_code=status.HTTP_202_ACCEPTED)
 def upload_documents(
     kb_id: KbId, files: list[UploadFile], lb: LbDep, caller: CallerDep
 ) -> UploadOut:
@@ -55,6 +38,8 @@ def upload_documents(
     kb = lb.kb_by_id(kb_id, caller, write=True)
     if not files or len(files) > MAX_FILES_PER_UPLOAD:
         raise InvalidInput(f"send 1 to {MAX_FILES_PER_UPLOAD} files in the field `files`")
+    for upload in files:  # every name first: one refused, none is stored
+        lb.upload_kind(upload.filename or "upload")
     documents, created = [], []
     for upload in files:
         record, new = lb.upload(kb, upload.filename or "upload", _chunks(upload), caller=caller)

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from lorebase.errors import Conflict
+from lorebase.private import narrow_files, private_file, private_folder
 from lorebase.store.base import Scored
 from lorebase.store.sqlite.fts import PATH_TEXT_SQL
 from lorebase.store.sqlite.rows import base_generations
@@ -82,6 +83,7 @@ SMALL_CATCH_UP = 5_000
 and a larger heap (a rebuild), which makes fewer, larger segments."""
 WRITER_HEAP = (16_000_000, 96_000_000)
 """Tantivy's writer heap (bytes, shared by its threads) for small and large catch-ups."""
+STATE_FILE = "state.sqlite"
 STATE_TIMEOUT_S = 60.0
 """How long a catch-up waits for another process's catch-up of the same folder."""
 QUIET_S = 1.0
@@ -281,7 +283,10 @@ class TantivyIndexes:
             if kb_id in self._damaged:
                 continue
             slot = self._slots.get(kb_id)
-            if slot is not None and self._quarantined(kb_id, slot):
+            # A slot of an earlier base of this id (deleted, maybe by another process, and
+            # made again) is not damaged but stale: the catch-up starts it afresh.
+            current = slot if slot is not None and slot.created_at == created_at else None
+            if current is not None and self._quarantined(kb_id, current):
                 continue
             if slot is None or slot.created_at != created_at or slot.generation < generation:
                 with self._lock:
@@ -463,6 +468,8 @@ class TantivyIndexes:
             raise
         finally:
             writer.wait_merging_threads()
+            if self.folder is not None:  # Tantivy writes its segments with the umask's mode
+                narrow_files(self._kb_folder(kb_id))
         state.executemany(
             "DELETE FROM documents WHERE kb_id = ? AND id = ?", [(kb_id, doc) for doc in gone]
         )
@@ -476,9 +483,9 @@ class TantivyIndexes:
         if self.folder is None:
             index = t.Index(self._schema)
         else:
-            path = self._kb_folder(kb_id)
-            path.mkdir(parents=True, exist_ok=True)
+            path = private_folder(self._kb_folder(kb_id))
             index = t.Index(self._schema, path=str(path), reuse=True)
+            narrow_files(path)  # the lock files it made
         index.register_tokenizer(ANALYZER, self._analyzer)
         return index
 
@@ -516,8 +523,7 @@ class TantivyIndexes:
             conn = self._memory_state
             close = False
         else:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            conn = _state_connection(str(self.folder / "state.sqlite"))
+            conn = _state_connection(str(private_file(private_folder(self.folder) / STATE_FILE)))
             close = True
         try:
             conn.execute("BEGIN IMMEDIATE")
