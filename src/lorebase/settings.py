@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,8 +168,6 @@ class EmbedderConfig:
     languages: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        import re
-
         if not re.fullmatch(EMBEDDER_NAME, self.name):
             raise InvalidInput(
                 f"embedder name {self.name!r}: use lower-case letters, digits, '-', '_' or "
@@ -330,8 +329,6 @@ class ServeSettings:
         for name in ("max_upload_bytes", "queue_size", "workers", "lease_seconds"):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"{name} must be a positive number")
-        import re
-
         for name in self.allowed_hosts:
             if name != "*" and not re.fullmatch(HOST_NAME, name):
                 raise InvalidInput(

@@ -100,12 +100,25 @@ def test_users_are_created_found_and_listed_by_name(accounts: AccountStore) -> N
         accounts.get_user("nobody")
 
 
-@pytest.mark.parametrize("name", ["", "   ", "a\nb", "x" * 65])
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "x" * 65, "ann\u202egpj", "a\x00b"])
 def test_bad_names_are_refused(accounts: AccountStore, name: str) -> None:
     with pytest.raises(InvalidInput):
         accounts.create_user(name)
     with pytest.raises(InvalidInput):
         accounts.create_team(name)
+
+
+@pytest.mark.parametrize("name", ["lap\ntop", "lap\u202etop", "\x1b[31mred", "x" * 200])
+def test_a_key_name_people_are_shown_is_checked_by_the_store(
+    accounts: AccountStore, name: str
+) -> None:
+    """Every way a key is made (CLI, REST, the page) reaches the store, so the store checks."""
+    user = accounts.create_user("ann")
+    with pytest.raises(InvalidInput, match="key name"):
+        accounts.create_key(user.id, name)
+    assert accounts.list_keys(user.id) == []
+    _, record = accounts.create_key(user.id, "laptop")
+    assert record.name == "laptop"
 
 
 # -- teams -------------------------------------------------------------------------------------

@@ -141,6 +141,20 @@ def test_a_name_lorebase_cannot_read_is_refused_at_upload(lb: Lorebase, name: st
     assert lb.documents(kb) == [] and _blobs(lb.settings.data_dir) == []
 
 
+def test_one_unreadable_name_among_many_refuses_the_whole_upload(lb: Lorebase) -> None:
+    """All or nothing: the readable files of a request are not stored when one is refused."""
+    kb = lb.create_kb("mine")
+    client = api_client(create_app(lb, manage=False))
+    files = [
+        ("files", ("leave.md", io.BytesIO(b"# Leave\n\nTen days.\n"), "text/markdown")),
+        ("files", ("budget.xyz", io.BytesIO(b"some bytes"), "application/octet-stream")),
+    ]
+    response = client.post(f"/v1/knowledge-bases/{kb.id}/documents", files=files)
+    assert response.status_code == 415, response.text
+    assert "budget.xyz" not in response.json()["detail"]  # a name may be what an attacker sent
+    assert lb.documents(kb) == [] and _blobs(lb.settings.data_dir) == []
+
+
 def test_an_upload_whose_original_is_lost_fails_at_start_and_a_reupload_repairs_it(
     lb: Lorebase,
 ) -> None:

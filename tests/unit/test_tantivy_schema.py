@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from lorebase.store import stored_chunk_id
 from lorebase.store.sqlite import tantivy_schema as ti
+from lorebase.store.terms import MIN_IDF
 
 
 def test_weighted_text_repeats_each_field_by_its_weight() -> None:
@@ -41,7 +42,7 @@ def test_idf_boost_turns_lucene_idf_into_fts5_idf(frequency: int, extra: int) ->
     rows = frequency + extra
     ratio = (rows - frequency + 0.5) / (frequency + 0.5)
     boosted = ti.idf_boost(frequency, rows) * math.log1p(ratio)
-    assert math.isclose(boosted, max(math.log(ratio), ti.MIN_IDF), rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(boosted, max(math.log(ratio), MIN_IDF), rel_tol=1e-9, abs_tol=1e-12)
 
 
 @given(st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))

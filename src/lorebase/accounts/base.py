@@ -112,13 +112,23 @@ class AccountStore(ABC):
         that is not a live key of the user's)."""
 
     @abstractmethod
+    def resolve_credential(self, credential: str, *, session: bool) -> tuple[User, int] | None:
+        """The user behind an API key (``session`` False) or a sign-in session's token, and
+        the id of the live key it is (or the session was exchanged for), in one lookup; None
+        when it is unknown, expired, revoked or ended, or not that kind of credential."""
+
+    def resolve_key(self, key: str) -> User | None:
+        """The user a valid (known, unrevoked, unexpired) key belongs to, else None."""
+        found = self.resolve_credential(key, session=False)
+        return None if found is None else found[0]
+
     def key_id_of(self, credential: str) -> int | None:
         """The id of the live key behind an API key or a session token (the key the
         session was exchanged for), else None."""
-
-    @abstractmethod
-    def resolve_key(self, key: str) -> User | None:
-        """The user a valid (known, unrevoked, unexpired) key belongs to, else None."""
+        found = self.resolve_credential(credential, session=False) or self.resolve_credential(
+            credential, session=True
+        )
+        return None if found is None else found[1]
 
     @abstractmethod
     def revoke_key(self, key_id: int) -> None:
@@ -133,9 +143,10 @@ class AccountStore(ABC):
         """Exchange a valid key for a session token (shown once) lasting until ``expires_at``
         at most (no longer than the key); None when the key is not valid."""
 
-    @abstractmethod
     def resolve_session(self, token: str) -> User | None:
         """The user of a live session (unexpired, not ended, its key still valid), else None."""
+        found = self.resolve_credential(token, session=True)
+        return None if found is None else found[0]
 
     @abstractmethod
     def end_session(self, token: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Self
 
 from lorebase.accounts.base import ApiKey, AuditEntry, Role, User
 from lorebase.errors import InvalidInput
+from lorebase.names import checked_name
 
 KEY_PREFIX = "lb_"
 SESSION_PREFIX = "lbs_"
@@ -31,11 +32,12 @@ def key_hash(key: str) -> str:
 
 
 def check_name(name: str, what: str) -> str:
-    """A user or team name, trimmed: 1-64 characters on one line (``InvalidInput`` else)."""
+    """A user or team name, trimmed: 1-64 characters, each shown as itself
+    (:func:`lorebase.names.checked_name`; ``InvalidInput`` else)."""
     cleaned = name.strip()
-    if not cleaned or len(cleaned) > NAME_MAX or any(c in cleaned for c in "\n\r\t\x00"):
+    if not cleaned or len(cleaned) > NAME_MAX:
         raise InvalidInput(f"a {what} name must be 1-{NAME_MAX} characters on one line")
-    return cleaned
+    return checked_name(cleaned, f"{what} name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,12 @@ class NewKey:
     hash: str
 
 
-def new_key(expires_at: float | None, now: float) -> NewKey:
-    """A fresh random API key; its expiry must lie in the future (``InvalidInput`` else)."""
+def new_key(name: str, expires_at: float | None, now: float) -> NewKey:
+    """A fresh random API key; its name must show as itself (:func:`lorebase.names.checked_name`)
+    and fit ``NAME_MAX`` characters, and its expiry lie in the future (``InvalidInput``
+    else)."""
+    if len(checked_name(name, "key name")) > NAME_MAX:
+        raise InvalidInput(f"a key name is at most {NAME_MAX} characters")
     if expires_at is not None and expires_at <= now:
         raise InvalidInput("a key's expiry must lie in the future")
     key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
@@ -123,17 +129,37 @@ def revoke_tree_sql(placeholder: str) -> str:
     )
 
 
-def key_id_sql(placeholder: str, session: bool) -> str:
-    """The live key behind an API key (``session`` False; parameters: the hash, the time) or
-    a session token (parameters: the hash, the time, the time)."""
+def credential_sql(placeholder: str, session: bool) -> str:
+    """The user (``USER_COLUMNS``) and the id of the live key behind an API key (``session``
+    False) or a session token, in either backend's placeholder style (parameters:
+    :func:`credential_params`)."""
     p = placeholder
+    found = "u.id, u.name, u.role, u.created_at, k.id"
     live = f"k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > {p})"
     if session:
         return (
-            "SELECT k.id FROM sessions AS s JOIN api_keys AS k ON k.id = s.key_id "
-            f"WHERE s.hash = {p} AND s.expires_at > {p} AND {live}"
+            f"SELECT {found} FROM sessions AS s JOIN api_keys AS k ON k.id = s.key_id "
+            f"JOIN users AS u ON u.id = k.user_id WHERE s.hash = {p} AND s.expires_at > {p} "
+            f"AND {live}"
         )
-    return f"SELECT k.id FROM api_keys AS k WHERE k.hash = {p} AND {live}"
+    return (
+        f"SELECT {found} FROM api_keys AS k JOIN users AS u ON u.id = k.user_id "
+        f"WHERE k.hash = {p} AND {live}"
+    )
+
+
+def credential_params(credential: str, session: bool, now: float) -> tuple[Any, ...] | None:
+    """The parameters of :func:`credential_sql`; None when ``credential`` is not that kind of
+    credential at all (no query needed to say it is unknown)."""
+    if not (looks_like_session(credential) if session else looks_like_key(credential)):
+        return None
+    digest = key_hash(credential)
+    return (digest, now, now) if session else (digest, now)
+
+
+def credential_from_row(row: Sequence[Any] | None) -> tuple[User, int] | None:
+    """The user and key id of a :func:`credential_sql` row (None: no row)."""
+    return None if row is None else (user_from_row(row[:4]), int(row[4]))
 
 
 def audit_from_row(row: Sequence[Any]) -> AuditEntry:

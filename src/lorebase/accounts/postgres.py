@@ -22,12 +22,12 @@ from lorebase.accounts.common import (
     audit_from_row,
     check_name,
     checked_parent,
+    credential_from_row,
+    credential_params,
+    credential_sql,
     key_from_row,
     key_hash,
-    key_id_sql,
-    key_is_live,
     looks_like_key,
-    looks_like_session,
     new_key,
     new_session_token,
     revoke_tree_sql,
@@ -167,7 +167,7 @@ class PostgresAccounts(ClosesOwned, AccountStore):
         parent_id: int | None = None,
     ) -> tuple[str, ApiKey]:
         now = time.time()
-        made = new_key(expires_at, now)
+        made = new_key(name, expires_at, now)
         with self._db.write() as conn:
             # FOR KEY SHARE: the user cannot be deleted before this key is committed.
             found = conn.execute(
@@ -193,29 +193,13 @@ class PostgresAccounts(ClosesOwned, AccountStore):
         record = ApiKey(key_id, user_id, made.prefix, name, now, expires_at, None, None, parent_id)
         return made.key, record
 
-    def key_id_of(self, credential: str) -> int | None:
-        session = looks_like_session(credential)
-        if not session and not looks_like_key(credential):
+    def resolve_credential(self, credential: str, *, session: bool) -> tuple[User, int] | None:
+        params = credential_params(credential, session, time.time())
+        if params is None:
             return None
-        now = time.time()
-        params = (key_hash(credential), now, now) if session else (key_hash(credential), now)
         with self._db.read() as conn:
-            row = conn.execute(key_id_sql("%s", session), params).fetchone()
-        return None if row is None else int(row[0])
-
-    def resolve_key(self, key: str) -> User | None:
-        if not looks_like_key(key):
-            return None
-        now = time.time()
-        with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT u.id, u.name, u.role, u.created_at, k.expires_at, k.revoked_at "
-                "FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = %s",
-                (key_hash(key),),
-            ).fetchone()
-        if row is None or not key_is_live(row[4], row[5], now):
-            return None
-        return user_from_row(row[:4])
+            row = conn.execute(credential_sql("%s", session), params).fetchone()
+        return credential_from_row(row)
 
     def revoke_key(self, key_id: int) -> None:
         with self._db.write() as conn:
@@ -260,20 +244,6 @@ class PostgresAccounts(ClosesOwned, AccountStore):
                 )
             )
         return token, Session(session_id, user_id, key_id, now, expires_at)
-
-    def resolve_session(self, token: str) -> User | None:
-        if not looks_like_session(token):
-            return None
-        now = time.time()
-        with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT u.id, u.name, u.role, u.created_at FROM sessions AS s "
-                "JOIN api_keys AS k ON k.id = s.key_id JOIN users AS u ON u.id = k.user_id "
-                "WHERE s.hash = %s AND s.expires_at > %s AND k.revoked_at IS NULL "
-                "AND (k.expires_at IS NULL OR k.expires_at > %s)",
-                (key_hash(token), now, now),
-            ).fetchone()
-        return None if row is None else user_from_row(row)
 
     def end_session(self, token: str) -> None:
         with self._db.write() as conn:

@@ -20,12 +20,12 @@ from lorebase.accounts.common import (
     audit_from_row,
     check_name,
     checked_parent,
+    credential_from_row,
+    credential_params,
+    credential_sql,
     key_from_row,
     key_hash,
-    key_id_sql,
-    key_is_live,
     looks_like_key,
-    looks_like_session,
     new_key,
     new_session_token,
     revoke_tree_sql,
@@ -163,7 +163,7 @@ class SqliteAccounts(ClosesOwned, AccountStore):
         parent_id: int | None = None,
     ) -> tuple[str, ApiKey]:
         now = time.time()
-        made = new_key(expires_at, now)
+        made = new_key(name, expires_at, now)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone() is None:
                 raise NotFound("no such user")
@@ -182,29 +182,13 @@ class SqliteAccounts(ClosesOwned, AccountStore):
         record = ApiKey(key_id, user_id, made.prefix, name, now, expires_at, None, None, parent_id)
         return made.key, record
 
-    def key_id_of(self, credential: str) -> int | None:
-        session = looks_like_session(credential)
-        if not session and not looks_like_key(credential):
+    def resolve_credential(self, credential: str, *, session: bool) -> tuple[User, int] | None:
+        params = credential_params(credential, session, time.time())
+        if params is None:
             return None
-        now = time.time()
-        params = (key_hash(credential), now, now) if session else (key_hash(credential), now)
         with self._read() as conn:
-            row = conn.execute(key_id_sql("?", session), params).fetchone()
-        return None if row is None else int(row[0])
-
-    def resolve_key(self, key: str) -> User | None:
-        if not looks_like_key(key):
-            return None
-        now = time.time()
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT u.id, u.name, u.role, u.created_at, k.expires_at, k.revoked_at "
-                "FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
-                (key_hash(key),),
-            ).fetchone()
-        if row is None or not key_is_live(row[4], row[5], now):
-            return None
-        return user_from_row(row[:4])
+            row = conn.execute(credential_sql("?", session), params).fetchone()
+        return credential_from_row(row)
 
     def revoke_key(self, key_id: int) -> None:
         with self._write() as conn:
@@ -247,20 +231,6 @@ class SqliteAccounts(ClosesOwned, AccountStore):
             ).lastrowid
         assert session_id is not None  # an INSERT always sets it
         return token, Session(session_id, user_id, key_id, now, expires_at)
-
-    def resolve_session(self, token: str) -> User | None:
-        if not looks_like_session(token):
-            return None
-        now = time.time()
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT u.id, u.name, u.role, u.created_at FROM sessions AS s "
-                "JOIN api_keys AS k ON k.id = s.key_id JOIN users AS u ON u.id = k.user_id "
-                "WHERE s.hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL "
-                "AND (k.expires_at IS NULL OR k.expires_at > ?)",
-                (key_hash(token), now, now),
-            ).fetchone()
-        return None if row is None else user_from_row(row)
 
     def end_session(self, token: str) -> None:
         with self._write() as conn:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from typing import Any
 
 from lorebase.api.schemas import (
     ChunkingIn,
@@ -14,6 +15,7 @@ from lorebase.api.schemas import (
 from lorebase.embed.registry import Reachability, shown_name
 from lorebase.search.query import Hit, SearchResponse
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
+from lorebase.types import Provenance
 
 
 def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBaseOut:
@@ -72,28 +74,27 @@ def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
     if provenance.document_id in names:
         provenance = replace(provenance, path=names[provenance.document_id])
     return HitOut.model_validate(
-        {f.name: getattr(provenance, f.name) for f in fields(provenance)}
+        _passage(hit, provenance)
         | {
-            "chunk_id": hit.chunk_id,
             "text": hit.text,
-            "snippet": hit.snippet,
-            "citation": provenance.citation(),
-            "scores": hit.scores,
             "before": hit.before,
             "after": hit.after,
             "passages": [
-                {f.name: getattr(p.provenance, f.name) for f in fields(p.provenance)}
-                | {
-                    "chunk_id": p.chunk_id,
-                    "snippet": p.snippet,
-                    "citation": replace(p.provenance, path=provenance.path).citation(),
-                    "scores": p.scores,
-                }
-                for p in hit.passages
+                _passage(p, replace(p.provenance, path=provenance.path)) for p in hit.passages
             ],
         },
         from_attributes=True,
     )
+
+
+def _passage(hit: Hit, provenance: Provenance) -> dict[str, Any]:
+    """What a hit and each of its document's other passages share (:class:`PassageOut`)."""
+    return {f.name: getattr(provenance, f.name) for f in fields(provenance)} | {
+        "chunk_id": hit.chunk_id,
+        "snippet": hit.snippet,
+        "citation": provenance.citation(),
+        "scores": hit.scores,
+    }
 
 
 def search_out(lb: Lorebase, response: SearchResponse) -> SearchOut:

@@ -74,6 +74,7 @@ def credentials(headers: Headers) -> tuple[str | None, str | None]:
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
+SHOWN_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # how messages list the loopback names
 ANY_HOST = "*"
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
 
@@ -121,6 +122,15 @@ def host_allowed(header: str | None, allowed: Collection[str], bound: str) -> bo
     if bound not in WILDCARD_BINDS and name == url_host(bound):
         return True
     return name in {url_host(host_name(item)) for item in allowed}
+
+
+def answered_names(allowed: Collection[str], bound: str) -> list[str]:
+    """The host names :func:`host_allowed` accepts, as the start-up line lists them: the
+    loopback names, the bound address (unless it is every address), the allowed names. Pure."""
+    names = list(SHOWN_LOOPBACK)
+    if bound not in WILDCARD_BINDS and url_host(bound) not in names:
+        names.append(url_host(bound))
+    return names + [name for name in allowed if name not in names]
 
 
 MISDIRECTED = (
@@ -199,8 +209,7 @@ class KeyFirst:
         serve = self.lb.settings.serve
         headers = Headers(scope=scope)
         if not host_allowed(headers.get("host"), serve.allowed_hosts, serve.host):
-            names = ", ".join(sorted({"127.0.0.1", *LOOPBACK_NAMES}))
-            error = MisdirectedHost(MISDIRECTED.format(names=names))
+            error = MisdirectedHost(MISDIRECTED.format(names=", ".join(SHOWN_LOOPBACK)))
             await self._refuse(error, scope, receive, send)
             return
         if scope["type"] == "websocket":

@@ -11,7 +11,7 @@ MAX_JSON_BYTES = 256 * 1024
 MULTIPART_SLACK = 64 * 1024
 """What an upload's multipart framing may add to the files it carries."""
 UPLOAD_PATH = "/v1/knowledge-bases/{kb_id}/documents"
-_UPLOAD = re.compile(r"/v1/knowledge-bases/[^/]+/documents")
+_UPLOAD = re.compile(UPLOAD_PATH.replace("{kb_id}", "[^/]+"))
 
 
 def body_limit(method: str, path: str, max_upload_bytes: int) -> int:

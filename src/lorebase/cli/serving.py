@@ -23,7 +23,6 @@ from lorebase.cli.common import (
     settings_from,
 )
 from lorebase.errors import Conflict, InvalidInput
-from lorebase.names import checked_name
 
 if TYPE_CHECKING:
     from lorebase.settings import ServeSettings, Settings
@@ -132,14 +131,11 @@ def serve(
 
 def answers_to(settings: ServeSettings) -> str:
     """Which host names the server answers to, for its start-up lines."""
-    from lorebase.api.guard import ANY_HOST, WILDCARD_BINDS, url_host
+    from lorebase.api.guard import ANY_HOST, WILDCARD_BINDS, answered_names
 
     if ANY_HOST in settings.allowed_hosts:
         return "answers to any host name (--allowed-host *): check them in front of it"
-    names = ["127.0.0.1", "localhost", "[::1]"]
-    if settings.host not in WILDCARD_BINDS and url_host(settings.host) not in names:
-        names.append(url_host(settings.host))
-    names += [name for name in settings.allowed_hosts if name not in names]
+    names = answered_names(settings.allowed_hosts, settings.host)
     line = f"answers to the host names {', '.join(names)}"
     if settings.host in WILDCARD_BINDS and not settings.allowed_hosts:
         line += (
@@ -242,8 +238,7 @@ def users_create(
 ) -> None:
     """Create a user (member by default) and print a first API key for them, once."""
     with administering(ctx) as accounts:
-        role = Role.ADMIN if admin else Role.MEMBER
-        user = accounts.create_user(checked_name(name, "user name"), role)
+        user = accounts.create_user(name, Role.ADMIN if admin else Role.MEMBER)
         key, _ = accounts.create_key(user.id, "created with the user")
         accounts.audit("cli", "create_user", f"user:{user.id}")
     Console().print(Text(f"created {user.name}; API key (shown once): {key}"))
@@ -269,7 +264,7 @@ def teams_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
 def teams_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Name.")]) -> None:
     """Create a team."""
     with administering(ctx) as accounts:
-        team = accounts.create_team(checked_name(name, "team name"))
+        team = accounts.create_team(name)
         accounts.audit("cli", "create_team", f"team:{team.id}")
     Console().print(Text(f"created team {team.name}"))
 

@@ -29,6 +29,7 @@ from lorebase.errors import LorebaseError, NotFound, Unavailable
 from lorebase.languages import Detected, LanguageDetector, readable
 from lorebase.search.floor import Threshold, merge_dense
 from lorebase.search.fusion import UNREAD_WEIGHT, Scored, dense_evidence
+from lorebase.search.query import elapsed_ms
 from lorebase.settings import SearchSettings
 from lorebase.store.base import KnowledgeBase, Vectors
 
@@ -157,7 +158,7 @@ class DenseArm:
             out.identities.update(dict.fromkeys(model.searched, model.identity.key))
         out.models = searched
         self._read_language(query, out)
-        timings["dense"] = _ms(started)
+        timings["dense"] = elapsed_ms(started)
         if len(rankings) == 1:
             out.ranking, out.threshold = rankings[0]
         else:
@@ -174,7 +175,7 @@ class DenseArm:
                 model.cosines.update(
                     self.store.dense_scores(model.searched, model.identity, model.vector, missing)
                 )
-        timings["dense"] = round(timings.get("dense", 0.0) + _ms(started), 3)
+        timings["dense"] = round(timings.get("dense", 0.0) + elapsed_ms(started), 3)
 
     def _read_language(self, query: str, result: DenseResult) -> None:
         """Whether each model reads the question (detected once, only when some model reads
@@ -238,7 +239,7 @@ class DenseArm:
                     first, identity, found, threshold, embedder.languages
                 )
             model.kbs += members
-        timings["embed"] = _ms(started)
+        timings["embed"] = elapsed_ms(started)
         return models
 
     def _answering(
@@ -342,7 +343,3 @@ def _unread_note(detected: Detected, model: Model) -> str:
         "search and keyword matches decide; a multilingual embedder would read it "
         "(`lorebase embedders`)"
     )
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)

@@ -24,14 +24,8 @@ class Steps:
     _ranks: dict[str, dict[str, tuple[int, float]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        ranks = {
-            name: {item: (rank, score) for rank, (item, score) in enumerate(ranking, start=1)}
-            for name, ranking in (("keyword", self.keyword), ("dense", self.dense))
-        }
-        if self.fused is not None:
-            ranks["fused"] = {
-                item: (rank, score) for rank, (item, score) in enumerate(self.fused, start=1)
-            }
+        steps = {"keyword": self.keyword, "dense": self.dense, "fused": self.fused or []}
+        ranks = {name: _ranked(ranking) for name, ranking in steps.items()}
         object.__setattr__(self, "_ranks", ranks)
 
     def of(self, item: str) -> dict[str, StepScore]:
@@ -39,7 +33,7 @@ class Steps:
         rank."""
         scores: dict[str, StepScore] = {}
         for name in ("keyword", "dense", "fused"):
-            found = self._ranks.get(name, {}).get(item)
+            found = self._ranks[name].get(item)
             if found is not None:
                 scores[name] = StepScore(score=found[1], rank=found[0])
             elif name == "dense" and item in self.cosines:
@@ -93,6 +87,11 @@ def explained(
         fused=candidates(fused),
         supported=candidates(kept),
     )
+
+
+def _ranked(ranking: Scored) -> dict[str, tuple[int, float]]:
+    """Each item's (rank from 1, score) in ``ranking``."""
+    return {item: (rank, score) for rank, (item, score) in enumerate(ranking, start=1)}
 
 
 def _hit(chunk: StoredChunk, scores: dict[str, StepScore]) -> Hit:

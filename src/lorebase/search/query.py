@@ -4,6 +4,7 @@ cited hits, each carrying its :class:`~lorebase.types.Provenance`)."""
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -206,3 +207,9 @@ class SearchResponse:
     def no_answer(self) -> bool:
         """Nothing relevant was found: no hit is left (after the relevance floor)."""
         return not self.hits
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since ``started`` (a :func:`time.perf_counter` reading), as a response's
+    ``timings_ms`` gives them."""
+    return round((time.perf_counter() - started) * 1000, 3)

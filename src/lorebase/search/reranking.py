@@ -29,7 +29,7 @@ from lorebase.errors import InvalidInput, LorebaseError
 from lorebase.rerank.base import Reranker
 from lorebase.search.fusion import Scored
 from lorebase.search.gate import clearly_ahead
-from lorebase.search.query import Hit, RerankStatus, StepScore
+from lorebase.search.query import Hit, RerankStatus, StepScore, elapsed_ms
 
 RERANKED: Final = "reranked"
 SKIPPED: Final = "rerank_skipped"
@@ -86,7 +86,7 @@ def rerank_hits(
         return _kept(hits, REFUSED, str(error), started)
     except LorebaseError:
         return _kept(hits, UNAVAILABLE, "the reranker did not answer", started)
-    ms = _ms(started)
+    ms = elapsed_ms(started)
     order = sorted(range(len(head)), key=lambda i: -scores[i])  # stable: fused order on ties
     reranked = [
         replace(head[i], scores={**head[i].scores, "rerank": StepScore(score=scores[i], rank=rank)})
@@ -97,9 +97,5 @@ def rerank_hits(
 
 def _kept(hits: list[Hit], status: RerankStatus, why: str, started: float) -> RerankOutcome:
     return RerankOutcome(
-        hits, status, f"{status}: {why}; fused order kept", ms=_ms(started), warning=True
+        hits, status, f"{status}: {why}; fused order kept", ms=elapsed_ms(started), warning=True
     )
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)

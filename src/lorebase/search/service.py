@@ -38,6 +38,7 @@ from lorebase.search.query import (
     RerankStatus,
     SearchRequest,
     SearchResponse,
+    elapsed_ms,
 )
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
 from lorebase.search.snippets import snippets_for
@@ -151,7 +152,7 @@ class SearchService:
 
         fuse_started = time.perf_counter()
         arms, fused, kept, cosines = self._fused(request, kb_ids, lexical, dense)
-        timings["fuse"] = _ms(fuse_started)
+        timings["fuse"] = elapsed_ms(fuse_started)
 
         hydrate_started = time.perf_counter()
         both = lexical is not None and dense.ranking is not None
@@ -171,8 +172,8 @@ class SearchService:
             )
             hydrate_started += timings.get("rerank", 0.0) / 1000
         hits = self._finished(kb_ids, request, self._hits(request, pool, order, document_of))
-        timings["hydrate"] = _ms(hydrate_started)
-        timings["total"] = _ms(started)
+        timings["hydrate"] = elapsed_ms(hydrate_started)
+        timings["total"] = elapsed_ms(started)
         answered = dense.ranking is not None or request.mode is Mode.KEYWORD
         return SearchResponse(
             hits=hits,
@@ -360,8 +361,4 @@ def _timed(timings: dict[str, float], step: str, work: Callable[[], T]) -> T:
     try:
         return work()
     finally:
-        timings[step] = _ms(started)
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
+        timings[step] = elapsed_ms(started)

@@ -16,7 +16,6 @@ import time
 from lorebase.accounts.access import Caller, can_change, can_create, can_see
 from lorebase.accounts.base import ApiKey
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized
-from lorebase.names import checked_name
 from lorebase.service.parts import Parts
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope
 
@@ -40,14 +39,13 @@ class Access(Parts):
             from lorebase.service.core import LOCAL_USER
 
             return Caller(LOCAL_USER)
-        if key:
-            user = self.accounts.resolve_key(key)
-        else:
-            user = self.accounts.resolve_session(session) if session else None
         credential = key or session
-        key_id = self.accounts.key_id_of(credential) if user is not None and credential else None
-        if user is None or key_id is None:
+        found = None
+        if credential:
+            found = self.accounts.resolve_credential(credential, session=not key)
+        if found is None:
             raise Unauthorized("a valid API key is required: send `Authorization: Bearer KEY`")
+        user, key_id = found
         memberships = self.accounts.memberships(user.id)
         return Caller(user, memberships, key_id=key_id, by_session=not key)
 
@@ -86,16 +84,15 @@ class Access(Parts):
         a session alone mints nothing that outlives it."""
         if not self.settings.serve.auth:
             raise InvalidInput("this server runs without API keys")
-        checked_name(name, "key name")
         parent = caller.key_id
         if caller.by_session:
-            owner = self.accounts.resolve_key(key) if key else None
-            parent = self.accounts.key_id_of(key) if owner is not None and key else None
-            if owner is None or owner.id != caller.user.id or parent is None:
+            given = self.accounts.resolve_credential(key, session=False) if key else None
+            if given is None or given[0].id != caller.user.id:
                 raise Forbidden(
                     "making a key from a sign-in session needs one of your API keys again: "
                     "give it as `key` (the new key expires with it and is revoked with it)"
                 )
+            parent = given[1]
         made = self.accounts.create_key(caller.user.id, name, expires_at, parent_id=parent)
         self.audit(caller, "create_key", f"key:{made[1].id}")
         return made

@@ -20,10 +20,10 @@ from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
 
 DEFAULT_KB = "default"
 EVALS_FOLDER = "evals"
-CORPORA_FOLDER = "corpora"
-"""Where an evaluation writes the BEIR corpora it indexes, under the evals folder."""
 """Under the data directory: the last evaluation of each base (``<kb>.json``) and each
 evaluation's own data directory (``lorebase eval``)."""
+CORPORA_FOLDER = "corpora"
+"""Where an evaluation writes the BEIR corpora it indexes, under the evals folder."""
 # The description of a base an older `lorebase eval` made for a BEIR corpus in the user's own
 # data directory; its corpus was written out under evals/corpora/<name>-<digest>.
 LEGACY_EVAL_CORPUS = re.compile(r"lorebase eval corpus .* sha256:([0-9a-f]{8,64})$")

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from lorebase import __version__
 from lorebase.accounts.base import ApiKey
+from lorebase.accounts.common import NAME_MAX
 from lorebase.api.deps import CallerDep, LbDep, RowId
 from lorebase.api.schemas import Strict
 from lorebase.errors import LorebaseError
@@ -33,7 +34,7 @@ class KeyOut(BaseModel):
 
 
 class KeyIn(Strict):
-    name: str = Field("", max_length=64, pattern=r"^[^\x00-\x1f]*$")
+    name: str = Field("", max_length=NAME_MAX, pattern=r"^[^\x00-\x1f]*$")
     expires_in_days: int | None = Field(
         None,
         ge=1,

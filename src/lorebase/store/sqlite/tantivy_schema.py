@@ -20,7 +20,6 @@ from typing import Any
 
 from lorebase.store import STORED_CHUNK_ID_HEX_CHARS
 from lorebase.store.terms import FIELD_WEIGHTS, bm25_ceiling, bm25_idf, search_terms
-from lorebase.store.terms import MIN_IDF as MIN_IDF
 
 LAYOUT_VERSION = 4
 """Of the schema, analyser and field composition below: an index of another version is
@@ -79,11 +78,12 @@ def weighted_text(fields: Sequence[str], weights: Sequence[float] = FIELD_WEIGHT
 
 def idf_boost(frequency: int, rows: int) -> float:
     """The factor that turns Tantivy's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, into
-    FTS5's, ``ln((N - n + 0.5) / (n + 0.5))`` floored at ``MIN_IDF``. Lucene's form never
-    lets a word's weight fall to zero; FTS5's makes a word in most chunks count for almost
-    nothing (keyword nDCG@10 +.0015 on CISI, on top of the term counts below). ``n`` may
-    exceed ``N`` for a moment (a term's frequency still counts deleted chunks that a merge
-    has not dropped yet): it is taken as ``N`` then. Pure."""
+    FTS5's, ``ln((N - n + 0.5) / (n + 0.5))`` floored at
+    :data:`~lorebase.store.terms.MIN_IDF`. Lucene's form never lets a word's weight fall to
+    zero; FTS5's makes a word in most chunks count for almost nothing (keyword nDCG@10 +.0015
+    on CISI, on top of the term counts below). ``n`` may exceed ``N`` for a moment (a term's
+    frequency still counts deleted chunks that a merge has not dropped yet): it is taken as
+    ``N`` then. Pure."""
     if frequency <= 0 or rows <= 0:
         return 1.0
     frequency = min(frequency, rows)
