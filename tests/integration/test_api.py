@@ -718,12 +718,12 @@ def test_a_request_looks_its_key_up_once(env: Env, monkeypatch: pytest.MonkeyPat
     """The guard that checks the key before the body is read hands its caller to the route."""
     accounts = env.lb.accounts
     calls = []
-    resolve = accounts.resolve_key
+    resolve = accounts.resolve_credential
 
-    def counted(key: str):  # type: ignore[no-untyped-def]
+    def counted(key: str, *, session: bool):  # type: ignore[no-untyped-def]
         calls.append(key)
-        return resolve(key)
+        return resolve(key, session=session)
 
-    monkeypatch.setattr(accounts, "resolve_key", counted)
+    monkeypatch.setattr(accounts, "resolve_credential", counted)
     assert env.client.get("/v1/knowledge-bases", headers=env.as_("alice")).status_code == 200
     assert len(calls) == 1
