@@ -341,7 +341,9 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     the product's ``rebuild`` statement instead of row by row. The search path measured
     afterwards is the product's, unchanged."""
     from lorebase.store.base import DocumentState
+    from lorebase.store.relational import rows
     from lorebase.store.sqlite import writes
+    from lorebase.store.sqlite.database import DIALECT
     from lorebase.store.sqlite.rows import compress_text
     from lorebase.store.sqlite.store import connect
 
@@ -356,14 +358,15 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
         kb = store.create_kb(kb_name)
         store.set_kb_identity(kb.id, fake.identity)
     conn = connect(db)
+    tx = DIALECT.bind(conn)
     identity_id = conn.execute("SELECT id FROM identities").fetchone()[0]
     started = time.perf_counter()
     written = made = pending = 0
     conn.execute("BEGIN IMMEDIATE")
     for doc in documents(pool, size, seed + size):
         chunks = doc.chunks
-        document_id = writes.upsert_document(
-            conn,
+        document_id = rows.upsert_document(
+            tx,
             kb.id,
             doc.document,
             state=DocumentState.INDEXED,
@@ -372,8 +375,9 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
             identity_key=fake.identity.key,
             settings_key=kb.chunk_settings.key,
             text=compress_text(doc.document.text),
+            purge=lambda _tx, _id: None,  # a new store: no document has old chunks
         )
-        stored = writes.write_chunks(conn, kb.id, document_id, chunks, lexical=False)
+        stored = writes.write_chunks(tx, kb.id, document_id, chunks, lexical=False)
         rowid_of = dict(
             conn.execute("SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,))
         )
@@ -399,7 +403,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     conn.execute("BEGIN IMMEDIATE")
     if fts.fts_present(conn):  # FTS5 is the engine; Tantivy builds at the first search
         conn.execute(fts.rebuild_fts_sql())
-    writes.bump(conn, kb.id)
+    writes.bump(tx, kb.id)
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()

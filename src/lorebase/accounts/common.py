@@ -7,8 +7,7 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from lorebase.accounts.base import ApiKey, AuditEntry, Role, User
 from lorebase.errors import InvalidInput
@@ -169,29 +168,3 @@ def audit_from_row(row: Sequence[Any]) -> AuditEntry:
 
 def _maybe_float(value: Any) -> float | None:
     return None if value is None else float(value)
-
-
-class ClosesOwned:
-    """``close`` and the ``with`` statement for an account store over a database that it
-    either opened itself (closed with it) or was given (closed by its owner)."""
-
-    _owned: bool = False
-
-    def _close_database(self) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Close the database if this object opened it (a shared one belongs to its owner)."""
-        if self._owned:
-            self._close_database()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from lorebase.errors import InvalidInput, Unavailable
+from lorebase.store.relational.dialect import Dialect
 
 EXTENSIONS = ("vector", "unaccent")
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -46,6 +47,25 @@ def _configure(conn: Any) -> None:
     register_vector(conn)
 
 
+def _savepoint(conn: Any) -> Any:
+    return conn.transaction()
+
+
+def dialect() -> Dialect:
+    """PostgreSQL's :class:`Dialect` (psycopg imported when a database is opened, not before)."""
+    from psycopg.errors import UniqueViolation
+
+    return Dialect(
+        name="postgresql",
+        pyformat=True,
+        row_locks=True,
+        id_lists="any",
+        unique_violation=(UniqueViolation,),
+        savepoint=_savepoint,
+        binary_order=' COLLATE "C"',
+    )
+
+
 class PostgresDatabase:
     """A pool of connections to one database. Safe to share between threads.
 
@@ -63,6 +83,7 @@ class PostgresDatabase:
             ) from error
         self.url = url
         self.name = redacted(url)
+        self.dialect = dialect()
         self.schema = schema
         connect_options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
         if schema is not None:

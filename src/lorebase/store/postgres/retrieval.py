@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -21,6 +20,8 @@ from lorebase.store.records import (
     kb_list,
     stored_ids_of,
 )
+from lorebase.store.relational import rows as relational
+from lorebase.store.relational.dialect import Bound
 from lorebase.store.vectors import VECTOR_DTYPE, checked_query, checked_vectors
 from lorebase.types import Chunk
 
@@ -128,11 +129,15 @@ class VectorsMixin(PostgresRole):
         matrix = checked_vectors(chunks, vectors, identity)
         assert matrix is not None
         with self._read() as conn:
-            writes.load_document(conn, kb_id, document_id)  # NotFound before registering
+            relational.load_document(
+                self._dialect.bind(conn), kb_id, document_id
+            )  # NotFound before registering
         identity_id = self._identity_id(identity)
         with self._write() as conn:
-            writes.lock_kb(conn, kb_id)
-            _add_vectors(conn, kb_id, document_id, chunks, matrix, identity, identity_id)
+            relational.lock_kb(self._dialect.bind(conn), kb_id)
+            _add_vectors(
+                self._dialect.bind(conn), kb_id, document_id, chunks, matrix, identity, identity_id
+            )
 
     def add_vectors_many(
         self, kb_id: int, documents: Sequence[DocumentVectors], identity: EmbedderIdentity
@@ -146,9 +151,9 @@ class VectorsMixin(PostgresRole):
         identity_id = self._identity_id(identity)
         written: list[str] = []
         with self._write() as conn:
-            writes.lock_kb(conn, kb_id)
+            relational.lock_kb(self._dialect.bind(conn), kb_id)
             try:
-                writes.require_identity(conn, kb_id, identity.key)
+                relational.require_identity(self._dialect.bind(conn), kb_id, identity.key)
             except Conflict:  # the base moved on: these documents wait for the next pass
                 return written
             # The whole batch's cache rows first, in one order (see writes.cache_vectors).
@@ -165,7 +170,15 @@ class VectorsMixin(PostgresRole):
             for document_id, chunks, matrix in checked:
                 assert matrix is not None
                 try:
-                    _add_vectors(conn, kb_id, document_id, chunks, matrix, identity, identity_id)
+                    _add_vectors(
+                        self._dialect.bind(conn),
+                        kb_id,
+                        document_id,
+                        chunks,
+                        matrix,
+                        identity,
+                        identity_id,
+                    )
                 except (NotFound, Conflict):  # checked before anything is written
                     continue
                 written.append(document_id)
@@ -181,7 +194,7 @@ class VectorsMixin(PostgresRole):
 
 
 def _add_vectors(
-    conn: Any,
+    tx: Bound,
     kb_id: int,
     document_id: str,
     chunks: Sequence[Chunk],
@@ -191,7 +204,8 @@ def _add_vectors(
 ) -> None:
     """One document's vectors (its row locked), and the document indexed; ``NotFound`` or
     ``Conflict`` (the chunks changed) before anything is written."""
-    writes.load_document(conn, kb_id, document_id, lock=True)
+    relational.load_document(tx, kb_id, document_id, lock=True)
+    conn = tx.raw
     present = conn.execute("SELECT id FROM chunks WHERE document_id = %s", (document_id,))
     stored = stored_ids_of(document_id, chunks, (row[0] for row in present.fetchall()))
     writes.write_vectors(conn, kb_id, document_id, chunks, stored, matrix, identity_id)
@@ -230,7 +244,7 @@ class ChunksMixin(PostgresRole):
         self, kb_id: int, document_id: str, start: int, limit: int
     ) -> list[StoredChunk]:
         with self._read() as conn:
-            writes.load_document(conn, kb_id, document_id)
+            relational.load_document(self._dialect.bind(conn), kb_id, document_id)
             return search.document_chunks(conn, kb_id, document_id, start, limit)
 
     def document_text(self, kb_id: int, document_id: str) -> str:
@@ -242,5 +256,5 @@ class ChunksMixin(PostgresRole):
                 (document_id, kb_id),
             ).fetchone()
         if row is None:
-            raise NotFound(writes.NO_DOCUMENT)
+            raise NotFound(relational.NO_DOCUMENT)
         return decompress_text(row[0])

@@ -5,11 +5,17 @@ mixin over this base, one module per role (``catalogue``, ``documents``, ``uploa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lorebase.store.postgres import dense
+import numpy as np
+
+from lorebase.store.base import NewDocument
+from lorebase.store.postgres import dense, writes
+from lorebase.store.relational.dialect import Bound
+from lorebase.store.relational.role import RelationalRole
+from lorebase.types import Chunk
 
 if TYPE_CHECKING:
     from lorebase.embed.base import EmbedderIdentity
@@ -19,20 +25,16 @@ if TYPE_CHECKING:
 IDENTITY_LOCK = 0x6C62_6964  # "lbid": registering an identity (and making its index)
 
 
-class PostgresRole:
-    """Set up by the store's ``__init__``; the roles only use them."""
+class PostgresRole(RelationalRole):
+    """Set up by the store's ``__init__``; the roles only use them. Writes are read-committed
+    transactions, reads repeatable-read snapshots (see :class:`PostgresDatabase`). Nothing is
+    kept beside the rows, so the relational hooks ``_changed``, ``_purging`` and ``_forget``
+    do nothing here: the lexemes are a column of the chunks, the vectors cascade with them."""
 
     _db: PostgresDatabase
     _ranking: Ranking
     exact_search_rows: int
-
-    def _write(self) -> AbstractContextManager[Any]:
-        """One write transaction (read committed); anything raised inside rolls it back."""
-        return self._db.write()
-
-    def _read(self) -> AbstractContextManager[Any]:
-        """One read-only snapshot (repeatable read)."""
-        return self._db.read()
+    _document_extra: Mapping[str, object] = {"lexical_tokens": 0}
 
     def _identity_id(self, identity: EmbedderIdentity) -> int:
         """The id of an identity, registered (with its HNSW index) on first use, in a short
@@ -56,6 +58,42 @@ class PostgresRole:
             if index is not None:
                 conn.execute(index)
             return identity_id
+
+    def _serialise_upload(self, tx: Bound, kb_id: int, content_hash: str) -> None:
+        """An advisory lock on (base, content hash) for the transaction."""
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(?, hashtext(?))",
+            (writes.UPLOAD_LOCK, f"{kb_id}:{content_hash}"),
+        )
+
+    def _delete_other_vectors(self, tx: Bound, kb_id: int, keep: int) -> None:
+        tx.execute("DELETE FROM vectors WHERE kb_id = ? AND identity_id <> ?", (kb_id, keep))
+
+    def _write_chunks(
+        self,
+        tx: Bound,
+        kb_id: int,
+        document_id: str,
+        document: NewDocument,
+        chunks: Sequence[Chunk],
+    ) -> list[str]:
+        """The chunks with their lexemes, and the document's lexical token total (what BM25's
+        average length is kept from)."""
+        stored_ids, tokens = writes.write_chunks(tx.raw, kb_id, document_id, document, chunks)
+        tx.execute("UPDATE documents SET lexical_tokens = ? WHERE id = ?", (tokens, document_id))
+        return stored_ids
+
+    def _write_vectors(
+        self,
+        tx: Bound,
+        kb_id: int,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        stored_ids: Sequence[str],
+        matrix: np.ndarray,
+        identity_id: int,
+    ) -> None:
+        writes.write_vectors(tx.raw, kb_id, document_id, chunks, stored_ids, matrix, identity_id)
 
     @contextmanager
     def _registering(self) -> Iterator[Any]:

@@ -2,9 +2,11 @@
 documents, chunks with their full-text lexemes, and half-precision vectors with a partial
 HNSW index per embedding identity.
 
-:class:`PostgresStore` is the composition of one mixin per role of :class:`Store` (modules
-``catalogue``, ``documents``, ``uploads``, ``retrieval``) over one :class:`PostgresDatabase`
-(``database``: the pool and its transactions). It keeps nothing in memory between calls, so
+:class:`PostgresStore` is the composition of one mixin per role of :class:`Store`: the
+relational roles written once for every backend (:mod:`lorebase.store.relational`) and
+PostgreSQL's own read side (``retrieval``), over one :class:`PostgresDatabase` (``database``:
+the pool and its transactions); :class:`~.role.PostgresRole` holds the hooks where PostgreSQL
+differs. It keeps nothing in memory between calls, so
 any number of processes, on any number of machines, may serve and write the same database.
 """
 
@@ -14,12 +16,13 @@ from types import TracebackType
 
 from lorebase.store.base import Store
 from lorebase.store.postgres import dense, lexical
-from lorebase.store.postgres.catalogue import CatalogueMixin
 from lorebase.store.postgres.database import PostgresDatabase
-from lorebase.store.postgres.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.postgres.retrieval import ChunksMixin, LexicalMixin, VectorsMixin
+from lorebase.store.postgres.role import PostgresRole
 from lorebase.store.postgres.schema import migrate
-from lorebase.store.postgres.uploads import UploadsMixin
+from lorebase.store.relational.catalogue import CatalogueMixin
+from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
+from lorebase.store.relational.uploads import UploadsMixin
 
 __all__ = ["PostgresStore"]
 
@@ -32,6 +35,7 @@ class PostgresStore(
     VectorsMixin,
     ChunksMixin,
     MetricsMixin,
+    PostgresRole,
     Store,
 ):
     """:class:`Store` over a PostgreSQL URL or an open :class:`PostgresDatabase` (shared with

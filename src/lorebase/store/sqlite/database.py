@@ -19,7 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lorebase.errors import InvalidInput
+from lorebase.errors import InvalidInput, Unavailable
+from lorebase.store.relational.dialect import Dialect
+
+MIN_SQLITE = (3, 39, 0)
+"""``RETURNING`` (3.35), ``IS NOT DISTINCT FROM`` (3.39): the SQL the relational store is
+written in."""
 
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
@@ -57,11 +62,41 @@ def connect_reader(path: Path) -> sqlite3.Connection:
     return conn
 
 
+@contextmanager
+def savepoint(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A savepoint inside the transaction: what is raised inside undoes only the block."""
+    conn.execute("SAVEPOINT lorebase")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK TO lorebase")
+        conn.execute("RELEASE lorebase")
+        raise
+    conn.execute("RELEASE lorebase")
+
+
+DIALECT = Dialect(
+    name="sqlite",
+    pyformat=False,
+    row_locks=False,
+    id_lists="json",
+    unique_violation=(sqlite3.IntegrityError,),
+    savepoint=savepoint,
+)
+
+
 class SqliteDatabase:
     """One SQLite file: a writer connection under a lock and a pool of readers. Safe to share
     between threads; several processes (or several objects) may open the same file."""
 
+    dialect = DIALECT
+
     def __init__(self, path: Path | str) -> None:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise Unavailable(
+                f"lorebase needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer; this Python "
+                f"has {sqlite3.sqlite_version} (install a newer Python or pysqlite3)"
+            )
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()

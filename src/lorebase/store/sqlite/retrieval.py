@@ -4,7 +4,6 @@ base and identity, reuse by content hash, identity switches) and chunk hydration
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 
@@ -14,11 +13,19 @@ from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, NotFound
 from lorebase.store.base import DocumentState, DocumentVectors, Scored, StoredChunk
 from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list, stored_ids_of
+from lorebase.store.relational import rows as relational
+from lorebase.store.relational.dialect import Bound
 from lorebase.store.sqlite import search, writes
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.rows import batches, decompress_text, placeholders
 from lorebase.store.sqlite.schema import CONTENT_HASH_PREFIX
-from lorebase.store.vectors import blob_bytes, checked_query, from_blob, matrix_from_blobs
+from lorebase.store.vectors import (
+    blob_bytes,
+    checked_query,
+    checked_vectors,
+    from_blob,
+    matrix_from_blobs,
+)
 from lorebase.types import Chunk
 
 _CHUNK_VECTORS_SQL = (
@@ -82,8 +89,8 @@ class VectorsMixin(SqliteRole):
         if limit <= 0 or not kb_ids or document_ids == []:
             return []
         with self._read() as conn, self._dense_lock:
-            identity_id = writes.identity_row(conn, identity, create=False)
-            if identity_id is None:
+            identity_id = writes.identity_row(self._dialect.bind(conn), identity, create=False)
+            if not identity_id:
                 return []
             indexes = self._dense.indexes_for(conn, kb_list(kb_ids), identity_id, identity.dim)
         return search.merge_top(
@@ -106,8 +113,8 @@ class VectorsMixin(SqliteRole):
         ids: list[str] = []
         blobs: list[bytes] = []
         with self._read() as conn:
-            identity_id = writes.identity_row(conn, identity, create=False)
-            if identity_id is None:
+            identity_id = writes.identity_row(self._dialect.bind(conn), identity, create=False)
+            if not identity_id:
                 return {}
             for batch in batches(wanted):
                 rows = conn.execute(
@@ -130,8 +137,8 @@ class VectorsMixin(SqliteRole):
         after the pass, so edits, copies and moves reuse their vectors)."""
         found: dict[str, np.ndarray] = {}
         with self._read() as conn:
-            identity_id = writes.identity_row(conn, identity, create=False)
-            if identity_id is None:
+            identity_id = writes.identity_row(self._dialect.bind(conn), identity, create=False)
+            if not identity_id:
                 return found
             for batch in batches(list(dict.fromkeys(content_hashes))):
                 rows = conn.execute(_CACHED_VECTORS_SQL, (identity_id, json.dumps(batch)))
@@ -148,34 +155,34 @@ class VectorsMixin(SqliteRole):
         vectors: np.ndarray,
         identity: EmbedderIdentity,
     ) -> None:
-        matrix = writes.checked_vectors(chunks, vectors, identity)
+        matrix = checked_vectors(chunks, vectors, identity)
         assert matrix is not None
-        with self._write() as conn:
-            _add_vectors(conn, kb_id, document_id, chunks, matrix, identity)
-            writes.bump(conn, kb_id, [document_id])
+        with self._writing() as tx:
+            _add_vectors(tx, kb_id, document_id, chunks, matrix, identity)
+            self._changed(tx, kb_id, [document_id])
 
     def add_vectors_many(
         self, kb_id: int, documents: Sequence[DocumentVectors], identity: EmbedderIdentity
     ) -> list[str]:
         checked = [
-            (d.document_id, d.chunks, writes.checked_vectors(d.chunks, d.vectors, identity))
+            (d.document_id, d.chunks, checked_vectors(d.chunks, d.vectors, identity))
             for d in documents
         ]
         written: list[str] = []
-        with self._write() as conn:
+        with self._writing() as tx:
             try:
-                writes.require_identity(conn, kb_id, identity)
+                relational.require_identity(tx, kb_id, identity.key)
             except Conflict:  # the base moved on: these documents wait for the next pass
                 return written
             for document_id, chunks, matrix in checked:
                 assert matrix is not None
                 try:
-                    _add_vectors(conn, kb_id, document_id, chunks, matrix, identity)
+                    _add_vectors(tx, kb_id, document_id, chunks, matrix, identity)
                 except (NotFound, Conflict):  # checked before anything is written
                     continue
                 written.append(document_id)
             if written:
-                writes.bump(conn, kb_id, written)
+                self._changed(tx, kb_id, written)
         return written
 
     def count_keyword_only(self, kb_ids: Sequence[int]) -> int:
@@ -189,7 +196,7 @@ class VectorsMixin(SqliteRole):
 
 
 def _add_vectors(
-    conn: sqlite3.Connection,
+    tx: Bound,
     kb_id: int,
     document_id: str,
     chunks: Sequence[Chunk],
@@ -198,11 +205,11 @@ def _add_vectors(
 ) -> None:
     """One document's vectors, and the document indexed; ``NotFound`` or ``Conflict`` (the
     chunks changed) before anything is written."""
-    writes.load_document(conn, kb_id, document_id)
-    present = conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
+    relational.load_document(tx, kb_id, document_id)
+    present = tx.all("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
     stored = stored_ids_of(document_id, chunks, (row[0] for row in present))
-    writes.write_vectors(conn, document_id, chunks, stored, matrix, identity)
-    conn.execute(
+    writes.write_vectors(tx, document_id, stored, matrix, writes.identity_row(tx, identity))
+    tx.execute(
         "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
         (identity.key, str(DocumentState.INDEXED), time.time(), document_id),
     )
@@ -237,7 +244,7 @@ class ChunksMixin(SqliteRole):
         self, kb_id: int, document_id: str, start: int, limit: int
     ) -> list[StoredChunk]:
         with self._read() as conn:
-            writes.require_document(conn, kb_id, document_id)
+            relational.load_document(self._dialect.bind(conn), kb_id, document_id)
             return search.document_chunks(conn, kb_id, document_id, start, limit)
 
     def document_text(self, kb_id: int, document_id: str) -> str:
@@ -249,5 +256,5 @@ class ChunksMixin(SqliteRole):
                 (document_id, kb_id),
             ).fetchone()
         if row is None:
-            raise NotFound(writes.NO_DOCUMENT)
+            raise NotFound(relational.NO_DOCUMENT)
         return decompress_text(row[0])

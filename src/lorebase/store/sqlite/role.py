@@ -1,14 +1,24 @@
 """What every role of :class:`~lorebase.store.sqlite.store.SqliteStore` shares: the database
-(its transactions), the in-memory dense indexes and the lexical engine. Each role is a mixin
-over this base, one module per role (``catalogue``, ``documents``, ``uploads``, ``retrieval``)."""
+(its transactions), the in-memory dense indexes and the lexical engine — and the hooks of the
+relational roles (:mod:`lorebase.store.relational`) where SQLite differs: a base's generation
+tells the indexes kept beside the rows what changed; FTS5 rows go with their chunks."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lorebase.embed.base import EmbedderIdentity
+from lorebase.store.base import NewDocument
+from lorebase.store.relational.dialect import Bound
+from lorebase.store.relational.role import RelationalRole
+from lorebase.store.sqlite import fts, writes
+from lorebase.types import Chunk
 
 if TYPE_CHECKING:
     from lorebase.store.sqlite.database import SqliteDatabase
@@ -16,7 +26,7 @@ if TYPE_CHECKING:
     from lorebase.store.sqlite.lexical import LexicalEngine
 
 
-class SqliteRole:
+class SqliteRole(RelationalRole):
     """Set up by the store's ``__init__``; the roles only use them."""
 
     _db: SqliteDatabase
@@ -32,6 +42,50 @@ class SqliteRole:
             yield conn
         self._lexical.written()
 
-    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
-        """One read transaction (a snapshot) on a pooled connection."""
-        return self._db.read()
+    # -- the relational hooks ----------------------------------------------------------------
+    def _identity_id(self, identity: EmbedderIdentity) -> int:
+        with self._writing() as tx:
+            return writes.identity_row(tx, identity)
+
+    def _changed(
+        self, tx: Bound, kb_id: int, documents: Sequence[str] = (), *, every_document: bool = False
+    ) -> None:
+        writes.bump(tx, kb_id, documents, every_document=every_document)
+
+    def _purging(self, tx: Bound, column: str, value: object) -> None:
+        if fts.fts_present(tx.raw):
+            tx.execute(fts.fts_delete_sql(column), (value,))
+
+    def _forget(self, kb_id: int) -> None:
+        with self._dense_lock:
+            self._dense.forget({kb_id})
+        self._lexical.forget(kb_id)
+
+    def _delete_other_vectors(self, tx: Bound, kb_id: int, keep: int) -> None:
+        tx.execute(
+            "DELETE FROM vectors WHERE identity_id != ? AND chunk_rowid IN "
+            "(SELECT rowid FROM chunks WHERE kb_id = ?)",
+            (keep, kb_id),
+        )
+
+    def _write_chunks(
+        self,
+        tx: Bound,
+        kb_id: int,
+        document_id: str,
+        document: NewDocument,
+        chunks: Sequence[Chunk],
+    ) -> list[str]:
+        return writes.write_chunks(tx, kb_id, document_id, chunks)
+
+    def _write_vectors(
+        self,
+        tx: Bound,
+        kb_id: int,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        stored_ids: Sequence[str],
+        matrix: np.ndarray,
+        identity_id: int,
+    ) -> None:
+        writes.write_vectors(tx, document_id, stored_ids, matrix, identity_id)

@@ -2,9 +2,12 @@
 vectors (int8 with a scale per vector, stored once), with a lexical index beside it (Tantivy,
 :mod:`.lexical`) or inside it (FTS5).
 
-:class:`SqliteStore` is the composition of one mixin per role of :class:`Store` (modules
-``catalogue``, ``documents``, ``uploads``, ``retrieval``) over one :class:`SqliteDatabase`
-(``database``: the connections and transactions) and the in-memory dense indexes.
+:class:`SqliteStore` is the composition of one mixin per role of :class:`Store`: the
+relational roles written once for every backend (:mod:`lorebase.store.relational`:
+catalogue, documents, uploads) and SQLite's own read side (``retrieval``), over one
+:class:`SqliteDatabase` (``database``: the connections and transactions), the lexical engine
+and the in-memory dense indexes; :class:`~.role.SqliteRole` holds the hooks where SQLite
+differs.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from pathlib import Path
 from types import TracebackType
 
 from lorebase.store.base import Store
+from lorebase.store.relational.catalogue import CatalogueMixin
+from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
+from lorebase.store.relational.uploads import UploadsMixin
 from lorebase.store.sqlite import dense
-from lorebase.store.sqlite.catalogue import CatalogueMixin
 from lorebase.store.sqlite.database import (
     BUSY_TIMEOUT_MS,
     IDLE_READERS,
@@ -24,11 +29,10 @@ from lorebase.store.sqlite.database import (
     connect,
     connect_reader,
 )
-from lorebase.store.sqlite.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.sqlite.lexical import DEFAULT_LEXICAL, open_engine
 from lorebase.store.sqlite.retrieval import ChunksMixin, LexicalMixin, VectorsMixin
+from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.schema import migrate
-from lorebase.store.sqlite.uploads import UploadsMixin
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -48,6 +52,7 @@ class SqliteStore(
     VectorsMixin,
     ChunksMixin,
     MetricsMixin,
+    SqliteRole,
     Store,
 ):
     """:class:`Store` over one SQLite file. Safe to share between threads (writes through one
