@@ -83,6 +83,12 @@ class PostgresRole(RelationalRole):
         tx.execute("UPDATE documents SET lexical_tokens = ? WHERE id = ?", (tokens, document_id))
         return stored_ids
 
+    def _cache_vectors(
+        self, tx: Bound, identity_id: int, vectors: Mapping[str, np.ndarray]
+    ) -> None:
+        """Into the reuse cache, which outlives the chunks (see :func:`writes.cache_vectors`)."""
+        writes.cache_vectors(tx.raw, identity_id, vectors)
+
     def _write_vectors(
         self,
         tx: Bound,

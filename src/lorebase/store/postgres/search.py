@@ -10,16 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from lorebase.errors import NotFound
-from lorebase.store.base import Scored, StoredChunk
+from lorebase.store.base import Scored
 from lorebase.store.postgres import dense, lexical
 from lorebase.store.postgres.lexical import Ranking
-from lorebase.store.records import (
-    STORED_CHUNK_SELECT,
-    matching_documents_params,
-    matching_documents_sql,
-    stored_chunk_from_row,
-)
 from lorebase.store.terms import bm25_ceiling
 
 
@@ -65,17 +58,6 @@ def keyword_ceiling(conn: Any, kb_ids: Sequence[int], query: str) -> float:
         for _, _, count in conn.execute(lexical.term_counts_sql(), counts)
     ]
     return bm25_ceiling(frequencies, rows)
-
-
-def chunk_documents(conn: Any, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> dict[str, str]:
-    """The document of each chunk (ids outside ``kb_ids``, or unknown, are left out)."""
-    if not kb_ids or not chunk_ids:
-        return {}
-    rows = conn.execute(
-        "SELECT id, document_id FROM chunks WHERE id = ANY(%s) AND kb_id = ANY(%s)",
-        (list(dict.fromkeys(chunk_ids)), list(kb_ids)),
-    )
-    return {str(chunk_id): str(document_id) for chunk_id, document_id in rows}
 
 
 def dense_scores(
@@ -160,65 +142,3 @@ def dense_search(
         (str(chunk_id), float(score))
         for chunk_id, score in conn.execute(dense.rerank_sql(identity_id), rerank)
     ]
-
-
-def get_chunks(conn: Any, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> list[StoredChunk]:
-    """Hydrated chunks in the order asked; ids outside ``kb_ids`` (or unknown) are left out."""
-    if not kb_ids or not chunk_ids:
-        return []
-    rows = conn.execute(
-        f"{STORED_CHUNK_SELECT} WHERE c.id = ANY(%s) AND c.kb_id = ANY(%s)",
-        (list(dict.fromkeys(chunk_ids)), list(kb_ids)),
-    )
-    found = {chunk.id: chunk for chunk in map(stored_chunk_from_row, rows)}
-    return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
-
-
-def matching_documents(
-    conn: Any, kb_ids: Sequence[int], path_prefix: str | None, language: str | None
-) -> list[str]:
-    """See :meth:`lorebase.store.base.Chunks.matching_documents`."""
-    if not kb_ids:
-        return []
-    sql = matching_documents_sql(
-        "= ANY(%s)",
-        "%s",
-        prefix_length=None if path_prefix is None else len(path_prefix),
-        language=language is not None,
-    )
-    params = matching_documents_params(list(kb_ids), path_prefix, language)
-    return [str(row[0]) for row in conn.execute(sql, params)]
-
-
-def neighbors(conn: Any, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
-    """The chunk and up to ``window`` chunks each side of it in its document, in order."""
-    row = (
-        conn.execute(
-            "SELECT document_id, ordinal FROM chunks WHERE id = %s AND kb_id = ANY(%s)",
-            (chunk_id, list(kb_ids)),
-        ).fetchone()
-        if kb_ids
-        else None
-    )
-    if row is None:
-        raise NotFound("no such chunk in these knowledge bases; search again for a current id")
-    document_id, ordinal = row
-    window = max(0, window)
-    rows = conn.execute(
-        f"{STORED_CHUNK_SELECT} WHERE c.document_id = %s AND c.ordinal BETWEEN %s AND %s "
-        "ORDER BY c.ordinal",
-        (document_id, ordinal - window, ordinal + window),
-    )
-    return [stored_chunk_from_row(r) for r in rows]
-
-
-def document_chunks(
-    conn: Any, kb_id: int, document_id: str, start: int, limit: int
-) -> list[StoredChunk]:
-    """One document's chunks in order from ordinal ``start``."""
-    rows = conn.execute(
-        f"{STORED_CHUNK_SELECT} WHERE c.document_id = %s AND c.kb_id = %s AND c.ordinal >= %s "
-        "ORDER BY c.ordinal LIMIT %s",
-        (document_id, kb_id, max(0, start), max(0, limit)),
-    )
-    return [stored_chunk_from_row(r) for r in rows]

@@ -17,10 +17,11 @@ from types import TracebackType
 from lorebase.store.base import Store
 from lorebase.store.postgres import dense, lexical
 from lorebase.store.postgres.database import PostgresDatabase
-from lorebase.store.postgres.retrieval import ChunksMixin, LexicalMixin, VectorsMixin
+from lorebase.store.postgres.retrieval import LexicalMixin, VectorsMixin
 from lorebase.store.postgres.role import PostgresRole
 from lorebase.store.postgres.schema import migrate
 from lorebase.store.relational.catalogue import CatalogueMixin
+from lorebase.store.relational.chunks import ChunksMixin
 from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.relational.uploads import UploadsMixin
 

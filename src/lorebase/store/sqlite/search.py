@@ -9,16 +9,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from lorebase.errors import NotFound
-from lorebase.store.base import Scored, StoredChunk
-from lorebase.store.records import matching_documents_params, matching_documents_sql
+from lorebase.store.base import Scored
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import (
-    STORED_CHUNK_SELECT,
-    batches,
     json_ids,
-    placeholders,
-    stored_chunk_from_row,
 )
 from lorebase.store.terms import bm25_ceiling
 
@@ -118,93 +112,6 @@ def merge_ranked(rows: list[tuple[str, float, int]], limit: int) -> list[tuple[s
             seen.add(row[0])
             merged.append(row)
     return merged[:limit]
-
-
-def get_chunks(
-    conn: sqlite3.Connection, kb_ids: Sequence[int], chunk_ids: Sequence[str]
-) -> list[StoredChunk]:
-    """Hydrated chunks in the order asked; ids outside ``kb_ids`` (or unknown) are left out."""
-    if not kb_ids or not chunk_ids:
-        return []
-    found: dict[str, StoredChunk] = {}
-    unique = list(dict.fromkeys(chunk_ids))
-    for batch in batches(unique):
-        sql = f"{STORED_CHUNK_SELECT} WHERE c.id IN ({placeholders(len(batch))}) AND {_KB_FILTER}"
-        for row in conn.execute(sql, [*batch, json_ids(kb_ids)]):
-            chunk = stored_chunk_from_row(row)
-            found[chunk.id] = chunk
-    return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
-
-
-def chunk_documents(
-    conn: sqlite3.Connection, kb_ids: Sequence[int], chunk_ids: Sequence[str]
-) -> dict[str, str]:
-    """The document of each chunk (ids outside ``kb_ids``, or unknown, are left out)."""
-    if not kb_ids or not chunk_ids:
-        return {}
-    found: dict[str, str] = {}
-    for batch in batches(list(dict.fromkeys(chunk_ids))):
-        sql = (
-            f"SELECT c.id, c.document_id FROM chunks AS c "
-            f"WHERE c.id IN ({placeholders(len(batch))}) AND {_KB_FILTER}"
-        )
-        found.update(conn.execute(sql, [*batch, json_ids(kb_ids)]).fetchall())
-    return found
-
-
-def matching_documents(
-    conn: sqlite3.Connection,
-    kb_ids: Sequence[int],
-    path_prefix: str | None,
-    language: str | None,
-) -> list[str]:
-    """See :meth:`lorebase.store.base.Chunks.matching_documents`."""
-    if not kb_ids:
-        return []
-    sql = matching_documents_sql(
-        "IN (SELECT value FROM json_each(?))",
-        "?",
-        prefix_length=None if path_prefix is None else len(path_prefix),
-        language=language is not None,
-    )
-    params = matching_documents_params(json_ids(kb_ids), path_prefix, language)
-    return [str(row[0]) for row in conn.execute(sql, params)]
-
-
-def neighbors(
-    conn: sqlite3.Connection, kb_ids: Sequence[int], chunk_id: str, window: int
-) -> list[StoredChunk]:
-    """The chunk and up to ``window`` chunks each side of it in its document, in order."""
-    row = (
-        conn.execute(
-            f"SELECT c.document_id, c.ordinal FROM chunks AS c WHERE c.id = ? AND {_KB_FILTER}",
-            (chunk_id, json_ids(kb_ids)),
-        ).fetchone()
-        if kb_ids
-        else None
-    )
-    if row is None:
-        raise NotFound("no such chunk in these knowledge bases; search again for a current id")
-    document_id, ordinal = row
-    window = max(0, window)
-    sql = (
-        f"{STORED_CHUNK_SELECT} WHERE c.document_id = ? AND c.ordinal BETWEEN ? AND ? "
-        "ORDER BY c.ordinal"
-    )
-    rows = conn.execute(sql, (document_id, ordinal - window, ordinal + window))
-    return [stored_chunk_from_row(r) for r in rows]
-
-
-def document_chunks(
-    conn: sqlite3.Connection, kb_id: int, document_id: str, start: int, limit: int
-) -> list[StoredChunk]:
-    """One document's chunks in order from ordinal ``start`` (its own index serves it)."""
-    sql = (
-        f"{STORED_CHUNK_SELECT} WHERE c.document_id = ? AND c.kb_id = ? AND c.ordinal >= ? "
-        "ORDER BY c.ordinal LIMIT ?"
-    )
-    rows = conn.execute(sql, (document_id, kb_id, max(0, start), max(0, limit)))
-    return [stored_chunk_from_row(r) for r in rows]
 
 
 def merge_top(results: Sequence[Scored], limit: int) -> Scored:

@@ -18,6 +18,7 @@ from types import TracebackType
 
 from lorebase.store.base import Store
 from lorebase.store.relational.catalogue import CatalogueMixin
+from lorebase.store.relational.chunks import ChunksMixin
 from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.relational.uploads import UploadsMixin
 from lorebase.store.sqlite import dense
@@ -30,7 +31,7 @@ from lorebase.store.sqlite.database import (
     connect_reader,
 )
 from lorebase.store.sqlite.lexical import DEFAULT_LEXICAL, open_engine
-from lorebase.store.sqlite.retrieval import ChunksMixin, LexicalMixin, VectorsMixin
+from lorebase.store.sqlite.retrieval import LexicalMixin, VectorsMixin
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.schema import migrate
 
