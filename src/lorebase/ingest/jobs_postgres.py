@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from lorebase.ingest.queue import DEFAULT_QUEUE_SIZE, SWEEP_SECONDS, Job, QueueStats
+from lorebase.ingest.queue import DEFAULT_QUEUE_SIZE, SWEEP_SECONDS, BackgroundWork, Job, Runner
 from lorebase.store.postgres.migrator import PgMigration, migrate
 
 if TYPE_CHECKING:
@@ -71,13 +71,13 @@ _MIGRATIONS = (
 )
 
 
-class PostgresJobQueue:
+class PostgresJobQueue(BackgroundWork):
     """The jobs table as this process sees it: admission, workers, heartbeat, sweep."""
 
     def __init__(
         self,
         database: PostgresDatabase,
-        process: Callable[[int, str | None], None],
+        process: Runner,
         pending: Callable[[], Iterable[Job]],
         *,
         size: int = DEFAULT_QUEUE_SIZE,
@@ -88,22 +88,16 @@ class PostgresJobQueue:
         abandon: Callable[[int, str], None] | None = None,
         machine: str | None = None,
     ) -> None:
+        super().__init__(process, pending, workers=workers, sweep_seconds=sweep_seconds)
         self._db = database
-        self._process = process
-        self._pending = pending
         self._abandon = abandon
         self._size = size
-        self._workers = workers
-        self._sweep_seconds = sweep_seconds
         self._lease = lease_seconds
         self._max_attempts = max_attempts
         self.machine = machine or socket.gethostname()
         self.worker_id = f"{self.machine}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._stop = threading.Event()
         self._held: set[int] = set()
         self._held_lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self.stats = QueueStats()
         migrate(database, _MIGRATIONS, table="job_migrations")
 
     # -- admission -------------------------------------------------------------------------------
@@ -158,24 +152,8 @@ class PostgresJobQueue:
         return admitted
 
     # -- workers ---------------------------------------------------------------------------------
-    def start(self) -> None:
-        self._stop.clear()
-        for n in range(self._workers):
-            self._spawn(self._work, f"lorebase-ingest-{n}")
-        self._spawn(self._heartbeat, "lorebase-heartbeat")
-        self._spawn(self._sweep, "lorebase-sweep")
-
-    def _spawn(self, target: Callable[[], None], name: str) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Workers finish the job they hold; waiting jobs stay in the table for others."""
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout)
-        self._threads = []
+    def _helpers(self) -> list[tuple[Callable[[], None], str]]:
+        return [(self._heartbeat, "lorebase-heartbeat"), (self._sweep, "lorebase-sweep")]
 
     def claim(self) -> tuple[int, int, str | None, int] | None:
         """The oldest job this process may run, leased to it: ``(job id, kb id, document id,
@@ -219,20 +197,22 @@ class PostgresJobQueue:
         job_id, kb_id, document_id, attempts = claimed
         try:
             if attempts > self._max_attempts and document_id is not None:
-                if self._abandon is not None:
-                    self._abandon(kb_id, document_id)
-                self.stats.failed += 1
+                self._give_up(kb_id, document_id)
             else:
-                self._process(kb_id, document_id)
-                self.stats.done += 1
-        except Exception as error:  # the document's (or base's) state says what failed
-            self.stats.failed += 1
-            logger.error(
-                "a background job for knowledge base %d failed (%s)", kb_id, type(error).__name__
-            )
+                self._run(kb_id, document_id)
         finally:
             self._finish(job_id)
         return True
+
+    def _give_up(self, kb_id: int, document_id: str) -> None:
+        """A job cut off too often: counted as failed, its document failed with a reason."""
+        self.stats.failed += 1
+        if self._abandon is None:
+            return
+        try:
+            self._abandon(kb_id, document_id)
+        except Exception as error:  # the next start's sweep finds the document again
+            logger.error("failing an abandoned upload failed (%s)", type(error).__name__)
 
     def _work(self) -> None:
         while not self._stop.is_set():

@@ -65,49 +65,94 @@ QueueFactory = Callable[[Runner, Callable[[], Iterable[Job]], Abandon], JobQueue
 uploads, and what to do with an upload whose job was cut off too often."""
 
 
-class IngestQueue:
+class BackgroundWork:
+    """What every queue's background shares: ``workers`` threads running ``_work``, the threads
+    of ``_helpers`` (a sweeper, a heartbeat), stopping them, and one job run with its outcome
+    counted and logged. A queue implements the rest of :class:`JobQueue`."""
+
     def __init__(
         self,
-        process: Callable[[int, str | None], None],
+        process: Runner,
+        pending: Callable[[], Iterable[Job]],
+        *,
+        workers: int,
+        sweep_seconds: float,
+    ) -> None:
+        self._process = process
+        self._pending = pending
+        self._workers = workers
+        self._sweep_seconds = sweep_seconds
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.stats = QueueStats()
+
+    def start(self) -> None:
+        self._stop.clear()
+        targets = [(self._work, f"lorebase-ingest-{n}") for n in range(self._workers)]
+        for target, name in [*targets, *self._helpers()]:
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Workers finish the job they hold; waiting jobs stay where the queue keeps them."""
+        self._stop.set()
+        self._stopping()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads = []
+
+    def _run(self, kb_id: int, document_id: str | None) -> None:
+        """One job; what it raises is counted and logged (by its class only: a message might
+        quote what the job was reading), never raised — the document's (or base's) state
+        says what failed."""
+        try:
+            self._process(kb_id, document_id)
+            self.stats.done += 1
+        except Exception as error:
+            self.stats.failed += 1
+            logger.error(
+                "a background job for knowledge base %d failed (%s)", kb_id, type(error).__name__
+            )
+
+    def _work(self) -> None:
+        raise NotImplementedError
+
+    def _helpers(self) -> list[tuple[Callable[[], None], str]]:
+        """The other threads, as ``(target, name)``."""
+        return []
+
+    def _stopping(self) -> None:
+        """Wake what waits on something other than the stop event."""
+
+
+class IngestQueue(BackgroundWork):
+    def __init__(
+        self,
+        process: Runner,
         pending: Callable[[], Iterable[Job]],
         *,
         size: int = DEFAULT_QUEUE_SIZE,
         workers: int = 2,
         sweep_seconds: float = SWEEP_SECONDS,
     ) -> None:
-        self._process = process
-        self._pending = pending
+        super().__init__(process, pending, workers=workers, sweep_seconds=sweep_seconds)
         self._queue: queue.Queue[Job] = queue.Queue(maxsize=size)
         self._queued: set[Job] = set()
         self._running: set[Job] = set()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._wake = threading.Event()
         self._backlog = False
-        self._threads: list[threading.Thread] = []
-        self._workers = workers
-        self._sweep_seconds = sweep_seconds
-        self.stats = QueueStats()
 
     @property
     def depth(self) -> int:
         return self._queue.qsize()
 
-    def start(self) -> None:
-        for n in range(self._workers):
-            thread = threading.Thread(target=self._work, name=f"lorebase-ingest-{n}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        sweeper = threading.Thread(target=self._sweep, name="lorebase-sweep", daemon=True)
-        sweeper.start()
-        self._threads.append(sweeper)
+    def _helpers(self) -> list[tuple[Callable[[], None], str]]:
+        return [(self._sweep, "lorebase-sweep")]
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Workers finish the document they hold; queued ones stay pending in the store."""
-        self._stop.set()
+    def _stopping(self) -> None:
         self._wake.set()
-        for thread in self._threads:
-            thread.join(timeout)
 
     def admit(self, kb_id: int, document_id: str | None = None) -> bool:
         """Queue a document (or, with no document, a pass over the base's folders) unless it
@@ -153,16 +198,7 @@ class IngestQueue:
                 self._queued.discard(job)
                 self._running.add(job)
             try:
-                self._process(*job)
-                self.stats.done += 1
-            except Exception as error:  # the document's (or base's) state says what failed
-                self.stats.failed += 1
-                # The class only: a message might quote what the job was reading.
-                logger.error(
-                    "a background job for knowledge base %d failed (%s)",
-                    job[0],
-                    type(error).__name__,
-                )
+                self._run(*job)
             finally:
                 with self._lock:
                     self._running.discard(job)
