@@ -21,6 +21,7 @@ from lorebase.extract.registry import document_kind
 from lorebase.ingest.pipeline import IngestReport, SourceFile
 from lorebase.names import checked_name
 from lorebase.service.documents import Documents
+from lorebase.service.listing import DocumentListing, DocumentPage, page_of
 from lorebase.store.base import (
     DocumentRecord,
     DocumentState,
@@ -103,6 +104,11 @@ class Uploads(Documents):
         if document.display_name:
             return open_text(self.data_key, document.display_name, NAME_CONTEXT)
         return document.path
+
+    def document_page(self, kb: KnowledgeBase | str, listing: DocumentListing) -> DocumentPage:
+        """The page of the base's documents ``listing`` asks for, names (decrypted for
+        uploads) read only where its filter or order needs them (see :func:`page_of`)."""
+        return page_of(self.documents(kb, listing.state), listing, self.display_name)
 
     def upload_name(self, document_id: str) -> str | None:
         """An uploaded document's own file name, by id (None: no such upload)."""

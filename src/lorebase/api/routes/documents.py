@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Annotated, Any, Literal
+from collections.abc import Iterator
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, UploadFile, status
 
@@ -12,7 +12,8 @@ from lorebase.api.deps import CallerDep, DocumentId, KbId, LbDep
 from lorebase.api.limits import UPLOAD_PATH
 from lorebase.api.schemas import ChunkOut, DocumentOut, TextOut, UploadOut
 from lorebase.errors import InvalidInput
-from lorebase.service import DocumentRecord, DocumentState
+from lorebase.service import DocumentState
+from lorebase.service.listing import MAX_NAME_FILTER, MAX_PAGE, DocumentListing, SortKey
 
 router = APIRouter(tags=["documents"])
 
@@ -48,8 +49,6 @@ def upload_documents(
     return UploadOut(documents=documents, created=created)
 
 
-SortKey = Literal["name", "kind", "size", "chunks", "state", "updated_at"]
-MAX_PAGE = 1000
 TOTAL_HEADER = "X-Total-Count"
 
 
@@ -60,7 +59,9 @@ def list_documents(
     caller: CallerDep,
     response: Response,
     state: Annotated[DocumentState | None, Query()] = None,
-    q: Annotated[str | None, Query(max_length=200, description="Name contains (any case).")] = None,
+    q: Annotated[
+        str | None, Query(max_length=MAX_NAME_FILTER, description="Name contains (any case).")
+    ] = None,
     sort: Annotated[SortKey | None, Query(description="Order by this field.")] = None,
     order: Annotated[Literal["asc", "desc"], Query()] = "asc",
     limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="At most this many.")] = None,
@@ -69,32 +70,17 @@ def list_documents(
     """The base's documents with state, chunks and failure reason; filtered by `state` and
     name (`q`), ordered by `sort`, one page of `limit` from `offset`. `X-Total-Count` tells
     how many match in all."""
-    kb = lb.kb_by_id(kb_id, caller)
-    records = lb.documents(kb, state)
-    # Names (decrypted for uploads) only where the filter or the order needs them; the rest
-    # of each row is built for the page asked for alone.
-    names = {d.id: lb.display_name(d) for d in records} if q or sort == "name" else {}
-    if q:
-        needle = q.casefold()
-        records = [d for d in records if needle in names[d.id].casefold()]
-    if sort is not None:
-        records.sort(key=_sort_key(sort, names), reverse=order == "desc")
-    response.headers[TOTAL_HEADER] = str(len(records))
-    page = records[offset : offset + limit if limit is not None else None]
-    return [document_out(lb, d) for d in page]
-
-
-def _sort_key(sort: str, names: dict[str, str]) -> Callable[[DocumentRecord], tuple[Any, str]]:
-    fields = {
-        "kind": "kind",
-        "size": "size",
-        "chunks": "chunk_count",
-        "state": "state",
-        "updated_at": "updated_at",
-    }
-    if sort == "name":
-        return lambda d: (names[d.id].casefold(), d.id)
-    return lambda d: (getattr(d, fields[sort]), d.id)
+    listing = DocumentListing(
+        state=state,
+        name_contains=q,
+        sort=sort,
+        descending=order == "desc",
+        limit=limit,
+        offset=offset,
+    )
+    page = lb.document_page(lb.kb_by_id(kb_id, caller), listing)
+    response.headers[TOTAL_HEADER] = str(page.total)
+    return [document_out(lb, d) for d in page.documents]
 
 
 @router.post("/v1/knowledge-bases/{kb_id}/reindex", status_code=status.HTTP_202_ACCEPTED)
