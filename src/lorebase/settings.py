@@ -428,9 +428,18 @@ class Settings:
 
     @classmethod
     def from_env(
-        cls, data_dir: Path | None = None, environ: Mapping[str, str] | None = None
+        cls,
+        data_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        embedder: str | None = None,
+        reranker: str | None = None,
+        store_url: str | None = None,
     ) -> Settings:
         """Settings from arguments, then ``LOREBASE_*`` environment variables, then defaults.
+        The arguments (the CLI's global options) win over the variables before the settings
+        are checked, so ``reranker="none"`` works around an incomplete
+        ``LOREBASE_RERANKER=http``.
 
         ``LOREBASE_HOME`` (data directory), ``LOREBASE_EMBEDDER`` (onnx | http | fake | none),
         ``LOREBASE_EMBED_URL``, ``LOREBASE_EMBED_MODEL``, ``LOREBASE_EMBED_API_KEY``,
@@ -466,14 +475,14 @@ class Settings:
             load_embedders(embedders_file, env) if embedders_file is not None else ((), None)
         )
         embed = EmbedSettings(
-            kind=env.get("LOREBASE_EMBEDDER", "onnx"),
+            kind=embedder or env.get("LOREBASE_EMBEDDER", "onnx"),
             url=env.get("LOREBASE_EMBED_URL"),
             model=env.get("LOREBASE_EMBED_MODEL"),
             api_key=env.get("LOREBASE_EMBED_API_KEY"),
             quantize=env.get("LOREBASE_EMBED_QUANTIZE", "1") not in ("0", "false", "no"),
         )
         rerank = RerankSettings(
-            kind=env.get("LOREBASE_RERANKER", "none"),
+            kind=reranker or env.get("LOREBASE_RERANKER", "none"),
             url=env.get("LOREBASE_RERANK_URL"),
             model=env.get("LOREBASE_RERANK_MODEL"),
             api_key=env.get("LOREBASE_RERANK_API_KEY"),
@@ -506,7 +515,7 @@ class Settings:
             search=search,
             chat=chat,
             data_key=env.get("LOREBASE_DATA_KEY", "").strip() or None,
-            store_url=env.get("LOREBASE_STORE", "").strip() or None,
+            store_url=(store_url or env.get("LOREBASE_STORE", "")).strip() or None,
             lexical=env.get("LOREBASE_LEXICAL", "").strip() or "tantivy",
             embedders=embedders,
             default_embedder=default_embedder,

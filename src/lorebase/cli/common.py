@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,17 +122,15 @@ def handles_errors(command: Callable[..., T]) -> Callable[..., T]:
 
 def settings_from(ctx: typer.Context, serve: ServeSettings | None = None) -> Settings:
     """The settings the global options and the environment give (``serve``: how `serve` or
-    `worker` runs). The options win over the environment before its settings are checked, so
-    that `--reranker none` works around an incomplete LOREBASE_RERANKER=http."""
+    `worker` runs). The options are passed as values and win over the environment (see
+    :meth:`Settings.from_env`)."""
     options: CliContext = ctx.find_root().obj
-    environ = dict(os.environ)
-    if options.embedder:
-        environ["LOREBASE_EMBEDDER"] = options.embedder
-    if options.reranker:
-        environ["LOREBASE_RERANKER"] = options.reranker
-    if options.store_url:
-        environ["LOREBASE_STORE"] = options.store_url
-    settings = Settings.from_env(options.data_dir, environ)
+    settings = Settings.from_env(
+        options.data_dir,
+        embedder=options.embedder,
+        reranker=options.reranker,
+        store_url=options.store_url,
+    )
     return dataclasses.replace(settings, serve=serve) if serve is not None else settings
 
 
