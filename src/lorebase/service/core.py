@@ -121,11 +121,7 @@ class Lorebase(Passes):
     def store_location(self) -> str:
         """Where the knowledge bases live, for people: the SQLite file, or the PostgreSQL
         database's URL without its password."""
-        if self.settings.store_url is None:
-            return str(self.settings.database)
-        from lorebase.store.postgres.database import redacted
-
-        return redacted(self.settings.store_url)
+        return self.store.location
 
     @property
     def accounts(self) -> AccountStore:

@@ -579,4 +579,9 @@ class Store(Catalogue, Documents, Uploads, LexicalIndex, Vectors, Chunks, Metric
     """Every role, and ``close``: what a backend implements (SQLite, PostgreSQL) and what the
     composition root holds."""
 
+    @property
+    def location(self) -> str:
+        """Where the rows live, for people: a file, or a database's URL without its password."""
+        ...
+
     def close(self) -> None: ...

@@ -72,6 +72,10 @@ class PostgresStore(
             raise
 
     @property
+    def location(self) -> str:
+        return self._db.name
+
+    @property
     def database(self) -> PostgresDatabase:
         return self._db
 

@@ -75,6 +75,10 @@ class SqliteStore(
         self._dense_lock = threading.Lock()
 
     @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
     def database(self) -> SqliteDatabase:
         return self._db
 
