@@ -63,6 +63,7 @@ def dialect() -> Dialect:
         unique_violation=(UniqueViolation,),
         savepoint=_savepoint,
         binary_order=' COLLATE "C"',
+        text_holds_nul=False,
     )
 
 

@@ -48,6 +48,8 @@ class Dialect:
     savepoint: Any = field(repr=False)  # Callable[[raw connection], ContextManager]
     binary_order: str = ""
     """What ``ORDER BY`` a text column needs to sort by code point (SQLite's default)."""
+    text_holds_nul: bool = True
+    """Whether a text value may hold U+0000 (PostgreSQL's may not)."""
 
     def sql(self, statement: str) -> str:
         """``statement`` in the driver's placeholder style."""

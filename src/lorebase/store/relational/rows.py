@@ -129,7 +129,7 @@ def text_values(tx: Bound, values: Sequence[object]) -> tuple[object, ...]:
     """Values with every string made fit for the database's text (PostgreSQL text cannot hold
     NUL: it becomes U+FFFD, one character for one, so offsets into the document's text, kept
     compressed as bytes, still hold)."""
-    if tx.dialect.name != "postgresql":
+    if tx.dialect.text_holds_nul:
         return tuple(values)
     return tuple(text(value) if isinstance(value, str) else value for value in values)
 

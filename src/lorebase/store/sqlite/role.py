@@ -44,6 +44,12 @@ class SqliteRole(RelationalRole):
 
     # -- the relational hooks ----------------------------------------------------------------
     def _identity_id(self, identity: EmbedderIdentity) -> int:
+        """Looked up in a read (every document's write asks); registered in a write the first
+        time only."""
+        with self._reading() as tx:
+            found = writes.identity_row(tx, identity, create=False)
+        if found:
+            return found
         with self._writing() as tx:
             return writes.identity_row(tx, identity)
 
