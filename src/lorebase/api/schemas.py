@@ -13,6 +13,7 @@ from lorebase.search.query import (
     MAX_QUERY_CHARS,
     MAX_TOP_K,
     RerankStatus,
+    SearchRequest,
 )
 
 
@@ -126,6 +127,9 @@ class SourceOut(BaseModel):
 
 
 class SearchIn(Strict):
+    """The REST spelling of :class:`~lorebase.search.query.SearchRequest`: the same fields
+    (a test holds them together), but bases by id, and without what only evaluations set."""
+
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     knowledge_bases: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None = Field(
         None, max_length=100
@@ -155,6 +159,13 @@ class SearchIn(Strict):
         "document's other matching passages in `passages`; `top_k` counts documents. False: "
         "every matching passage a hit of its own.",
     )
+
+    def request(self) -> SearchRequest:
+        """The search this body asks for (its bases, by id, are the caller's to resolve)."""
+        fields = self.model_dump(exclude={"knowledge_bases"})
+        if fields["document_ids"] is not None:
+            fields["document_ids"] = tuple(fields["document_ids"])
+        return SearchRequest(**fields)
 
 
 class StepScoreOut(BaseModel):

@@ -13,7 +13,7 @@ from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.cli.progress import PassProgress
 from lorebase.errors import Unavailable
-from lorebase.search.query import MAX_TOP_K, Mode
+from lorebase.search.query import MAX_TOP_K, Mode, SearchRequest
 from lorebase.service import KbState
 
 KB_HELP = "The knowledge base to add to (created if needed)."
@@ -124,18 +124,19 @@ def search(
     under LOREBASE_NO_ANSWER_THRESHOLD, default 0.35) is left out; with none left the search
     says "Nothing relevant found" (exit code 0). --path and --language narrow the candidates
     before ranking, so a filtered search still fills --top-k when it can."""
+    request = SearchRequest(
+        query,
+        knowledge_bases=tuple(kb or ()),
+        top_k=top_k,
+        mode=mode,
+        neighbors=neighbors,
+        rerank=rerank,
+        path_prefix=path,
+        language=language,
+        collapse=not passages,
+    )
     with open_from(ctx, create=False) as lb:
-        response = lb.search(
-            query,
-            kb=kb or None,
-            top_k=top_k,
-            mode=mode,
-            neighbors=neighbors,
-            rerank=rerank,
-            path_prefix=path,
-            language=language,
-            collapse=not passages,
-        )
+        response = lb.search(request)
         payload = render.search_json(lb, response) if as_json else None
     console = render.console()
     if payload is not None:

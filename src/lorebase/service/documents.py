@@ -4,14 +4,14 @@ tools and chat over them, deleting and reindexing."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import InvalidInput, NotFound, Overloaded
-from lorebase.search.fusion import DEFAULT_FUSION
-from lorebase.search.query import Mode, SearchRequest, SearchResponse
+from lorebase.search.query import SearchRequest, SearchResponse
 from lorebase.service.bases import Bases
 from lorebase.store.base import (
     DocumentRecord,
@@ -112,32 +112,28 @@ class Documents(Bases):
     # -- search --------------------------------------------------------------------------------
     def search(
         self,
-        query: str,
+        request: SearchRequest | str,
         *,
         kb: str | int | KnowledgeBase | Sequence[str | int | KnowledgeBase] | None = None,
-        top_k: int = 10,
-        mode: Mode | str = Mode.HYBRID,
-        rerank: bool = False,
-        document_ids: Sequence[str] | None = None,
-        neighbors: int = 0,
-        fusion: str = DEFAULT_FUSION,
         caller: Caller | None = None,
-        no_answer_threshold: float | None = None,
-        path_prefix: str | None = None,
-        language: str | None = None,
-        collapse: bool = True,
-        explain: bool = False,
+        **options: Any,
     ) -> SearchResponse:
         """Hybrid (or one-arm) search over the given bases — by name as :meth:`kb` reads one, by
         id, or a base this service already looked up for the caller — and with none given,
         over every base the caller may see. Each is looked up (and its visibility checked)
-        once. ``no_answer_threshold``: the relevance floor for this search (default: the
-        configured one, ``Settings.search``). ``path_prefix`` and ``language``: only documents
-        whose stored path starts with it, only source files in that language. ``collapse``:
-        one hit per document (its other passages attached; False: every passage a hit);
-        ``explain``: what each arm returned (see
-        :class:`~lorebase.search.query.SearchRequest`)."""
+        once.
+
+        ``request`` is the one value every surface builds
+        (:class:`~lorebase.search.query.SearchRequest`: its fields say what each option
+        does), or, for a library caller, its query text with the request's other fields as
+        keywords: ``lb.search("vacation policy", kb="notes", top_k=5, mode="keyword")``."""
+        if isinstance(request, str):
+            request = SearchRequest(request, **options)
+        elif options:
+            raise TypeError("give the options inside the SearchRequest, or a query text with them")
         wanted = (kb,) if isinstance(kb, str | int | KnowledgeBase) else tuple(kb or ())
+        if not wanted:
+            wanted = request.knowledge_bases
         bases = [
             self.kb(b, caller, totals=False)
             if isinstance(b, str)
@@ -150,20 +146,8 @@ class Documents(Bases):
             bases = self.knowledge_bases(caller, totals=False)
             if not bases:
                 raise NotFound("you can see no knowledge base yet; create one first")
-        request = SearchRequest(
-            query=query,
-            top_k=top_k,
-            mode=Mode(mode) if mode in tuple(Mode) else mode,  # type: ignore[arg-type]
-            rerank=rerank,
-            document_ids=tuple(document_ids) if document_ids is not None else None,
-            neighbors=neighbors,
-            fusion=fusion,
-            kb_ids=tuple(b.id for b in bases),
-            no_answer_threshold=no_answer_threshold,
-            path_prefix=path_prefix,
-            language=language,
-            collapse=collapse,
-            explain=explain,
+        request = dataclasses.replace(
+            request, knowledge_bases=(), kb_ids=tuple(b.id for b in bases)
         )
         response = self.searcher.search(request)
         if response.damaged or self._announced_damage:

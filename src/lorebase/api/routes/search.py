@@ -17,18 +17,6 @@ router = APIRouter(tags=["search"])
 def search(body: SearchIn, lb: LbDep, metrics: MetricsDep, caller: CallerDep) -> SearchOut:
     """Search the given bases (ids), or every base the caller may see."""
     started = time.perf_counter()
-    response = lb.search(
-        body.query,
-        kb=list(body.knowledge_bases or ()),
-        top_k=body.top_k,
-        mode=body.mode,
-        rerank=body.rerank,
-        document_ids=body.document_ids,
-        neighbors=body.neighbors,
-        caller=caller,
-        path_prefix=body.path_prefix,
-        language=body.language,
-        collapse=body.collapse,
-    )
+    response = lb.search(body.request(), kb=list(body.knowledge_bases or ()), caller=caller)
     metrics.search_seconds.labels(body.mode).observe(time.perf_counter() - started)
     return search_out(lb, response)
