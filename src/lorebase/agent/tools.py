@@ -42,6 +42,7 @@ from lorebase.errors import (
     Unsupported,
     resolve,
 )
+from lorebase.search.query import SearchRequest
 from lorebase.types import CITATION_SEPARATOR, Provenance
 
 if TYPE_CHECKING:
@@ -192,17 +193,17 @@ class ToolBox:
         if not bases:
             raise ToolNotFound("no knowledge base is available in this conversation")
         document = args["document_id"]
-        response = self.lb.search(
+        request = SearchRequest(
             args["query"],
-            kb=bases,
             top_k=args["top_k"],
             mode=args["mode"],
-            document_ids=[document] if document else None,
+            document_ids=(document,) if document else None,
             path_prefix=args["path_prefix"],
             language=args["language"],
             rerank=self.lb.reranker is not None,  # an agent reads few hits: give it the best
             collapse=args["collapse"],
         )
+        response = self.lb.search(request, kb=bases)
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
             source = self._register(hit.chunk_id, hit.provenance)
