@@ -24,8 +24,8 @@ TWINS = [
     ("vault/storage.py", "vault/postgres_storage.py"),
     ("ingest/queue.py", "ingest/jobs_postgres.py"),
 ]
-CEILING = 250
-"""Lines alike today (241; 825 before the relational core). What is left is mostly the
+CEILING = 235
+"""Lines alike today (229; 825 before the relational core). What is left is mostly the
 signatures of one interface implemented twice, and the schemas. Lower it as it falls."""
 
 _SKIPPED = {"(", ")", "[", "]", "{", "}", ":", ",", '"""', "'''", "),", "],", "):"}
