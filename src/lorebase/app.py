@@ -15,6 +15,7 @@ from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
+from lorebase.embed.config import BUNDLED, EmbedderConfig
 from lorebase.embed.registry import Embedders, bundled_model
 from lorebase.errors import NotFound
 from lorebase.events import EventBus
@@ -24,7 +25,7 @@ from lorebase.private import narrow, private_file, private_folder
 from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
-from lorebase.settings import BUNDLED, EmbedderConfig, EmbedSettings, RerankSettings, Settings
+from lorebase.settings import EmbedSettings, RerankSettings, Settings
 from lorebase.store.base import Store
 from lorebase.vault.keys import DataKey
 from lorebase.vault.storage import BlobStorage

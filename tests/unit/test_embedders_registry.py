@@ -10,13 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lorebase.embed.base import Embedder
+from lorebase.embed.config import BUNDLED, EmbedderConfig
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.embed.http import HttpEmbedder
 from lorebase.embed.registry import Embedders, kb_embedders, public_url
 from lorebase.errors import NotFound
 from lorebase.search.floor import bar, merge_dense, supported
 from lorebase.search.fusion import Arms, convex
-from lorebase.settings import BUNDLED, ChunkSettings, EmbedderConfig
+from lorebase.settings import ChunkSettings
 from lorebase.store.base import KnowledgeBase, Scope
 
 
