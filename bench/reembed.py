@@ -54,9 +54,9 @@ from typing import Any
 
 from ingest import CRANFIELD, WARMUP_TEXTS, ModelClock, chunks_of, cranfield_folder
 from lorebase.app import open_lorebase
-from lorebase.embed.config import EmbedderConfig
 from lorebase.embed.onnx import OnnxEmbedder
 from lorebase.settings import Settings
+from lorebase.settings.embedders import EmbedderConfig
 from search import bundled_embedder, percentiles
 
 QUERIES = CRANFIELD.parent / "queries.jsonl"

@@ -15,7 +15,6 @@ from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
-from lorebase.embed.config import BUNDLED, EmbedderConfig
 from lorebase.embed.registry import Embedders, bundled_model
 from lorebase.errors import NotFound
 from lorebase.events import EventBus
@@ -26,6 +25,7 @@ from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
 from lorebase.settings import EmbedSettings, RerankSettings, Settings
+from lorebase.settings.embedders import BUNDLED, EmbedderConfig
 from lorebase.store.base import Store
 from lorebase.vault.keys import DataKey
 from lorebase.vault.storage import BlobStorage
@@ -127,9 +127,9 @@ def build_backend(settings: Settings, *, create: bool = True) -> Backend:
 
 def _postgres_backend(settings: Settings, url: str) -> Backend:
     """Every part over one pool of connections to the database."""
+    from lorebase.events.postgres import PostgresTransport
     from lorebase.ingest.jobs_postgres import PostgresJobQueue
     from lorebase.store.postgres.database import PostgresDatabase
-    from lorebase.store.postgres.events import PostgresTransport
     from lorebase.store.postgres.store import PostgresStore
     from lorebase.vault.postgres_storage import PostgresBlobStorage
 

@@ -166,3 +166,18 @@ class Chunk:
     tokens: int
     content_hash: str
     position: Position
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderIdentity:
+    """What makes two vectors comparable: model, weights digest, transform and dimension."""
+
+    model: str
+    digest: str
+    dim: int
+    transform: str = "none"
+
+    @property
+    def key(self) -> str:
+        """A stable string naming this identity (stored with every vector)."""
+        return f"{self.model}@{self.digest[:16]}/{self.transform}/{self.dim}"

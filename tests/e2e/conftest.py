@@ -24,9 +24,9 @@ from browsing import Server
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
-from lorebase.embed.config import EmbedderConfig
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ChatConfig, ServeSettings, Settings
+from lorebase.settings.embedders import EmbedderConfig
 from lorebase.vault.keys import DataKey
 
 CHROMIUM = Path("/usr/bin/chromium")

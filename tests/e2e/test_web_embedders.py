@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from browsing import Server, sign_in
 
-from lorebase.embed.config import EmbedderConfig
+from lorebase.settings.embedders import EmbedderConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from lorebase.events import Event, EventBus
-from lorebase.store.postgres.events import (
+from lorebase.events.postgres import (
     LISTEN_APPLICATION,
     NOTIFY_APPLICATION,
     NOTIFY_LIMIT_BYTES,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lorebase.embed.config import EmbedderConfig
-from lorebase.embed.config_file import load_embedders
 from lorebase.errors import InvalidInput, Unavailable
 from lorebase.settings import Settings
+from lorebase.settings.embedders import EmbedderConfig
+from lorebase.settings.embedders_file import load_embedders
 
 KEY = "sk-very-secret-key-4242"
 FULL = """

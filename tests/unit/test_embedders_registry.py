@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lorebase.embed.base import Embedder
-from lorebase.embed.config import BUNDLED, EmbedderConfig
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.embed.http import HttpEmbedder
 from lorebase.embed.registry import Embedders, kb_embedders, public_url
@@ -18,6 +17,7 @@ from lorebase.errors import NotFound
 from lorebase.search.floor import bar, merge_dense, supported
 from lorebase.search.fusion import Arms, convex
 from lorebase.settings import ChunkSettings
+from lorebase.settings.embedders import BUNDLED, EmbedderConfig
 from lorebase.store.base import KnowledgeBase, Scope
 
 

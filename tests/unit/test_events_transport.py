@@ -13,7 +13,7 @@ import pytest
 
 from lorebase.errors import Unavailable
 from lorebase.events import Event, EventBus, EventTransport, LocalTransport
-from lorebase.store.postgres.events import NOTIFY_LIMIT_BYTES, PostgresTransport, decode, encode
+from lorebase.events.postgres import NOTIFY_LIMIT_BYTES, PostgresTransport, decode, encode
 
 
 class Recording(EventTransport):

@@ -2,7 +2,7 @@
 and ``lorebase ask``.
 
 One transport-independent :class:`~lorebase.agent.tools.ToolBox` implements the tools over the
-application service (``Lorebase.toolbox(caller, profile)`` makes one); the MCP server (stdio
-and HTTP), the ``/v1/tools`` routes and ``ask`` are thin shells over it. ``mcp`` and ``httpx``
-load only when a transport is used.
+application service (:func:`~lorebase.agent.tools.toolbox_for` makes one for a caller and a
+profile); the MCP server (stdio and HTTP), the ``/v1/tools`` routes and ``ask`` are thin
+shells over it. ``mcp`` and ``httpx`` load only when a transport is used.
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,3 +254,17 @@ def _assembled(calls: dict[int, dict[str, str]]) -> list[ToolCall]:
         ToolCall(call["id"] or f"call_{index}", call["name"], call["arguments"])
         for index, call in sorted(calls.items())
     ]
+
+
+def chat_client(
+    chat: ChatConfig,
+    *,
+    url: str | None = None,
+    model: str | None = None,
+    local_hosts: Iterable[str] = (),
+    allow_cloud: bool | None = None,
+) -> ChatClient:
+    """A client for the configured chat model (options override the settings), behind the
+    locality gate: knowledge-base content goes only to a local endpoint unless allowed."""
+    gate = LocalityGate.from_config(chat, local_hosts=local_hosts, allow_cloud=allow_cloud)
+    return ChatClient(ChatSettings.from_config(chat, url=url, model=model), gate)

@@ -28,7 +28,7 @@ from lorebase.agent.fence import one_line
 from lorebase.errors import Conflict, InvalidInput, NotFound
 
 if TYPE_CHECKING:
-    from lorebase.service import KnowledgeBase
+    from lorebase.service import Caller, KnowledgeBase, Lorebase
 
 PROFILES_FILE = "profiles.json"
 LOCK_SUFFIX = ".lock"
@@ -171,3 +171,12 @@ def system_prompt_hint(knowledge_bases: Sequence[KnowledgeBase]) -> str:
         f"You have access to the following knowledge bases: {'; '.join(listed)}. "
         "Use search_knowledge_base to find relevant information."
     )
+
+
+def visible_profiles(lb: Lorebase, caller: Caller | None) -> list[tuple[str, str, list[str]]]:
+    """The agent profiles as (name, description, the bases in it the caller may see)."""
+    visible = {kb.name for kb in lb.knowledge_bases(caller, totals=False)}
+    return [
+        (p.name, p.description, [n for n in p.knowledge_bases if n in visible])
+        for p in Profiles(lb.settings.data_dir).all()
+    ]

@@ -16,6 +16,7 @@ many sources were handed out.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lorebase.agent.citations import Citation, Citations
 from lorebase.agent.fence import CONTENT_TRUST, Fence, NonceCollision, one_line
-from lorebase.agent.profiles import system_prompt_hint
+from lorebase.agent.profiles import Profiles, system_prompt_hint
 from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, ToolSpec, validate
 from lorebase.errors import (
     Conflict,
@@ -408,3 +409,29 @@ def _kb_line(kb: dict[str, Any]) -> str:
         f"- {one_line(kb['name'])}{description} ({kb['indexed']} documents, "
         f"{kb['chunks']} chunks, {kb['state']})"
     )
+
+
+def toolbox_for(
+    lb: Lorebase,
+    caller: Caller | None = None,
+    profile: str | None = None,
+    only: Collection[int] | None = None,
+) -> ToolBox:
+    """The agent tools over the bases the caller may see (and, with a profile, only the
+    profile's bases; with ``only``, only those base ids: the bases switched on for one
+    conversation); without a caller and profile, every base, including later ones."""
+    scope: set[str | int] | None = None
+    if caller is not None:
+        scope = {kb.id for kb in lb.knowledge_bases(caller, totals=False)}
+    if profile is not None:
+        # The profile's bases as this caller reads their names (one they cannot see, or
+        # since deleted, is skipped; a name several of theirs share is refused).
+        wanted: set[str | int] = set()
+        for name in Profiles(lb.settings.data_dir).get(profile).knowledge_bases:
+            with contextlib.suppress(NotFound):
+                wanted.add(lb.kb(name, caller, totals=False).id)
+        scope = wanted if scope is None else scope & wanted
+    if only is not None:  # the bases switched on for this conversation (ids)
+        chosen: set[str | int] = set(only)
+        scope = chosen if scope is None else scope & chosen
+    return ToolBox(lb, scope, upload_names=lb.upload_name, caller=caller)

@@ -33,7 +33,9 @@ class McpEndpoint:
         logging.getLogger(SDK_LOGGER).setLevel(SDK_LOG_LEVEL)
 
         def toolbox_of(ctx: Any) -> Any:
-            return lb.toolbox(lb.authenticate(api_key(ctx.request.headers)))
+            from lorebase.agent.tools import toolbox_for
+
+            return toolbox_for(lb, lb.authenticate(api_key(ctx.request.headers)))
 
         self.lb = lb
         self.manager = StreamableHTTPSessionManager(

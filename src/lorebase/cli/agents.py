@@ -74,9 +74,10 @@ def mcp(ctx: typer.Context, profile: ProfileOption = None) -> None:
     Retrieved text comes back fenced as untrusted data. Point your agent's MCP settings at
     the command `lorebase mcp`."""
     from lorebase.agent.mcp import serve_stdio
+    from lorebase.agent.tools import toolbox_for
 
     with open_from(ctx, holder="lorebase mcp") as lb:
-        serve_stdio(lb.toolbox(profile=profile))
+        serve_stdio(toolbox_for(lb, profile=profile))
 
 
 @handles_errors
@@ -96,17 +97,20 @@ def ask(
     and ending with the numbered sources it cited. A model on another machine gets no
     knowledge-base content unless the operator allows it."""
     from lorebase.agent.ask import Asker
+    from lorebase.agent.chat import chat_client
+    from lorebase.agent.tools import toolbox_for
 
     with (
         open_from(ctx, holder="lorebase ask") as lb,
-        lb.chat_client(
+        chat_client(
+            lb.settings.chat,
             url=url,
             model=model,
             local_hosts=local_host or (),
             allow_cloud=True if allow_cloud else None,
         ) as client,
     ):
-        asker = Asker(lb.toolbox(profile=profile), client)
+        asker = Asker(toolbox_for(lb, profile=profile), client)
         answer, notices = _show(asker.ask(question, inject=inject, top_k=top_k), as_json)
     if as_json:
         render.print_json(Console(), _answer_json(answer, notices, client.decision))

@@ -16,12 +16,12 @@ import hashlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from lorebase.errors import Unavailable
+from lorebase.types import EmbedderIdentity as EmbedderIdentity
 
 EmbedKind = Literal["query", "document"]
 
@@ -33,21 +33,6 @@ PREFIXES: dict[str, dict[EmbedKind, str]] = {
     "bge-": {"query": "Represent this sentence for searching relevant passages: ", "document": ""},
 }
 DEFAULT_BATCH_SIZE = 32
-
-
-@dataclass(frozen=True, slots=True)
-class EmbedderIdentity:
-    """What makes two vectors comparable: model, weights digest, transform and dimension."""
-
-    model: str
-    digest: str
-    dim: int
-    transform: str = "none"
-
-    @property
-    def key(self) -> str:
-        """A stable string naming this identity (stored with every vector)."""
-        return f"{self.model}@{self.digest[:16]}/{self.transform}/{self.dim}"
 
 
 def prefix_for(model: str, kind: EmbedKind) -> str:

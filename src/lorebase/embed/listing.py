@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lorebase.embed.config import EmbedderConfig
 from lorebase.embed.registry import Embedders, public_url
+from lorebase.settings.embedders import EmbedderConfig
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 BUNDLED_DIMENSIONS = 384

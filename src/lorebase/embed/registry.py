@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
 from lorebase.embed.base import Embedder, EmbedKind
-from lorebase.embed.config import BUNDLED, DEFAULT_LABEL, EmbedderConfig
 from lorebase.errors import LorebaseError, NotFound, Unavailable
 from lorebase.http_json import CONNECT_TIMEOUT, Transport
+from lorebase.settings.embedders import BUNDLED, DEFAULT_LABEL, EmbedderConfig
 
 if TYPE_CHECKING:
     from lorebase.embed.http import HttpEmbedder

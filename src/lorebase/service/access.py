@@ -105,16 +105,6 @@ class Access(Parts):
         self.accounts.revoke_key(key_id)
         self.audit(caller, "revoke_key", f"key:{key_id}")
 
-    def profiles(self, caller: Caller | None) -> list[tuple[str, str, list[str]]]:
-        """The agent profiles as (name, description, the bases in it the caller may see)."""
-        from lorebase.agent.profiles import Profiles
-
-        visible = {kb.name for kb in self.knowledge_bases(caller, totals=False)}
-        return [
-            (p.name, p.description, [n for n in p.knowledge_bases if n in visible])
-            for p in Profiles(self.settings.data_dir).all()
-        ]
-
     def team_names(self) -> dict[int, str]:
         """Every team's name by id (callers see the names of their own teams)."""
         return {team.id: team.name for team in self.accounts.list_teams()}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import InvalidInput, NotFound, Overloaded
@@ -21,10 +21,6 @@ from lorebase.store.base import (
     SourceKind,
     StoredChunk,
 )
-
-if TYPE_CHECKING:
-    from lorebase.agent.chat import ChatClient
-    from lorebase.agent.tools import ToolBox
 
 RETRY_AFTER_SECONDS = 5
 # The fewest characters of an id that find a document by the start of its id (`docs list`
@@ -168,52 +164,6 @@ class Documents(Bases):
             self.events.publish("knowledge_base", kb_id, keyword_index="damaged")
         for kb_id in healed:
             self.events.publish("knowledge_base", kb_id, keyword_index="rebuilt")
-
-    # -- agents ----------------------------------------------------------------------------------
-    def toolbox(
-        self,
-        caller: Caller | None = None,
-        profile: str | None = None,
-        only: Collection[int] | None = None,
-    ) -> ToolBox:
-        """The agent tools over the bases the caller may see (and, with a profile, only the
-        profile's bases; with ``only``, only those base ids: the bases switched on for one
-        conversation); without a caller and profile, every base, including later ones."""
-        from lorebase.agent.profiles import Profiles
-        from lorebase.agent.tools import ToolBox
-
-        scope: set[str | int] | None = None
-        if caller is not None:
-            scope = {kb.id for kb in self.knowledge_bases(caller, totals=False)}
-        if profile is not None:
-            # The profile's bases as this caller reads their names (one they cannot see, or
-            # since deleted, is skipped; a name several of theirs share is refused).
-            wanted: set[str | int] = set()
-            for name in Profiles(self.settings.data_dir).get(profile).knowledge_bases:
-                with contextlib.suppress(NotFound):
-                    wanted.add(self.kb(name, caller, totals=False).id)
-            scope = wanted if scope is None else scope & wanted
-        if only is not None:  # the bases switched on for this conversation (ids)
-            chosen: set[str | int] = set(only)
-            scope = chosen if scope is None else scope & chosen
-        return ToolBox(self, scope, upload_names=self.upload_name, caller=caller)  # type: ignore[arg-type]
-
-    def chat_client(
-        self,
-        *,
-        url: str | None = None,
-        model: str | None = None,
-        local_hosts: Iterable[str] = (),
-        allow_cloud: bool | None = None,
-    ) -> ChatClient:
-        """A client for the configured chat model (options override the settings), behind the
-        locality gate: knowledge-base content goes only to a local endpoint unless allowed."""
-        from lorebase.agent.chat import ChatClient, ChatSettings
-        from lorebase.agent.gate import LocalityGate
-
-        chat = self.settings.chat
-        gate = LocalityGate.from_config(chat, local_hosts=local_hosts, allow_cloud=allow_cloud)
-        return ChatClient(ChatSettings.from_config(chat, url=url, model=model), gate)
 
     # -- changes ---------------------------------------------------------------------------------
     def delete_document(

@@ -37,8 +37,7 @@ from lorebase.settings import ChunkSettings
 if TYPE_CHECKING:
     import numpy as np
 
-    from lorebase.embed.base import EmbedderIdentity
-    from lorebase.types import Chunk, Provenance
+    from lorebase.types import Chunk, EmbedderIdentity, Provenance
 
 
 class Scope(StrEnum):

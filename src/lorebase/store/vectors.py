@@ -23,8 +23,7 @@ import numpy as np
 from lorebase.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from lorebase.embed.base import EmbedderIdentity
-    from lorebase.types import Chunk
+    from lorebase.types import Chunk, EmbedderIdentity
 
 VECTOR_DTYPE = np.dtype("<f4")
 """Vectors are searched as little-endian float32. Exact search over an int8 matrix measured

@@ -44,10 +44,12 @@ def _event(kind: str, data: dict[str, Any]) -> str:
 
 def _answer_events(lb: Lorebase, caller: Caller, body: AskIn) -> Iterator[str]:
     from lorebase.agent.ask import Answer, Asker, Delta, Notice, ToolUse
+    from lorebase.agent.chat import chat_client
+    from lorebase.agent.tools import toolbox_for
 
     try:
-        toolbox = lb.toolbox(caller, body.profile, body.knowledge_bases)
-        with lb.chat_client() as client:
+        toolbox = toolbox_for(lb, caller, body.profile, body.knowledge_bases)
+        with chat_client(lb.settings.chat) as client:
             asker = Asker(toolbox, client)
             for event in asker.ask(body.question, inject=body.inject, top_k=body.top_k):
                 if isinstance(event, Notice):

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel
 
+from lorebase.agent.profiles import visible_profiles
+from lorebase.agent.tools import toolbox_for
 from lorebase.api.deps import CallerDep, LbDep
 
 router = APIRouter(prefix="/v1/tools", tags=["agent tools"])
@@ -26,7 +28,7 @@ def list_profiles(lb: LbDep, caller: CallerDep) -> list[ProfileOut]:
     `profile` in /v1/ask, /v1/tools and MCP narrows the tools to."""
     return [
         ProfileOut(name=name, description=description, knowledge_bases=bases)
-        for name, description, bases in lb.profiles(caller)
+        for name, description, bases in visible_profiles(lb, caller)
     ]
 
 
@@ -38,7 +40,7 @@ ProfileQuery = Annotated[
 @router.get("")
 def list_tools(lb: LbDep, caller: CallerDep, profile: ProfileQuery = None) -> dict[str, Any]:
     """The tools as OpenAI function-calling schemas, and the system-prompt hint."""
-    toolbox = lb.toolbox(caller, profile)
+    toolbox = toolbox_for(lb, caller, profile)
     return {"tools": toolbox.schemas(), "system_prompt_hint": toolbox.hint()}
 
 
@@ -52,5 +54,5 @@ def call_tool(
 ) -> dict[str, Any]:
     """Call one tool with its JSON arguments. Retrieved text comes back fenced as untrusted
     data (`content_trust: untrusted-document`)."""
-    result = lb.toolbox(caller, profile).call(name, arguments)
+    result = toolbox_for(lb, caller, profile).call(name, arguments)
     return {"tool": result.tool, "structured": result.structured, "text": result.text}

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.store.base import Scored
 from lorebase.store.postgres import search
 from lorebase.store.postgres.role import PostgresRole, lookup_identity
@@ -17,6 +16,7 @@ from lorebase.store.records import (
 )
 from lorebase.store.relational.vectors import VectorWritesMixin
 from lorebase.store.vectors import VECTOR_DTYPE, checked_query
+from lorebase.types import EmbedderIdentity
 
 
 class LexicalMixin(PostgresRole):

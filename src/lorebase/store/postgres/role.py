@@ -18,9 +18,9 @@ from lorebase.store.relational.role import RelationalRole
 from lorebase.types import Chunk
 
 if TYPE_CHECKING:
-    from lorebase.embed.base import EmbedderIdentity
     from lorebase.store.postgres.database import PostgresDatabase
     from lorebase.store.postgres.lexical import Ranking
+    from lorebase.types import EmbedderIdentity
 
 IDENTITY_LOCK = 0x6C62_6964  # "lbid": registering an identity (and making its index)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
 from lorebase.store.base import (
@@ -30,6 +29,7 @@ from lorebase.store.records import (
 from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import RelationalRole
+from lorebase.types import EmbedderIdentity
 
 SOURCE_COLUMNS = "id, kb_id, path, label, created_at, kind"
 

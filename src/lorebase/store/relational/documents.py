@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import NotFound
 from lorebase.store.base import DocumentRecord, DocumentState, NewDocument, new_document_id
 from lorebase.store.records import (
@@ -26,7 +25,7 @@ from lorebase.store.records import (
 from lorebase.store.relational import rows
 from lorebase.store.relational.role import RelationalRole
 from lorebase.store.vectors import checked_vectors
-from lorebase.types import Chunk
+from lorebase.types import Chunk, EmbedderIdentity
 
 UNFINISHED = (DocumentState.EXTRACTING, DocumentState.CHUNKING, DocumentState.EMBEDDING)
 

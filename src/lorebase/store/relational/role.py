@@ -10,11 +10,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.store.base import NewDocument
 from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound, Dialect
-from lorebase.types import Chunk
+from lorebase.types import Chunk, EmbedderIdentity
 
 
 class Database(Protocol):

@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, NotFound
 from lorebase.store.base import DocumentState, DocumentVectors
 from lorebase.store.records import KEYWORD_ONLY_WHERE, kb_list, stored_ids_of
@@ -18,7 +17,7 @@ from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import RelationalRole
 from lorebase.store.vectors import checked_vectors
-from lorebase.types import Chunk
+from lorebase.types import Chunk, EmbedderIdentity
 
 
 class VectorWritesMixin(RelationalRole):

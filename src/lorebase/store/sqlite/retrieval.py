@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.store.base import Scored
 from lorebase.store.records import document_list, kb_list
 from lorebase.store.relational.vectors import VectorWritesMixin
@@ -22,6 +21,7 @@ from lorebase.store.vectors import (
     from_blob,
     matrix_from_blobs,
 )
+from lorebase.types import EmbedderIdentity
 
 _CHUNK_VECTORS_SQL = (
     "SELECT c.id, v.vector FROM chunks AS c "

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.store.base import NewDocument
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import RelationalRole
 from lorebase.store.sqlite import fts, writes
-from lorebase.types import Chunk
+from lorebase.types import Chunk, EmbedderIdentity
 
 if TYPE_CHECKING:
     from lorebase.store.sqlite.database import SqliteDatabase

@@ -14,13 +14,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lorebase.embed.base import EmbedderIdentity
 from lorebase.store import stored_chunk_id
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import CHUNK_INSERT_SQL, chunk_row, sections_of, trail_json
 from lorebase.store.vectors import to_blobs
-from lorebase.types import Chunk
+from lorebase.types import Chunk, EmbedderIdentity
 
 
 def bump(

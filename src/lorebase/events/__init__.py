@@ -4,7 +4,7 @@ fanned out to each subscriber for the knowledge bases it may see.
 Publishing hands an event to the bus's :class:`EventTransport`; the bus delivers what its
 transport receives to its own subscribers. :class:`LocalTransport` (the default) hands each
 event straight back, within this process. A transport shared by many processes (one
-PostgreSQL database: :class:`lorebase.store.postgres.events.PostgresTransport`) brings every
+PostgreSQL database: :class:`lorebase.events.postgres.PostgresTransport`) brings every
 event back to every process's bus, this one's included, so each bus delivers each event once.
 """
 

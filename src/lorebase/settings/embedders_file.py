@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lorebase.embed.config import BUNDLED, EmbedderConfig
 from lorebase.errors import InvalidInput
+from lorebase.settings.embedders import BUNDLED, EmbedderConfig
 
 ENV_VARIABLE = "LOREBASE_EMBEDDERS"
 FILE_NAME = "embedders.toml"

@@ -1,8 +1,7 @@
 """What a named embedder is (:class:`EmbedderConfig`): plain values, checked when made, that
-the embedders file (:mod:`.config_file`) and the settings (:mod:`lorebase.settings`) build
-and the registry (:mod:`.registry`) turns into embedders. Imports nothing of lorebase but its
-errors, so the settings may hold these without the embedders reaching back into the
-settings."""
+the embedders file (:mod:`.embedders_file`) and the settings build and the embed package's
+registry (:mod:`lorebase.embed.registry`) turns into embedders. Values, like the rest of the
+settings: the embedders import them, never the other way."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lorebase.embed.config import BUNDLED, EmbedderConfig
-from lorebase.embed.config_file import embedders_path, load_embedders
 from lorebase.errors import InvalidInput
+from lorebase.settings.embedders import BUNDLED, EmbedderConfig
+from lorebase.settings.embedders_file import embedders_path, load_embedders
 
 MB = 1024 * 1024
 GB = 1024 * MB
@@ -362,7 +362,7 @@ class Settings:
         engine); ``LOREBASE_EMBEDDERS`` (the embedders file, TOML: the named embedders a
         knowledge base can be made with and the default one; it must exist when set; unset:
         ``embedders.toml`` in the data directory when it is there; the format is in
-        :mod:`lorebase.embed.config_file`).
+        :mod:`lorebase.settings.embedders_file`).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
