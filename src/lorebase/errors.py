@@ -59,11 +59,13 @@ def resolve(table: Mapping[type[LorebaseError], V], error: LorebaseError) -> V:
 
 
 class InvalidInput(LorebaseError):
-    pass
+    """The request is malformed or out of range (HTTP 422, exit code 2); the message says
+    what is accepted."""
 
 
 class NotFound(LorebaseError):
-    pass
+    """No such thing, or one the caller may not see (HTTP 404): the two are told apart to
+    nobody."""
 
 
 class SourceRemoved(NotFound):
@@ -72,15 +74,17 @@ class SourceRemoved(NotFound):
 
 
 class Conflict(LorebaseError):
-    pass
+    """The request clashes with what is there (a name taken, a base switched meanwhile;
+    HTTP 409)."""
 
 
 class Unsupported(LorebaseError):
-    pass
+    """Something lorebase does not do, such as a file type it cannot read (HTTP 415)."""
 
 
 class Unavailable(LorebaseError):
-    pass
+    """A part it needs is missing or does not answer (a model server, an optional package;
+    HTTP 503): the message names it and what to do."""
 
 
 class Unauthorized(LorebaseError):

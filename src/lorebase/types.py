@@ -44,6 +44,8 @@ class DocumentKind(StrEnum):
 
 
 class ContentKind(StrEnum):
+    """What a passage is: running text, source code, or a table (a citation says which)."""
+
     PROSE = "prose"
     CODE = "code"
     TABLE = "table"

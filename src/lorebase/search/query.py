@@ -29,6 +29,9 @@ RerankStatus = Literal[
 
 
 class Mode(StrEnum):
+    """Which arms a search runs: both fused (the default), BM25 keywords only, or vectors
+    only."""
+
     HYBRID = "hybrid"
     KEYWORD = "keyword"
     DENSE = "dense"

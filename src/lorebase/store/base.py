@@ -41,12 +41,17 @@ if TYPE_CHECKING:
 
 
 class Scope(StrEnum):
+    """Who a knowledge base belongs to: everyone (global), one team, or one user (personal)."""
+
     GLOBAL = "global"
     TEAM = "team"
     PERSONAL = "personal"
 
 
 class KbState(StrEnum):
+    """Where a knowledge base's indexing stands: waiting for its first pass, in a pass, ready,
+    waiting on something it names (an embedder that does not answer), or failed."""
+
     PENDING = "pending"
     INDEXING = "indexing"
     READY = "ready"
@@ -74,6 +79,9 @@ class SourceKind(StrEnum):
 
 
 class DocumentState(StrEnum):
+    """Where a document stands: pending, in one of the steps of a pass, indexed (searchable),
+    or failed with a fixed reason."""
+
     PENDING = "pending"
     EXTRACTING = "extracting"
     CHUNKING = "chunking"

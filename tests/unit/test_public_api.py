@@ -1,0 +1,56 @@
+"""The library's public surface: what ``lorebase.__all__`` names resolves, is documented, and
+costs nothing to import; the package says it is typed."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import lorebase
+
+NAMES = [name for name in lorebase.__all__ if name != "__version__"]
+HEAVY = ("numpy", "onnxruntime", "tokenizers", "fastapi", "tantivy", "httpx", "psycopg")
+
+
+def test_every_public_name_resolves_and_is_documented() -> None:
+    undocumented = []
+    for name in NAMES:
+        value = getattr(lorebase, name)
+        own_doc = value.__doc__ if not inspect.isclass(value) else vars(value).get("__doc__")
+        if not (own_doc or "").strip():
+            undocumented.append(name)
+    assert undocumented == []
+
+
+def test_a_library_user_has_what_a_search_needs() -> None:
+    wanted = {"open", "Lorebase", "SearchRequest", "SearchResponse", "Hit", "Provenance"}
+    errors = {"LorebaseError", "InvalidInput", "NotFound", "Conflict", "Unavailable"}
+    assert wanted | errors <= set(lorebase.__all__)
+    assert issubclass(lorebase.NotFound, lorebase.LorebaseError)
+    assert lorebase.SearchRequest("leave", top_k=3).top_k == 3
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        lorebase.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as error:
+        assert "NoSuchThing" in str(error)
+    else:
+        raise AssertionError("an unknown name resolved")
+
+
+def test_importing_lorebase_loads_nothing_heavy() -> None:
+    code = (
+        "import sys, lorebase; "
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"
+
+
+def test_the_package_says_it_is_typed() -> None:
+    assert (Path(lorebase.__file__).parent / "py.typed").is_file()
