@@ -92,7 +92,44 @@ _LAZY = {
     "ServerFault": "lorebase.errors",
 }
 
-__all__ = ["__version__", "open", *_LAZY]
+__all__ = [
+    "Caller",
+    "Chunk",
+    "ChunkSettings",
+    "Conflict",
+    "ContentKind",
+    "DocumentListing",
+    "DocumentPage",
+    "DocumentRecord",
+    "DocumentState",
+    "EmbedderConfig",
+    "Explanation",
+    "ExtractionFailed",
+    "Forbidden",
+    "Hit",
+    "IngestReport",
+    "InvalidInput",
+    "KbState",
+    "KnowledgeBase",
+    "Lorebase",
+    "LorebaseError",
+    "Mode",
+    "NotFound",
+    "Overloaded",
+    "Provenance",
+    "Scope",
+    "SearchRequest",
+    "SearchResponse",
+    "ServerFault",
+    "Settings",
+    "Source",
+    "SourceKind",
+    "Unauthorized",
+    "Unavailable",
+    "Unsupported",
+    "__version__",
+    "open",
+]
 
 
 def open(data_dir: Path | str | None = None) -> Lorebase:

@@ -54,3 +54,8 @@ def test_importing_lorebase_loads_nothing_heavy() -> None:
 
 def test_the_package_says_it_is_typed() -> None:
     assert (Path(lorebase.__file__).parent / "py.typed").is_file()
+
+
+def test_all_lists_exactly_what_loads_lazily() -> None:
+    assert set(lorebase.__all__) == {"__version__", "open", *lorebase._LAZY}
+    assert len(lorebase.__all__) == len(set(lorebase.__all__))

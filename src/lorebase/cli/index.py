@@ -12,7 +12,6 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.cli.progress import PassProgress
-from lorebase.errors import Unavailable
 from lorebase.search.query import MAX_TOP_K, Mode, SearchRequest
 from lorebase.service import KbState
 
@@ -57,8 +56,8 @@ def add(
             console.print(render.failures_table(report.failed))
         if defer_over_kb and base.state is KbState.PENDING and base.state_reason:
             console.print(Text(base.state_reason))
-    if report.stopped and report.stopped != "stop requested":
-        raise Unavailable(report.stopped)
+    if (error := report.cut_short()) is not None:
+        raise error
 
 
 @handles_errors

@@ -15,7 +15,7 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.cli.progress import PassProgress
-from lorebase.errors import Conflict, InvalidInput, Unavailable
+from lorebase.errors import Conflict, InvalidInput
 from lorebase.service import Scope, Source
 from lorebase.service.names import describe_scope
 from lorebase.settings import ChunkSettings
@@ -192,8 +192,8 @@ def _reembed(ctx: typer.Context, name: str, embedder: str, as_json: bool) -> Non
             "`lorebase sync` to go on"
         )
     )
-    if report is not None and report.stopped and report.stopped != "stop requested":
-        raise Unavailable(report.stopped)
+    if report is not None and (error := report.cut_short()) is not None:
+        raise error
 
 
 def _chunking(

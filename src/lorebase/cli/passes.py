@@ -21,7 +21,6 @@ from rich.text import Text
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.progress import PassProgress
-from lorebase.errors import Unavailable
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
 
 if TYPE_CHECKING:
@@ -86,9 +85,9 @@ def sync(
                 console.print(render.failures_table(report.failed))
         if not reports:
             console.print("No knowledge base follows a folder yet: `lorebase add FOLDER`.")
-    stopped = [r.stopped for r in reports.values() if r.stopped and r.stopped != "stop requested"]
-    if stopped:
-        raise Unavailable(stopped[0])
+    errors = [error for r in reports.values() if (error := r.cut_short()) is not None]
+    if errors:
+        raise errors[0]
 
 
 @handles_errors

@@ -114,6 +114,20 @@ class IngestReport:
     stopped: str | None = None  # why the pass ended early (embedder gone, stop requested)
     # What the walks left out, by reason (lorebase.ingest.ignore): never which files.
     left_out: dict[str, int] = field(default_factory=dict)
+    # The error that cut the pass short, carried as it was raised (``stopped`` is its text).
+    error: LorebaseError | None = field(default=None, repr=False, compare=False)
+
+    def stop(self, error: LorebaseError) -> None:
+        """The pass ends early because of ``error`` (the first reason is kept)."""
+        if self.stopped is None:
+            self.stopped, self.error = str(error), error
+
+    def cut_short(self) -> LorebaseError | None:
+        """What ended the pass early, unless it was asked to stop: the error a surface
+        reports (the CLI exits with its code)."""
+        if self.stopped is None or self.stopped == STOP_REQUESTED:
+            return None
+        return self.error or Unavailable(self.stopped)
 
     def merge(self, other: IngestReport) -> None:
         for name in (
@@ -129,7 +143,8 @@ class IngestReport:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed += other.failed
-        self.stopped = self.stopped or other.stopped
+        if self.stopped is None:
+            self.stopped, self.error = other.stopped, other.error
         self.left_out = merge_counts(self.left_out, other.left_out)
 
 
@@ -305,7 +320,7 @@ class Ingestor:
             embedder = self.embedders.get(name)
             identity = embedder.identity if embedder is not None else None
         except LorebaseError as error:  # not configured (any more), or a server that is down
-            report.stopped = str(error)
+            report.stop(error)
             report.seconds = time.perf_counter() - started
             return report
         if identity is not None and kb.identity_key is None:
@@ -360,7 +375,7 @@ class Ingestor:
                     kb, waiting, embedder, report, counts, progressed, stopping, size
                 )
         except Unavailable as error:
-            report.stopped = str(error)
+            report.stop(error)
         except _OutOfTime:  # the documents left wait for the next pass, found by keyword
             report.stopped = STOP_REQUESTED
         if identity is not None and report.stopped is None:
@@ -698,7 +713,7 @@ class Ingestor:
             return
         except Conflict:
             self.store.set_document_state(kb.id, item.document.path, DocumentState.PENDING)
-            report.stopped = report.stopped or MOVED
+            report.stop(Unavailable(MOVED))
             return
         if counts is not None:
             counts.chunks_written += len(item.chunks)
