@@ -8,25 +8,38 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
+from budget import FAST_LANE, examples
 from chat_stand_in import stand_in  # noqa: F401  (the stand-in chat server fixture, for every test)
+
+# Property tests without a budget of their own: hypothesis's 100 examples, a fifth in the fast
+# lane (see budget.py).
+hypothesis_settings.register_profile("fast", max_examples=examples(100))
+if FAST_LANE:
+    hypothesis_settings.load_profile("fast")
 
 if TYPE_CHECKING:
     from postgres_server import PostgresServer
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-# The fast lane (`make test-fast`, `pytest -m fast`): unit, contract and docs tests, under a
-# minute.
+# The fast lane (`make test-fast`: `pytest -m "fast and not postgres"`): unit, contract and
+# docs tests on SQLite, under a minute.
 FAST_FOLDERS = ("unit", "contract", "test_docs.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test in the fast folders ``fast`` (and leave the rest alone)."""
+    """Mark every test in the fast folders ``fast``, and every test that needs the session's
+    PostgreSQL ``postgres`` (the fast lane leaves those to `make test`)."""
     for item in items:
         parts = Path(str(item.path)).relative_to(TESTS).parts
         if parts and parts[0] in FAST_FOLDERS:
             item.add_marker(pytest.mark.fast)
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and "postgres" in callspec.id.split("-")
+        if on_postgres or "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
 
 
 SHARED_DOCS = REPO.parent / "shared" / "data" / "docs"

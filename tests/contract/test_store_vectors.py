@@ -21,6 +21,7 @@ from store_contract import (
     unit,
 )
 
+from budget import examples
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.store.base import Store
@@ -85,7 +86,7 @@ def test_dense_results_after_any_writes_equal_a_fresh_load(
     """However the in-memory index catches up with writes (here or in another process),
     every search answers exactly what a store opened afresh answers."""
 
-    @settings(max_examples=backend.examples(40), deadline=None)
+    @settings(max_examples=examples(backend.examples(40)), deadline=None)
     @given(operations=OPERATIONS)
     def check(operations: list) -> None:
         folder = tmp_path_factory.mktemp("dense")

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from budget import examples
 from loopback import client as api_client
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase
@@ -70,7 +71,9 @@ def test_the_floor_is_the_configured_threshold(lb: Lorebase) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.sampled_from([0.35, 0.9]))
 def test_the_floor_keeps_exactly_what_an_arm_supports(

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput, NotFound
@@ -234,7 +235,9 @@ def test_read_returns_a_window_of_the_extracted_text(lb: Lorebase) -> None:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(st.text(min_size=1, max_size=80).filter(lambda q: q.strip()))
 def test_any_query_answers_without_raising(lb: Lorebase, query: str) -> None:

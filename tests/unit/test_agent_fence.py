@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.agent.chat import FENCED
 from lorebase.agent.fence import (
     MARKER,
@@ -154,7 +155,7 @@ piece = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(piece | st.text(max_size=4), max_size=30).map("".join))
 def test_no_text_can_close_or_forge_the_fence(body: str) -> None:
     fence = Fence()
@@ -217,7 +218,7 @@ def disguised_marker(draw: st.DrawFn) -> tuple[str, str]:
     return "".join(out), nonce
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(disguised_marker(), st.text(max_size=20), st.text(max_size=20))
 def test_no_disguised_marker_survives_the_fence(
     attack: tuple[str, str], before: str, after: str
@@ -262,7 +263,7 @@ prose = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(prose | st.text(max_size=8), max_size=20))
 def test_ordinary_text_passes_unchanged(pieces: list[str]) -> None:
     """Text with no marker look-alike (a visible letter always stands between any bracket and

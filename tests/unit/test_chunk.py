@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.chunk import Chunker, HeaderChunker, chunk_document, estimate_tokens
 from lorebase.extract.base import DocumentBuilder
 from lorebase.settings import ChunkSettings
@@ -495,7 +496,7 @@ def check_properties(doc: Extracted, config: ChunkSettings) -> None:
     ) == len(chunks)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(items=st.lists(block(), min_size=1, max_size=14), config=chunk_settings())
 def test_chunking_properties(items: list[Item], config: ChunkSettings) -> None:
     check_properties(document(*items), config)
@@ -504,7 +505,7 @@ def test_chunking_properties(items: list[Item], config: ChunkSettings) -> None:
 LONG_PARAGRAPH = st.lists(WORD, min_size=40, max_size=300).map(" ".join).map(para)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     items=st.lists(st.one_of(LONG_PARAGRAPH, block()), min_size=3, max_size=10),
     config=chunk_settings(),

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.embed.base import EmbedderIdentity, EmbedKind
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput, Unavailable
@@ -122,7 +123,7 @@ def test_bad_settings() -> None:
         FakeEmbedder(batch_size=0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.text(max_size=40), min_size=1, max_size=12))
 def test_order_preserved_across_length_sorted_batches(texts: list[str]) -> None:
     emb = FakeEmbedder(dim=16, batch_size=3)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.stopwords import stop_word_key
 from lorebase.store.sqlite import fts
 
@@ -106,7 +107,7 @@ def test_accents_fold_and_words_stem(fts_table: sqlite3.Connection) -> None:
     assert _match(fts_table, "NEAR(") == [3]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text())
 def test_any_text_builds_a_query_fts5_accepts(fts_table: sqlite3.Connection, text: str) -> None:
     _match(fts_table, text)  # raises sqlite3.OperationalError on a syntax error

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.eval import metrics
 from lorebase.eval.metrics import (
     abstains,
@@ -118,7 +119,7 @@ def judged_runs(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, l
     return qrels, run
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(judged_runs())
 def test_agrees_with_trec_eval_through_ir_measures(
     case: tuple[dict[str, dict[str, int]], dict[str, list[str]]],

@@ -135,14 +135,19 @@ def test_503_then_success_is_retried(server: tuple[Stub, str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("retry_after", "expected"),
+    ("offset", "expected"),
     [
-        (formatdate(time.time() + 3600, usegmt=True), 5.0),  # an HTTP date, capped
-        (formatdate(time.time() - 3600, usegmt=True), 0.0),  # already past
-        ("soon", None),  # unreadable: our own backoff
+        (3600, 5.0),  # an HTTP date an hour ahead, capped
+        (-3600, 0.0),  # already past
+        (None, None),  # unreadable: our own backoff
     ],
 )
-def test_retry_after_dates(server: tuple[Stub, str], retry_after: str, expected: float) -> None:
+def test_retry_after_dates(
+    server: tuple[Stub, str], offset: int | None, expected: float | None
+) -> None:
+    """The dates are made when the test runs, not when it is collected (so that every
+    worker of a parallel run collects the same tests)."""
+    retry_after = "soon" if offset is None else formatdate(time.time() + offset, usegmt=True)
     stub, url = server
     stub.script = [Reply(status=429, headers={"Retry-After": retry_after})]
     sleeps: list[float] = []

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.chunk import estimate_tokens
 from lorebase.chunk.tokens import (
     ASCII_WEIGHT,
@@ -108,7 +109,7 @@ def test_furthest_end_respects_heavy_characters() -> None:
     assert estimate_tokens(text[:34]) == 33
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     text=st.text(alphabet=MIXED, max_size=300),
     data=st.data(),
@@ -121,7 +122,7 @@ def test_index_agrees_with_estimate(text: str, data: st.DataObject) -> None:
     assert index.tokens(start, end) == estimate_tokens(text[start:end])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     text=st.text(alphabet=MIXED, max_size=300),
     max_tokens=st.integers(1, 60),

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from lorebase.errors import InvalidInput
 from lorebase.store.vectors import (
     ExactIndex,
@@ -104,7 +105,7 @@ def test_dimension_and_mask_mismatches_raise() -> None:
         ExactIndex(np.ones(5, dtype=np.float32))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     st.lists(st.integers(-3, 3), min_size=1, max_size=40),
     st.integers(1, 45),
@@ -130,7 +131,7 @@ def test_blob_is_a_scale_then_int8_codes() -> None:
     assert from_blob(to_blob(np.zeros(3)), 3).tolist() == [0.0, 0.0, 0.0]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.floats(-1e3, 1e3, allow_nan=False, width=32), min_size=1, max_size=64).filter(
         lambda values: max(map(abs, values)) > 1e-6
