@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,11 +31,25 @@ TESTS = Path(__file__).resolve().parent
 FAST_FOLDERS = ("unit", "contract", "test_docs.py")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A SIGTERM ends the run as a Ctrl-C does: pytest unwinds the fixtures, so the servers and
+    processes they started stop and their folders go (by default SIGTERM ends Python at once,
+    leaving them behind)."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test in the fast folders ``fast``, and every test that needs the session's
     PostgreSQL ``postgres`` (the fast lane leaves those to `make test`)."""
     for item in items:
-        parts = Path(str(item.path)).relative_to(TESTS).parts
+        path = Path(str(item.path))
+        parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
         if parts and parts[0] in FAST_FOLDERS:
             item.add_marker(pytest.mark.fast)
         callspec = getattr(item, "callspec", None)
