@@ -14,16 +14,22 @@ POLL_S = 0.02
 
 
 def wait_until(
-    predicate: Callable[[], T], timeout: float = 30.0, *, what: str = "", interval: float = POLL_S
+    predicate: Callable[[], T],
+    timeout: float = 30.0,
+    *,
+    what: str | Callable[[], str] = "",
+    interval: float = POLL_S,
 ) -> T:
     """Call ``predicate`` until it returns something true, and return that; raise
-    ``AssertionError`` naming ``what`` (or the predicate) after ``timeout`` seconds."""
+    ``AssertionError`` naming ``what`` (or the predicate) after ``timeout`` seconds. A callable
+    ``what`` is called then, to say what was seen (the last state, a log's tail)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            name = what or getattr(predicate, "__name__", repr(predicate))
+            said = what() if callable(what) else what
+            name = said or getattr(predicate, "__name__", repr(predicate))
             raise AssertionError(f"timed out after {timeout:g} s waiting for {name}")
         time.sleep(interval)

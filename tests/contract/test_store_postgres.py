@@ -18,12 +18,9 @@ from store_contract import IDENTITY, ids_of, put
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict
 from lorebase.store.base import Store
-from lorebase.store.terms import BM25_B, BM25_K1
-
-pytest.importorskip("psycopg")
-
 from lorebase.store.postgres import PostgresStore, dense, lexical
 from lorebase.store.postgres.schema import MIGRATIONS, MIGRATIONS_TABLE, migrate
+from lorebase.store.terms import BM25_B, BM25_K1
 
 
 @pytest.fixture

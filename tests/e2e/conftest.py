@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ChatConfig, ServeSettings, Settings
 from lorebase.settings.embedders import EmbedderConfig
 from lorebase.vault.keys import DataKey
+from waiting import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -107,10 +107,10 @@ def server(
     thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + START_SECONDS
-        while not runner.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.01)
+        wait_until(
+            lambda: runner.started or not thread.is_alive(), START_SECONDS, what="the server"
+        )
+        assert runner.started, "the server did not start"
         yield live
     finally:
         runner.should_exit = True
@@ -128,10 +128,8 @@ def browser() -> Iterator[Any]:
     event loop running in the main thread while it is open, and later tests call asyncio.run."""
     if not CHROMIUM.is_file():
         pytest.skip(f"browser test: {CHROMIUM} is absent (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser test: playwright is not installed (pip install 'lorebase[dev]')")
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+
+from waiting import wait_until
 
 READY_SECONDS = 60.0
 
@@ -39,13 +40,12 @@ def serve_command(data: Path, port: int, *options: str) -> list[str]:
 
 def wait_until_ready(base: str, process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
     """Until ``base``/readyz answers 200; fails if the process exits or takes too long."""
-    deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         assert process.poll() is None, "lorebase serve exited"
         try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return
+            return httpx.get(f"{base}/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("lorebase serve did not get ready")
+            return False
+
+    wait_until(ready, READY_SECONDS, what="lorebase serve to get ready", interval=0.05)

@@ -236,8 +236,7 @@ def test_cli_streams_the_answer_and_prints_sources(
 def test_nothing_from_a_tool_session_reaches_a_log(
     lb: Lorebase, stand_in: StandIn, caplog: pytest.LogCaptureFixture
 ) -> None:
-    anyio = pytest.importorskip("anyio")
-    pytest.importorskip("mcp")
+    import anyio
     from mcp import Client
 
     from lorebase.agent.mcp import build_server

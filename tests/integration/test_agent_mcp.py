@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
 from lorebase.agent.profiles import Profiles
@@ -15,12 +18,6 @@ from lorebase.app import open_lorebase
 from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import Settings
-
-anyio = pytest.importorskip("anyio")
-mcp = pytest.importorskip("mcp")
-
-from mcp import Client, StdioServerParameters  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
 
 TOOLS = {
     "list_knowledge_bases",

@@ -27,6 +27,7 @@ from store_backends import StoreBackend
 
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite.tantivy_index import TantivyIndexes
+from waiting import wait_until
 
 # Rounds per store: a PostgreSQL round costs about twice a SQLite one (a server to connect to,
 # slower writes), and a killed process's transaction is rolled back whole by the server.
@@ -179,7 +180,7 @@ def test_kill_9_at_random_moments_never_leaves_a_partial_document(
         # Kill at a random moment after the pass began; the window adapts to the machine's
         # speed so that most kills land mid-pass on a fast machine as on a slow one.
         _wait_for_pass(backend, data, process, before)
-        time.sleep(rng.uniform(0, window))
+        time.sleep(rng.uniform(0, window))  # the wait is the test: a kill at a random moment
         if process.poll() is None:
             killed_mid_pass += 1
         else:
@@ -211,9 +212,7 @@ def test_sigterm_finishes_the_current_document_and_leaves_the_rest_pending(
         text=True,
         env=backend.environ(),
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _some_written(backend, data):
-        time.sleep(0.05)
+    wait_until(lambda: _some_written(backend, data), 60, what="a first document written")
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
     check_consistent(backend, data)
@@ -252,12 +251,12 @@ def _wait_for_pass(
     backend: StoreBackend, data: Path, process: subprocess.Popen[bytes], before: float | None
 ) -> None:
     """Until the knowledge base records a newer pass start (or the process is gone)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
+
+    def begun() -> bool:
         started = _pass_started_at(backend, data)
-        if started is not None and started != before:
-            return
-        time.sleep(0.01)
+        return process.poll() is not None or started not in (None, before)
+
+    wait_until(begun, 60, what="the pass to begin", interval=0.01)
 
 
 def _pass_started_at(backend: StoreBackend, data: Path) -> float | None:
@@ -352,7 +351,7 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(
 
         uploader = threading.Thread(target=upload_all)
         uploader.start()
-        time.sleep(rng.uniform(0.05, 0.8))
+        time.sleep(rng.uniform(0.05, 0.8))  # the wait is the test: a kill at a random moment
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
         stop.set()
@@ -371,12 +370,13 @@ def test_kill_9_while_uploading_never_leaves_a_phantom_upload(
         for name, data_bytes in files:
             response = httpx.post(url, files={"files": (name, data_bytes)}, timeout=30)
             assert response.status_code == 202, response.text
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            listed = httpx.get(url, timeout=10).json()
-            if all(d["state"] in ("indexed", "failed") for d in listed):
-                break
-            time.sleep(0.2)
+        listed: list[dict[str, str]] = []
+
+        def settled() -> bool:
+            listed[:] = httpx.get(url, timeout=10).json()
+            return all(d["state"] in ("indexed", "failed") for d in listed)
+
+        wait_until(settled, 120, interval=0.2, what=lambda: f"every upload settled: {listed}")
         states = [d["state"] for d in listed]
         assert states.count("indexed") == UPLOADS == len(states), states
     finally:

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +25,11 @@ from lorebase.app import Lorebase, open_lorebase
 from lorebase.chunk.base import embed_text
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import NotFound, Unavailable
-from lorebase.ingest.pipeline import EMBED_BATCH_CHUNKS
+from lorebase.ingest.embedding import EMBED_BATCH_CHUNKS
 from lorebase.search.query import Hit, SearchResponse
 from lorebase.settings import ServeSettings, Settings
 from small_base import write_files
+from waiting import wait_until
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 SQLITE = StoreBackend("sqlite")
@@ -270,7 +271,11 @@ def test_a_reembed_killed_half_way_resumes_and_never_mixes_two_models(
     )
     try:
         assert server.holding.wait(120), "the re-embed never reached its second batch"
-        time.sleep(0.5)  # the first batch's vectors written
+        wait_until(  # the first batch's vectors written, beside the old ones
+            lambda: len(SQLITE.rows_if_ready(data, DISTINCT_IDENTITIES) or ()) == 2,
+            60,
+            what="the first batch of new vectors",
+        )
         process.send_signal(signal.SIGKILL)
         process.wait(30)
     finally:
@@ -329,13 +334,6 @@ def _hashes(lb: Lorebase, document_id: str) -> set[str]:
     return {row[0] for row in rows}
 
 
-def wait_for(check: Callable[[], bool], seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_over_the_api_a_base_is_made_with_an_embedder_and_reembedded_uploads_and_all(
     tmp_path: Path, server: EmbeddingServer
 ) -> None:
@@ -361,7 +359,7 @@ def test_over_the_api_a_base_is_made_with_an_embedder_and_reembedded_uploads_and
         def indexed() -> bool:
             return lb.kb("mixed").indexed == len(BIRDS) + len(BOATS)
 
-        wait_for(indexed)
+        wait_until(indexed, 60)
         assert lb.kb("mixed").identity_key == SMALL.identity.key
 
         refused = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "x"})
@@ -373,7 +371,7 @@ def test_over_the_api_a_base_is_made_with_an_embedder_and_reembedded_uploads_and
         def switched() -> bool:
             return lb.kb("mixed").embedder == "remote"
 
-        wait_for(switched)
+        wait_until(switched, 60)
         after = client.get(f"/v1/knowledge-bases/{kb['id']}").json()
         assert (after["embedder"], after["embedder_next"], after["embedder_reachable"]) == (
             "remote",
@@ -389,7 +387,7 @@ def test_over_the_api_a_base_is_made_with_an_embedder_and_reembedded_uploads_and
         # Back to the small model (the fake: it answers), then refused the remote one (down).
         down = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "small"})
         assert down.status_code == 202, down.text
-        wait_for(lambda: lb.kb("mixed").embedder == "small")
+        wait_until(lambda: lb.kb("mixed").embedder == "small", 60)
         back = client.post(f"/v1/knowledge-bases/{kb['id']}/reembed", json={"embedder": "remote"})
         assert back.status_code == 503 and "remote" in back.json()["detail"]
         assert lb.kb("mixed").embedder_next is None
@@ -458,10 +456,9 @@ def test_a_running_server_takes_over_a_reembed_another_process_asked_for(
         default_embedder=settings.default_embedder,
         serve=ServeSettings(auth=False, watch=False, workers=1, rescan_seconds=0.2),
     )
-    with open_lorebase(settings=quick) as lb, api_client(create_app(lb)):
-        time.sleep(0.3)
+    with open_lorebase(settings=quick) as lb, api_client(create_app(lb)):  # serving from here
         lb.store.set_kb_embedder_target(lb.kb("birds").id, "remote")  # as the CLI records it
-        wait_for(lambda: lb.kb("birds").embedder == "remote")
+        wait_until(lambda: lb.kb("birds").embedder == "remote", 60)
         assert lb.kb("birds").identity_key == lb.kb("boats").identity_key
 
 

@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -25,6 +25,7 @@ from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
 from lorebase.settings import Settings
+from waiting import wait_until
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -140,7 +141,7 @@ def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
         files = [("files", (p.name, p.read_bytes(), "text/markdown")) for p in notes.iterdir()]
         added = httpx.post(f"{base}/v1/knowledge-bases/{kb_id}/documents", files=files, timeout=10)
         assert added.status_code == 202, added.text
-        wait_for(lambda: _hits(base, "heron", "keyword") == 12)
+        wait_until(lambda: _hits(base, "heron", "keyword") == 12)
         assert _truncate_segments(data)
         searched = _search(base, "heron", "keyword")
         assert process.poll() is None, "the server died"
@@ -149,7 +150,7 @@ def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
         hybrid = _search(base, "heron river", "hybrid")
         assert hybrid["hits"]  # the other arm answers meanwhile
         # Rebuilt from the database in the background: keyword search finds them all again.
-        wait_for(
+        wait_until(
             lambda: (
                 _hits(base, "heron", "keyword") == 12
                 and not _search(base, "heron", "keyword")["warnings"]
@@ -180,13 +181,6 @@ def _hits(base: str, query: str, mode: str) -> int:
     return len(hits)
 
 
-def wait_for(condition: Callable[[], bool], seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 def test_a_damaged_index_in_a_library_process_is_rebuilt_and_announced(tmp_path: Path) -> None:
     """In one process: the truncation is found before the index is read, the search says so,
     an event announces it and another the rebuild, status shows it meanwhile."""
@@ -206,7 +200,7 @@ def test_a_damaged_index_in_a_library_process_is_rebuilt_and_announced(tmp_path:
         assert response.damaged == (kb.id,)
         assert response.hits  # answered by meaning for the damaged base
         assert lb.damaged_keyword_indexes() in ({kb.id: "a segment file shrank (truncated)"}, {})
-        wait_for(lambda: not lb.damaged_keyword_indexes())
+        wait_until(lambda: not lb.damaged_keyword_indexes())
         again = lb.search("heron", kb="birds", mode="keyword")
         assert len(again.hits) == 10 and not again.warnings and not again.damaged
         announced = [e for e in seen if "keyword_index" in e]
@@ -510,13 +504,13 @@ def test_an_extraction_worker_killed_in_a_real_server_is_reaped(tmp_path: Path) 
             assert sent.status_code == 202, sent.text
 
         upload("first.md")
-        wait_for(lambda: _hits(base, "heron", "keyword") == 1)
+        wait_until(lambda: _hits(base, "heron", "keyword") == 1)
         workers = [pid for pid in _children(process.pid) if _is_extraction_worker(pid)]
         assert workers
         os.kill(workers[0], signal.SIGKILL)
-        wait_for(lambda: _state_of(workers[0]) is None, seconds=20)
+        wait_until(lambda: _state_of(workers[0]) is None, 20)
         upload("second.md")
-        wait_for(lambda: _hits(base, "heron", "keyword") == 2)
+        wait_until(lambda: _hits(base, "heron", "keyword") == 2)
         assert process.poll() is None
     finally:
         process.terminate()

@@ -14,6 +14,7 @@ import pytest
 from lorebase.ingest.jobs_postgres import PostgresJobQueue
 from lorebase.ingest.queue import Job
 from lorebase.store.postgres.database import PostgresDatabase
+from waiting import wait_until
 
 
 @pytest.fixture
@@ -83,8 +84,7 @@ def test_a_dead_workers_job_is_reclaimed_after_its_lease(database: PostgresDatab
     assert dead.claim() is not None  # claimed, then the process "dies": no heartbeat
     alive = queue(database, recorder, lease_seconds=2)
     assert alive.claim() is None  # still leased
-    time.sleep(2.2)
-    assert alive.run_one()
+    wait_until(alive.run_one, 10, what="the job claimed once its lease ran out")
     assert recorder.done == [(1, "a")]
     assert alive.depth == 0 and alive.join(timeout=1)
 
@@ -104,7 +104,8 @@ def test_a_heartbeat_keeps_a_long_job_leased(database: PostgresDatabase) -> None
     worker.start()
     try:
         assert started.wait(5)
-        time.sleep(3.5)  # well past two leases: the heartbeat (every 0.5 s) renewed it
+        # The wait is the test: well past two leases, the heartbeat (every 0.5 s) renewed it.
+        time.sleep(3.5)
         assert other.claim() is None
     finally:
         release.set()
@@ -116,10 +117,9 @@ def test_a_job_that_kills_its_workers_is_abandoned(database: PostgresDatabase) -
     recorder = Recorder()
     q = queue(database, recorder, lease_seconds=0.2, max_attempts=2)
     q.admit(3, "poison")
-    for _ in range(2):  # two workers die holding it
-        assert q.claim() is not None
-        time.sleep(0.3)
-    assert q.run_one()  # the third claim gives up on it
+    assert q.claim() is not None  # a worker dies holding it
+    wait_until(q.claim, 10, what="a second claim once the lease ran out")  # dies too
+    wait_until(q.run_one, 10, what="a third claim")  # which gives up on it
     assert recorder.abandoned == [(3, "poison")] and recorder.done == []
     assert q.join(timeout=1)
 

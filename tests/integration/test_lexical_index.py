@@ -19,6 +19,7 @@ import pytest
 from lorebase.errors import Conflict
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite import tantivy_index as ti
+from waiting import wait_until
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "contract"))
 from store_contract import ids_of, make_chunks, put, stored_ids
@@ -160,6 +161,9 @@ def test_a_build_killed_midway_leaves_a_usable_index(tmp_path: Path) -> None:
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "building"
+    # The wait is the test: a kill some way into the build (of 8,000 chunks, which takes longer).
+    # A build has no milestone the test could wait for, and an early or late kill tests less,
+    # never something false.
     time.sleep(0.3)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
@@ -265,14 +269,12 @@ def test_writes_are_followed_in_the_background(tmp_path: Path) -> None:
             (generation,) = conn.execute(
                 "SELECT generation FROM knowledge_bases WHERE id = ?", (kb_id,)
             ).fetchone()
-        deadline = time.monotonic() + ti.QUIET_S + 30
-        while time.monotonic() < deadline:
+
+        def caught_up() -> bool:
             slot = lexical._slots.get(kb_id)
-            if slot is not None and slot.generation >= generation:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the index did not catch up after the writes paused")
+            return slot is not None and slot.generation >= generation
+
+        wait_until(caught_up, ti.QUIET_S + 30, what="the index to catch up after the writes paused")
         assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
 
 

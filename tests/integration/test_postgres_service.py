@@ -5,7 +5,6 @@ its password), and uploads whose originals live in the database."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,7 @@ from lorebase.settings import ServeSettings, Settings
 from lorebase.store.base import DocumentState
 from lorebase.store.postgres.database import PostgresDatabase, redacted
 from lorebase.vault.keys import DataKey
+from waiting import wait_until
 
 if TYPE_CHECKING:
     from postgres_server import PostgresServer
@@ -115,12 +115,10 @@ def test_the_queue_bound_holds_across_processes_and_nothing_is_lost(
     with open_lorebase(settings=settings("worker"), embedder=FakeEmbedder()) as worker:
         worker.start_serving()
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                states = {d.state for d in worker.documents("notes")}
-                if states == {DocumentState.INDEXED}:
-                    break
-                time.sleep(0.1)
+            wait_until(
+                lambda: {d.state for d in worker.documents("notes")} == {DocumentState.INDEXED},
+                what="every document indexed",
+            )
         finally:
             worker.stop_serving()
         assert [d.state for d in worker.documents("notes")] == [DocumentState.INDEXED] * 3

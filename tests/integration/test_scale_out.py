@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 from serve_process import free_port, wait_until_ready
 
 from lorebase.vault.keys import DataKey
+from waiting import wait_until
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -159,28 +159,31 @@ def test_two_servers_two_workers_one_killed_every_upload_indexed_once(
     import psycopg
 
     victim = workers[0].popen.pid
-    deadline = time.monotonic() + 60
-    killed = False
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        while time.monotonic() < deadline and not killed:
+
+        def victim_holds_a_job() -> bool:
             held = conn.execute("SELECT leased_by FROM jobs WHERE leased_by IS NOT NULL").fetchall()
-            if any(f":{victim}:" in row[0] for row in held):
-                os.kill(victim, signal.SIGKILL)
-                killed = True
-            time.sleep(0.02)
-    assert killed, "worker 0 never held a job: " + workers[0].log.read_text()[-3000:]
+            return any(f":{victim}:" in row[0] for row in held)
+
+        wait_until(
+            victim_holds_a_job,
+            60,
+            what=lambda: "worker 0 to hold a job: " + workers[0].log.read_text()[-3000:],
+        )
+        os.kill(victim, signal.SIGKILL)
 
     # Every accepted upload ends indexed, through either server's eyes.
-    deadline = time.monotonic() + 120
     states: dict[str, str] = {}
-    while time.monotonic() < deadline:
+
+    def all_indexed() -> bool:
         listed = httpx.get(
             f"{servers[1]}/v1/knowledge-bases/{kb_id}/documents", headers=headers, timeout=30
         ).json()
-        states = {d["id"]: d["state"] for d in listed}
-        if all(state == "indexed" for state in states.values()) and len(states) == len(files):
-            break
-        time.sleep(0.25)
+        states.clear()
+        states.update({d["id"]: d["state"] for d in listed})
+        return set(states.values()) == {"indexed"} and len(states) == len(files)
+
+    wait_until(all_indexed, 120, interval=0.25, what=lambda: f"every upload indexed: {states}")
     assert sorted(states) == sorted(document_ids)
     assert set(states.values()) == {"indexed"}, states
 
@@ -205,11 +208,16 @@ def test_two_servers_two_workers_one_killed_every_upload_indexed_once(
         assert found.json()["hits"]
 
     # Both servers' streams saw the documents indexed (the work happened in the workers).
-    time.sleep(1)
-    for reader in readers:
-        indexed = {
+    def indexed(reader: EventReader) -> set[object]:
+        return {
             e.get("document_id")
-            for e in reader.events
+            for e in list(reader.events)
             if e.get("type") == "document" and e.get("state") == "indexed"
         }
-        assert indexed >= set(document_ids), len(indexed)
+
+    for reader in readers:
+        wait_until(
+            lambda: indexed(reader) >= set(document_ids),  # noqa: B023
+            30,
+            what=lambda: f"{reader.base}'s stream to show all indexed: {len(indexed(reader))}",  # noqa: B023
+        )

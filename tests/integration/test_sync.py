@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from lorebase.search.floor import NO_FLOOR
 from lorebase.settings import ChunkSettings, ExtractSettings, Settings
 from lorebase.store.base import DocumentState, KbState
 from lorebase.vault.keys import DataKey
+from waiting import wait_until
 
 DATA_KEY = DataKey.generate().to_base64()
 _STORE: dict[str, str | None] = {"url": None}
@@ -335,26 +335,17 @@ def test_watch_follows_changes(tmp_path: Path, folder: Path) -> None:
         )
         thread.start()
         try:
-            assert _eventually(lambda: len(paths(lb)) == 6)
+            wait_until(lambda: len(paths(lb)) == 6)
             write(folder / "later.md", "# Later\n\nWritten while watching: zebra.\n")
-            assert _eventually(lambda: lb.search("zebra", kb="notes", mode="keyword").hits != [])
+            wait_until(lambda: lb.search("zebra", kb="notes", mode="keyword").hits != [])
         finally:
             stop.set()
             thread.join(timeout=30)
         assert not thread.is_alive()
 
 
-def _eventually(check, seconds: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_files_added_on_their_own_are_followed(tmp_path: Path, folder: Path) -> None:
-    from lorebase.ingest.pipeline import SourceFile
+    from lorebase.ingest.files import SourceFile
 
     loose = write(tmp_path / "loose" / "memo.md", "# Memo\n\nAbout walruses.\n")
     older = write(tmp_path / "old" / "legacy.md", "# Legacy\n\nAbout narwhals.\n")
@@ -511,9 +502,9 @@ def test_a_stop_drains_the_documents_waiting_for_vectors(
 ) -> None:
     """A stop request during the pass: the documents already written get their vectors one
     by one while the drain window lasts; past it they go back to pending, found by keyword."""
-    from lorebase.ingest import pipeline
+    from lorebase.ingest import embedding
 
-    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", drain_seconds)
+    monkeypatch.setattr(embedding, "DRAIN_SECONDS", drain_seconds)
     stop = threading.Event()
 
     def stop_at_first_call(texts: list[str], kind: str) -> None:
@@ -539,9 +530,9 @@ def test_a_stop_while_the_read_documents_are_embedded_ends_the_pass_in_seconds(
 ) -> None:
     """Every file read (the lookahead holds them all) when the stop comes: the documents
     being embedded get their vectors, the others wait for the next pass, found by keyword."""
-    from lorebase.ingest import pipeline
+    from lorebase.ingest import embedding
 
-    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", 0.0)
+    monkeypatch.setattr(embedding, "DRAIN_SECONDS", 0.0)
     stop = threading.Event()
 
     def stop_at_first_call(texts: list[str], kind: str) -> None:
@@ -563,9 +554,9 @@ def test_a_stop_during_a_long_document_leaves_it_to_the_next_pass(
 ) -> None:
     """A document of many chunks is embedded in several calls; when the drain window closes
     between two of them, it goes back to pending, whole and found by keyword."""
-    from lorebase.ingest import pipeline
+    from lorebase.ingest import embedding
 
-    monkeypatch.setattr(pipeline, "DRAIN_SECONDS", 0.0)
+    monkeypatch.setattr(embedding, "DRAIN_SECONDS", 0.0)
     for name in os.listdir(folder):
         if name.endswith(".md"):
             os.remove(folder / name)

@@ -58,7 +58,7 @@ def _handler(stub: Recorder) -> type[BaseHTTPRequestHandler]:
             stub.headers.append(dict(self.headers))
             stub.paths.append(self.path)
             reply = stub.answer(request)
-            time.sleep(reply.delay)
+            time.sleep(reply.delay)  # a slow server, scripted: the wait is what is tested
             self.send_response(reply.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(reply.body)))

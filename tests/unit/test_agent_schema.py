@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import pytest
 
 from lorebase.agent.schema import SPECS, SPECS_BY_NAME, ArgumentError, validate
-
-jsonschema = pytest.importorskip("jsonschema")
 
 NAMES = [
     "list_knowledge_bases",

@@ -33,6 +33,7 @@ from lorebase.inspect import inspect_file, inspect_folder
 from lorebase.settings import MB, ExtractSettings, Settings
 from lorebase.store.base import DocumentState
 from lorebase.types import DocumentKind, Element, ElementKind, Extracted, FailureReason
+from waiting import wait_until
 
 # Low limits keep the bombs cheap: a worker holds ~55 MB before it reads anything.
 LOW = ExtractSettings(max_memory_bytes=256 * MB, max_seconds=5)
@@ -187,8 +188,7 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_next_file_is_fine(docx_bomb
 
         job = threading.Thread(target=slow)
         job.start()
-        while pool.worker_pids():  # the worker has been taken for the job
-            time.sleep(0.01)
+        wait_until(lambda: not pool.worker_pids(), what="the worker taken for the job")
         os.kill(pid, signal.SIGKILL)
         job.join(30)
         assert len(outcome) == 1
@@ -198,15 +198,12 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_next_file_is_fine(docx_bomb
         assert pool.worker_pids() != [pid]
 
 
-def _reaped(pid: int, seconds: float = 20.0) -> bool:
-    """Whether ``pid`` is gone — not even a zombie — within ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            _state(pid)
-        except FileNotFoundError:
-            return True
-        time.sleep(0.02)
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` is gone — not even a zombie."""
+    try:
+        _state(pid)
+    except FileNotFoundError:
+        return True
     return False
 
 
@@ -219,7 +216,7 @@ def test_a_worker_killed_while_idle_is_reaped_at_once_and_replaced(workers: int)
             list(threads.map(lambda i: pool.extract(GOOD_MD, PurePath(f"{i}.md")), range(8)))
         pids = pool.worker_pids()
         os.kill(pids[0], signal.SIGKILL)
-        assert _reaped(pids[0])
+        wait_until(lambda: _gone(pids[0]), 20, what="the killed worker reaped")
         assert pool.worker_pids() == pids[1:]
         assert pool.extract(GOOD_MD, PurePath("again.md")).title == "Notes"
         assert pids[0] not in pool.worker_pids()
