@@ -55,9 +55,17 @@ def test_the_check_catches_both_kinds_of_use(tmp_path: Path) -> None:
     assert len(_store_uses(sample)) == 3
 
 
-def _runtime_imports(path: Path) -> list[str]:
+def _module_name(path: Path) -> str:
+    """``src/lorebase/store/base.py`` -> ``lorebase.store.base`` (a package is its ``__init__``)."""
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path, module: str = "") -> list[str]:
     """The lorebase modules a file imports when it runs: at the top or inside a function (a
-    lazy import is an edge too); only ``if TYPE_CHECKING:`` blocks are left out."""
+    lazy import is an edge too), relative imports resolved against ``module`` (the file's own
+    name); only ``if TYPE_CHECKING:`` blocks are left out. ``from lorebase import errors``
+    names the module ``lorebase.errors``; ``from lorebase import __version__`` the package."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {
         id(inner)
@@ -66,12 +74,26 @@ def _runtime_imports(path: Path) -> list[str]:
         for statement in node.body
         for inner in ast.walk(statement)
     }
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     found = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append(node.module)
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                source = node.module or ""
+            else:
+                base = package[: len(package) - node.level + 1]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            if source == "lorebase":
+                found += [
+                    f"lorebase.{alias.name}"
+                    if (SRC / alias.name).is_dir() or (SRC / f"{alias.name}.py").is_file()
+                    else "lorebase"
+                    for alias in node.names
+                ]
+            else:
+                found.append(source)
         elif isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
     return [name for name in found if name.split(".")[0] == "lorebase"]
@@ -85,12 +107,11 @@ def _unit(module: str) -> str:
 def _unit_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in SRC.rglob("*.py"):
-        parts = path.relative_to(SRC.parent).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        module = _module_name(path)
         unit = _unit(module)
-        for imported in _runtime_imports(path):
+        for imported in _runtime_imports(path, module):
             other = _unit(imported)
-            if other != unit and other != "lorebase":
+            if other != unit:  # the package itself (`from lorebase import …`) is a unit too
                 graph.setdefault(unit, set()).add(other)
     return graph
 
@@ -127,7 +148,7 @@ def test_nothing_below_the_surfaces_imports_one() -> None:
     offenders = [
         f"{path.relative_to(SRC)}: {module}"
         for path in below
-        for module in _runtime_imports(path)
+        for module in _runtime_imports(path, _module_name(path))
         if module.split(".")[1:2] and module.split(".")[1] in SURFACES
     ]
     assert offenders == []
@@ -149,6 +170,21 @@ def test_a_lazy_import_counts_and_a_typing_one_does_not(tmp_path: Path) -> None:
         "def f():\n    from lorebase.cli import y\n"
     )
     assert _runtime_imports(sample) == ["lorebase.cli"]
+
+
+def test_relative_imports_and_the_package_itself_are_edges_too(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from ... import errors\nfrom ...agent import tools\nfrom . import base\n"
+        "from lorebase import __version__\n"
+    )
+    assert _runtime_imports(sample, "lorebase.store.sqlite.role") == [
+        "lorebase.errors",
+        "lorebase.agent",
+        "lorebase.store.sqlite",
+        "lorebase",
+    ]
+    assert _layer(_unit("lorebase")) > _layer(_unit("lorebase.store.base"))
 
 
 LAYERS = {
