@@ -27,7 +27,8 @@ from pathlib import Path, PurePath
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed
 from lorebase.extract import extract_file
-from lorebase.extract.registry import document_kind, extract_bytes, read_file
+from lorebase.extract.formats import document_kind
+from lorebase.extract.registry import extract_bytes, read_file
 from lorebase.extract.sandbox import ExtractionPool
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ChunkSettings, ExtractSettings
@@ -63,7 +64,7 @@ def raw_parse(path: Path) -> None:
     data = path.read_bytes()
     if kind is None:
         return
-    if kind.value == "pdf":
+    if kind == "pdf":
         import pypdfium2 as pdfium
 
         pdf = pdfium.PdfDocument(data)
@@ -74,21 +75,21 @@ def raw_parse(path: Path) -> None:
             textpage.close()
             page.close()
         pdf.close()
-    elif kind.value == "docx":
+    elif kind == "docx":
         import io
 
         import docx
 
         document = docx.Document(io.BytesIO(data))
         "\n".join(p.text for p in document.paragraphs)
-    elif kind.value == "html":
+    elif kind == "html":
         from selectolax.lexbor import LexborHTMLParser
 
         tree = LexborHTMLParser(data)
         body = tree.body
         if body is not None:
             body.text(separator="\n")
-    elif kind.value == "md":
+    elif kind == "md":
         from markdown_it import MarkdownIt
 
         MarkdownIt("commonmark").enable("table").parse(data.decode("utf-8", "replace"))
@@ -129,7 +130,7 @@ def throughput(docs: Path, repeat: int, pool: ExtractionPool) -> dict[str, dict[
     per_kind: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for _ in range(repeat):
         for path in files:
-            kind = document_kind(path).value  # type: ignore[union-attr]
+            kind = document_kind(path) or "other"
             row = per_kind[kind]
             start = time.perf_counter()
             row["chunks"] += lorebase_one(path, extract, chunk, pool)

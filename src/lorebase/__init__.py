@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         Unavailable,
         Unsupported,
     )
-    from lorebase.ingest.pipeline import IngestReport
+    from lorebase.ingest.report import IngestReport
     from lorebase.search.query import Explanation, Hit, Mode, SearchRequest, SearchResponse
     from lorebase.service.core import Lorebase
     from lorebase.service.listing import DocumentListing, DocumentPage
@@ -77,7 +77,7 @@ _LAZY = {
     "DocumentState": "lorebase.store.base",
     "DocumentListing": "lorebase.service.listing",
     "DocumentPage": "lorebase.service.listing",
-    "IngestReport": "lorebase.ingest.pipeline",
+    "IngestReport": "lorebase.ingest.report",
     # errors: catch LorebaseError, or the branch whose meaning you handle
     "LorebaseError": "lorebase.errors",
     "InvalidInput": "lorebase.errors",

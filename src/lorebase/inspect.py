@@ -13,7 +13,8 @@ from pathlib import Path
 
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed
-from lorebase.extract.registry import document_kind, extension, read_file
+from lorebase.extract.formats import document_kind, extension
+from lorebase.extract.registry import read_file
 from lorebase.extract.sandbox import ExtractionPool
 from lorebase.ingest.sources import WalkProblem, iter_files
 from lorebase.settings import ChunkSettings, ExtractSettings
@@ -94,9 +95,9 @@ def inspect_file(
     try:
         extracted = pool.extract(read_file(path, extract_settings), path)
     except ExtractionFailed as failure:
-        return FileReport(display, kind.value if kind else "other", size, failure=failure)
+        return FileReport(display, kind or "other", size, failure=failure)
     chunks = chunk_document(extracted, chunk_settings) if chunk_settings is not None else None
-    return FileReport(display, extracted.kind.value, size, extracted=extracted, chunks=chunks)
+    return FileReport(display, str(extracted.kind), size, extracted=extracted, chunks=chunks)
 
 
 def inspect_folder(

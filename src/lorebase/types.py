@@ -35,6 +35,9 @@ class ElementKind(StrEnum):
 
 
 class DocumentKind(StrEnum):
+    """The kinds of the built-in formats. A document's kind is a plain string: the ``kind`` of
+    its format in :data:`lorebase.extract.formats.FORMATS`, which a new format names there."""
+
     MARKDOWN = "md"
     TEXT = "txt"
     HTML = "html"
@@ -89,7 +92,7 @@ class Element:
 class Extracted:
     """A document turned into ordered elements, plus what describes it."""
 
-    kind: DocumentKind
+    kind: str  # its format's kind (lorebase.extract.formats)
     title: str | None
     elements: tuple[Element, ...]
     text: str

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lorebase.errors import Conflict, Unavailable
-from lorebase.ingest.pipeline import STOP_REQUESTED, IngestReport
+from lorebase.ingest.report import STOP_REQUESTED, IngestReport
 
 
 def test_the_error_that_stopped_a_pass_reaches_the_surface_as_raised() -> None:

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from lorebase.cli.progress import PassProgress, compact
-from lorebase.ingest.pipeline import Progress
 from lorebase.ingest.progress import (
     MIN_SPAN_S,
     RATE_WINDOW_S,
@@ -24,6 +23,7 @@ from lorebase.ingest.progress import (
     recent_rate,
     time_left,
 )
+from lorebase.ingest.report import Progress
 
 
 def step(

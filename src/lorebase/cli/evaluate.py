@@ -19,7 +19,7 @@ from lorebase.search.query import MAX_TOP_K, Mode
 
 if TYPE_CHECKING:
     from lorebase.eval.runner import Half
-    from lorebase.ingest.pipeline import Progress as IngestProgress
+    from lorebase.ingest.report import Progress as IngestProgress
 
 SOURCE_HELP = (
     "A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a source folder with "

@@ -24,7 +24,7 @@ from lorebase.cli.progress import PassProgress
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
 
 if TYPE_CHECKING:
-    from lorebase.ingest.pipeline import IngestReport
+    from lorebase.ingest.report import IngestReport
     from lorebase.service import KnowledgeBase
 
 

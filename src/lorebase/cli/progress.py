@@ -18,7 +18,7 @@ from rich.text import Text
 from lorebase.ingest.progress import Estimate, RateMeter, describe, time_left
 
 if TYPE_CHECKING:
-    from lorebase.ingest.pipeline import Progress
+    from lorebase.ingest.report import Progress
 
 PLAIN_EVERY_S = 5.0
 """A plain line at most this often (and always the first report's and the last one's)."""

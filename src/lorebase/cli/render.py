@@ -18,7 +18,7 @@ from rich.text import Text
 from lorebase.agent.citations import terminal_citation, terminal_place
 from lorebase.embed.registry import Reachability, shown_name
 from lorebase.errors import reason_hint
-from lorebase.ingest.pipeline import IngestReport
+from lorebase.ingest.report import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.query import Hit, Neighbor, SearchResponse, StepScore
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source
@@ -144,9 +144,7 @@ def _where(line: int | None, page: int | None, page_end: int | None = None) -> s
 
 
 def elements_table(extracted: Extracted, name: str) -> Table:
-    title = f"{name} · {extracted.kind.value}" + (
-        f" · {extracted.title}" if extracted.title else ""
-    )
+    title = f"{name} · {extracted.kind}" + (f" · {extracted.title}" if extracted.title else "")
     table = Table(title=title, title_justify="left")
     for column in ("#", "element", "where", "text"):
         table.add_column(column, overflow="fold")

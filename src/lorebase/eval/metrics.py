@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from lorebase.extract.formats import citation_locator
+
 # The relevance floor search cuts with: one constant for search and evaluation.
 from lorebase.settings import DEFAULT_NO_ANSWER_THRESHOLD as DEFAULT_NO_ANSWER_THRESHOLD
 
@@ -27,17 +29,6 @@ RELEVANT_GRADE = 1
 """The lowest grade that counts as relevant (trec_eval's ``rel_level``)."""
 
 Relevance = Mapping[str, int]
-
-# Where a citation points within a document, per document kind: a page for PDF, a line for
-# the text family, Markdown and code, a heading trail for formats that have neither.
-CITATION_LOCATORS: dict[str, str] = {
-    "pdf": "page",
-    "txt": "line",
-    "md": "line",
-    "code": "line",
-    "html": "trail",
-    "docx": "trail",
-}
 
 
 def distinct(ids: Iterable[str]) -> list[str]:
@@ -137,10 +128,12 @@ def citation_complete(
     line: int | None = None,
 ) -> bool:
     """Whether a hit's citation has a path and the locator its document kind provides
-    (:data:`CITATION_LOCATORS`); kinds without a locator need only the path."""
+    (:func:`~lorebase.extract.formats.citation_locator`: a page for PDF, a line for the text
+    family, Markdown and code, a heading trail for formats that have neither); kinds without
+    a locator need only the path."""
     if not path:
         return False
-    locator = CITATION_LOCATORS.get(kind)
+    locator = citation_locator(kind)
     if locator == "page":
         return page is not None
     if locator == "line":

@@ -37,7 +37,7 @@ from lorebase.embed.registry import kb_embedders
 from lorebase.errors import InvalidInput
 from lorebase.eval import metrics
 from lorebase.eval.datasets import Question
-from lorebase.ingest.pipeline import IngestReport
+from lorebase.ingest.report import IngestReport
 from lorebase.search.fusion import DEFAULT_FUSION, FUSIONS, rrf
 from lorebase.search.query import MAX_QUERY_CHARS, MAX_TOP_K, Candidate, Hit, Mode, SearchResponse
 

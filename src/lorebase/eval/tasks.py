@@ -42,7 +42,7 @@ from lorebase.eval.datasets import (
     slug,
 )
 from lorebase.eval.runner import EvalConfig, EvalResult, EvalTask, run_task
-from lorebase.ingest.pipeline import IngestReport, Progress
+from lorebase.ingest.report import IngestReport, Progress
 from lorebase.service.bases import CORPORA_FOLDER, eval_result_path
 from lorebase.service.bases import EVALS_FOLDER as RESULTS_FOLDER
 

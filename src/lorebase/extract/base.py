@@ -16,7 +16,6 @@ from lorebase.errors import ExtractionFailed
 from lorebase.settings import ExtractSettings
 from lorebase.types import (
     ELEMENT_SEPARATOR,
-    DocumentKind,
     Element,
     ElementKind,
     Extracted,
@@ -31,7 +30,7 @@ class Extractor(ABC):
     exception is reported by the caller as ``corrupt``.
     """
 
-    kind: ClassVar[DocumentKind]
+    kind: ClassVar[str]  # the kind of its line in lorebase.extract.formats.FORMATS
 
     def __init__(self, settings: ExtractSettings) -> None:
         self.settings = settings
@@ -50,7 +49,7 @@ def content_hash(data: bytes) -> str:
 class DocumentBuilder:
     """Collects elements in reading order and lays them out in the canonical text."""
 
-    def __init__(self, kind: DocumentKind, data: bytes, *, max_chars: int) -> None:
+    def __init__(self, kind: str, data: bytes, *, max_chars: int) -> None:
         self.kind = kind
         self._hash = content_hash(data)
         self._max_chars = max_chars

@@ -1,127 +1,26 @@
-"""Which extractor reads which file, and the one place that turns any failure into a reason.
+"""Which extractor reads which file (the one table of formats is
+:mod:`lorebase.extract.formats`), and the one place that turns any failure into a reason.
 
 Extractors are imported lazily: reading Markdown never imports the PDF library.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path, PurePath
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import Extractor
+from lorebase.extract.formats import format_for, is_supported
 from lorebase.settings import ExtractSettings
-from lorebase.types import DocumentKind, Extracted, FailureReason
-
-MARKDOWN_EXTENSIONS = (".md", ".markdown", ".mdx")
-TEXT_EXTENSIONS = (
-    ".txt",
-    ".text",
-    ".rst",
-    ".adoc",
-    ".asciidoc",
-    ".org",
-    ".csv",
-    ".tsv",
-    ".json",
-    ".jsonl",
-    ".log",
-    ".tex",
-    ".xml",
-)
-HTML_EXTENSIONS = (".html", ".htm", ".xhtml")
-# Extension -> language name for source code.
-CODE_LANGUAGES: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".tsx": "typescript",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".kts": "kotlin",
-    ".scala": "scala",
-    ".swift": "swift",
-    ".c": "c",
-    ".h": "c",
-    ".cpp": "cpp",
-    ".cc": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".cs": "csharp",
-    ".rb": "ruby",
-    ".php": "php",
-    ".sh": "shell",
-    ".bash": "shell",
-    ".zsh": "shell",
-    ".sql": "sql",
-    ".lua": "lua",
-    ".r": "r",
-    ".pl": "perl",
-    ".dart": "dart",
-    ".ex": "elixir",
-    ".exs": "elixir",
-    ".hs": "haskell",
-    ".ml": "ocaml",
-    ".css": "css",
-    ".scss": "scss",
-    ".vue": "vue",
-    ".svelte": "svelte",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".toml": "toml",
-    ".ini": "ini",
-}
-
-_MODULES: dict[str, tuple[str, str]] = {
-    **{ext: ("lorebase.extract.markdown", "MarkdownExtractor") for ext in MARKDOWN_EXTENSIONS},
-    **{ext: ("lorebase.extract.text", "TextExtractor") for ext in TEXT_EXTENSIONS},
-    **{ext: ("lorebase.extract.html", "HtmlExtractor") for ext in HTML_EXTENSIONS},
-    ".pdf": ("lorebase.extract.pdf", "PdfExtractor"),
-    ".docx": ("lorebase.extract.docx", "DocxExtractor"),
-    **{ext: ("lorebase.extract.code", "CodeExtractor") for ext in CODE_LANGUAGES},
-}
-
-
-_KINDS = {
-    "MarkdownExtractor": DocumentKind.MARKDOWN,
-    "TextExtractor": DocumentKind.TEXT,
-    "HtmlExtractor": DocumentKind.HTML,
-    "PdfExtractor": DocumentKind.PDF,
-    "DocxExtractor": DocumentKind.DOCX,
-    "CodeExtractor": DocumentKind.CODE,
-}
-
-
-def document_kind(path: PurePath) -> DocumentKind | None:
-    """The kind of document a path holds, judged by its extension; None when unsupported."""
-    entry = _MODULES.get(extension(path))
-    return None if entry is None else _KINDS[entry[1]]
-
-
-def extension(path: PurePath) -> str:
-    """The lower-cased extension that picks an extractor (``""`` when there is none)."""
-    return path.suffix.lower()
-
-
-def is_supported(path: PurePath) -> bool:
-    return extension(path) in _MODULES
+from lorebase.types import Extracted, FailureReason
 
 
 def extractor_for(path: PurePath, settings: ExtractSettings) -> Extractor:
     """The extractor for ``path``; raises ``ExtractionFailed(unsupported_format)``."""
-    entry = _MODULES.get(extension(path))
-    if entry is None:
+    found = format_for(path)
+    if found is None:
         raise ExtractionFailed(FailureReason.UNSUPPORTED_FORMAT)
-    module_name, class_name = entry
-    extractor_class: type[Extractor] = getattr(importlib.import_module(module_name), class_name)
-    return extractor_class(settings)
+    return found.load()(settings)
 
 
 def extract_bytes(data: bytes, path: PurePath, settings: ExtractSettings) -> Extracted:

@@ -38,19 +38,11 @@ from types import TracebackType
 from typing import Any
 
 from lorebase.errors import ExtractionFailed
-from lorebase.extract.registry import extract_bytes, is_supported
+from lorebase.extract.formats import extractor_modules, is_supported
+from lorebase.extract.registry import extract_bytes
 from lorebase.settings import MB, ExtractSettings
-from lorebase.types import DocumentKind, Element, ElementKind, Extracted, FailureReason
+from lorebase.types import Element, ElementKind, Extracted, FailureReason
 
-# Loaded by each worker when it starts, so no file pays for an import.
-_READERS = (
-    "lorebase.extract.pdf",
-    "lorebase.extract.docx",
-    "lorebase.extract.html",
-    "lorebase.extract.markdown",
-    "lorebase.extract.text",
-    "lorebase.extract.code",
-)
 _WORKER_CODE = "import sys; from lorebase.extract.sandbox import serve; serve(sys.argv[1:])"
 # The folder lorebase was imported from, put first on the worker's path.
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -314,7 +306,7 @@ def serve(argv: list[str]) -> None:
     memory, seconds, max_result = int(argv[1]), float(argv[2]), int(argv[3])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    for module in _READERS:
+    for module in extractor_modules():  # loaded up front, so no file pays for an import
         importlib.import_module(module)
     while True:
         try:
@@ -363,7 +355,6 @@ _EXTRACTED_FIELDS = (
     "warnings",
 )
 _ELEMENT_KINDS = {kind.value: kind for kind in ElementKind}
-_DOCUMENT_KINDS = {kind.value: kind for kind in DocumentKind}
 
 
 def pack(extracted: Extracted) -> tuple[Any, ...]:
@@ -384,7 +375,7 @@ def pack(extracted: Extracted) -> tuple[Any, ...]:
         for e in extracted.elements
     ]
     return (
-        extracted.kind.value,
+        str(extracted.kind),
         extracted.title,
         elements,
         text,
@@ -415,7 +406,7 @@ def unpack(packed: tuple[Any, ...]) -> Extracted:
         for k, t, start, end, level, line, page, lang, symbol in rows
     )
     return Extracted(
-        _DOCUMENT_KINDS[kind],
+        kind,
         title,
         elements,
         text,

@@ -1,4 +1,4 @@
-"""How far a pass is and how long it has left, from its :class:`~lorebase.ingest.pipeline.Progress`
+"""How far a pass is and how long it has left, from its :class:`~lorebase.ingest.report.Progress`
 reports: pure functions (the CLI's bar and its plain lines say the same), and a small meter that
 keeps the recent reports they read.
 
@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lorebase.ingest.pipeline import Progress
+from lorebase.ingest.report import Progress
 
 RATE_WINDOW_S = 60.0
 """The rate is measured over the last this many seconds of reports: chunks differ in length,

@@ -72,7 +72,7 @@ def holds_secret(data: bytes) -> bool:
     return _SECRETS.search(data) is not None
 
 
-def is_generated(name: str, kind: DocumentKind | None, data: bytes) -> bool:
+def is_generated(name: str, kind: str | None, data: bytes) -> bool:
     """Whether a file of this name and kind was written by a tool: a lock file by its name; a
     code file with a line over :data:`MINIFIED_LINE_BYTES` or a generator's marker in its
     first :data:`GENERATED_MARKER_BYTES`. Prose is never judged so: a paragraph may be one
@@ -80,7 +80,7 @@ def is_generated(name: str, kind: DocumentKind | None, data: bytes) -> bool:
     them. Pure."""
     if name in LOCK_FILES:
         return True
-    if kind is not DocumentKind.CODE:
+    if kind != DocumentKind.CODE:
         return False
     return (
         _LONG_LINE.search(data) is not None
@@ -88,7 +88,7 @@ def is_generated(name: str, kind: DocumentKind | None, data: bytes) -> bool:
     )
 
 
-def screen(name: str, kind: DocumentKind | None, data: bytes) -> str | None:
+def screen(name: str, kind: str | None, data: bytes) -> str | None:
     """Why a file with these bytes must not be indexed (``secret``, ``generated``), or None.
     A secret first: it must never be indexed even when it is also generated. Pure."""
     if holds_secret(data):

@@ -24,16 +24,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from lorebase.extract.registry import document_kind
-from lorebase.ingest.pipeline import (
-    STOP_REQUESTED,
-    Ingestor,
-    IngestReport,
-    Progress,
-    SourceFile,
-    merge_counts,
-    placeholder,
-)
+from lorebase.ingest.files import SourceFile, placeholders
+from lorebase.ingest.pipeline import Ingestor
+from lorebase.ingest.report import STOP_REQUESTED, IngestReport, Progress, merge_counts
 from lorebase.ingest.sources import iter_files
 from lorebase.store.base import (
     Catalogue,
@@ -110,9 +103,7 @@ class Syncer:
         deferred = self._deferred(kb, files, defer_larger_than)
         # Recorded as pending, so status counts them and any later pass without the limit
         # reads them, whichever command runs it.
-        self.store.mark_pending(
-            kb.id, [placeholder(f) for f in files if f.key in deferred and document_kind(f.path)]
-        )
+        self.store.mark_pending(kb.id, placeholders(f for f in files if f.key in deferred))
         try:
             report = self.ingestor.process(
                 kb,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lorebase.ingest.ignore import DEPENDENCY_OR_BUILD_FOLDERS
-from lorebase.ingest.pipeline import STOP_REQUESTED, IngestReport
+from lorebase.ingest.report import STOP_REQUESTED, IngestReport
 from lorebase.store.base import KnowledgeBase
 
 DEFAULT_RESCAN_SECONDS = 60.0

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lorebase.errors import Conflict, NotFound
-from lorebase.ingest.pipeline import IngestReport, Progress
 from lorebase.ingest.queue import Job
+from lorebase.ingest.report import IngestReport, Progress
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
 from lorebase.service.bases import DEFAULT_KB
 from lorebase.service.uploads import Uploads

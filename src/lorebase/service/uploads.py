@@ -17,8 +17,9 @@ from lorebase.errors import (
     ServerFault,
     Unsupported,
 )
-from lorebase.extract.registry import document_kind
-from lorebase.ingest.pipeline import IngestReport, SourceFile
+from lorebase.extract.formats import document_kind, supported_labels
+from lorebase.ingest.files import SourceFile
+from lorebase.ingest.report import IngestReport
 from lorebase.names import checked_name
 from lorebase.service.documents import Documents
 from lorebase.service.listing import DocumentListing, DocumentPage, page_of
@@ -30,7 +31,7 @@ from lorebase.store.base import (
     NewDocument,
     new_document_id,
 )
-from lorebase.types import DocumentKind, FailureReason
+from lorebase.types import FailureReason
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import KEY_FILE, DataKey, open_text, seal_text
 from lorebase.vault.rotation import NAME_CONTEXT, NEXT_SUFFIX
@@ -118,7 +119,7 @@ class Uploads(Documents):
         return self.display_name(document)
 
     @staticmethod
-    def upload_kind(filename: str) -> tuple[str, DocumentKind]:
+    def upload_kind(filename: str) -> tuple[str, str]:
         """An upload's own name (the last part of the name it was sent with) and its kind;
         ``InvalidInput`` for a name that would not show as itself (:mod:`lorebase.names`),
         ``Unsupported`` for a kind lorebase does not read. Checks nothing else."""
@@ -126,8 +127,8 @@ class Uploads(Documents):
         kind = document_kind(PurePath(name)) if name not in ("", ".", "..") else None
         if kind is None:
             raise Unsupported(
-                "this file type is not supported; upload Markdown, text, reStructuredText, "
-                "HTML, PDF, Word (.docx) or source code files, named with their extension"
+                f"this file type is not supported; upload {supported_labels()} files, "
+                "named with their extension"
             )
         return name, kind
 
@@ -158,7 +159,7 @@ class Uploads(Documents):
                 kb.id,
                 NewDocument(
                     path=f"uploads/{document_id}",
-                    kind=kind.value,
+                    kind=kind,
                     size=len(data),
                     content_hash=digest,
                     display_name=seal_text(self.data_key, name, NAME_CONTEXT),

@@ -1,0 +1,79 @@
+"""The files a pass is given, and what it decides about them before reading a byte: which
+stored documents need no work, which files changed by size or mtime, and the row a new path
+gets up front."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lorebase.embed.base import EmbedderIdentity
+from lorebase.extract.formats import document_kind
+from lorebase.ingest.report import IngestReport
+from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file to process. ``path`` picks the extractor (by extension) and, unless ``data`` is
+    given (an upload kept in the blob store), is where the bytes are read from."""
+
+    path: Path
+    key: str  # the document's path within the knowledge base
+    source_id: int | None = None
+    data: Callable[[], bytes] | None = None
+    display_name: str | None = None
+
+
+def placeholders(files: Iterable[SourceFile]) -> list[NewDocument]:
+    """The rows new paths of a supported format get before they are read: pending, nothing
+    known but where they are (an unsupported file gets none: it fails when read)."""
+    return [
+        NewDocument(path=file.key, kind=kind, size=0, content_hash="", source_id=file.source_id)
+        for file in files
+        if (kind := document_kind(file.path)) is not None
+    ]
+
+
+def up_to_date(
+    document: DocumentRecord, kb: KnowledgeBase, identity: EmbedderIdentity | None
+) -> bool:
+    """Whether a stored document needs no work while its content stays the same: indexed
+    with the current chunking and embedding identity, or failed (not retried until its
+    content changes). Pure."""
+    if document.state is DocumentState.FAILED:
+        return True
+    if document.state is not DocumentState.INDEXED:
+        return False
+    same_identity = identity is None or document.identity_key == identity.key
+    return same_identity and document.settings_key == kb.chunk_settings.key
+
+
+def to_read(
+    kb: KnowledgeBase,
+    files: Sequence[SourceFile],
+    known: dict[str, DocumentRecord],
+    identity: EmbedderIdentity | None,
+    full: bool,
+    report: IngestReport,
+) -> list[SourceFile]:
+    """Files whose size or mtime differ from what was indexed (all of them when ``full``);
+    the others are counted unchanged in ``report`` without being read."""
+    todo = []
+    for file in files:
+        existing = known.get(file.key)
+        if file.data is not None:  # uploads have no mtime: the content hash decides
+            todo.append(file)
+            continue
+        if existing is not None and not full and up_to_date(existing, kb, identity):
+            try:
+                stat = file.path.stat()
+            except OSError:
+                todo.append(file)
+                continue
+            if (existing.size, existing.mtime) == (stat.st_size, stat.st_mtime):
+                report.unchanged += 1
+                continue
+        todo.append(file)
+    return todo
