@@ -1,7 +1,7 @@
 """The composition root: the one place that knows the concrete classes. It builds the store,
 the accounts, the embedder and the reranker from :class:`~lorebase.settings.Settings` and hands
 them to :class:`~lorebase.service.Lorebase`, the application service every surface (library,
-CLI, HTTP, MCP) calls.
+CLI, HTTP, MCP) calls, which wires its own use-case objects from those parts.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Who is asking and what they may see: callers from API keys or sign-in sessions, and every
-lookup of a base or document on a caller's behalf (anything they may not see answers like a
-missing one).
+"""Who is asking and what they may see: :class:`Access` turns API keys and sign-in sessions into
+callers, keeps the audit log, and looks up every base or document on a caller's behalf
+(anything they may not see answers like a missing one). It owns the accounts (opened on first
+use) and is the one place visibility is decided: the other use-case objects ask it.
 
 A session is an API key exchanged for a token the web page keeps in an HttpOnly cookie; it
 lasts :data:`SESSION_SECONDS` at most, never outlives its key, and ends when the key is
@@ -12,17 +13,22 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 
 from lorebase.accounts.access import Caller, can_change, can_create, can_see
-from lorebase.accounts.base import ApiKey
-from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized
-from lorebase.service.parts import Parts
-from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope
+from lorebase.accounts.base import AccountStore, ApiKey, Role, User
+from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
+from lorebase.service.names import as_id, choose
+from lorebase.settings import Settings
+from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope, Store
 
 NO_KB = "no such knowledge base"
 NO_DOCUMENT = "no such document"
 SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day at most
 CSRF_LABEL = b"lorebase-csrf:"
+
+# The identity of HTTP requests when keys are off (loopback only): a local administrator.
+LOCAL_USER = User(id=0, name="local", role=Role.ADMIN, created_at=0.0)
 
 
 def csrf_token(session: str) -> str:
@@ -30,14 +36,36 @@ def csrf_token(session: str) -> str:
     return hashlib.sha256(CSRF_LABEL + session.encode("utf-8")).hexdigest()
 
 
-class Access(Parts):
+class Access:
+    """Callers, their keys and sessions, the audit log, and every lookup of a base or document
+    as a caller may see it (without a caller: the operator's, nothing hidden)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        accounts: Callable[[], AccountStore] | None = None,
+    ) -> None:
+        """``accounts`` opens the account store on first use (None: this lorebase has none)."""
+        self._settings = settings
+        self._store = store
+        self._make_accounts = accounts
+        self._accounts: AccountStore | None = None
+
+    @property
+    def accounts(self) -> AccountStore:
+        """Users, teams, API keys and the audit log (opened on first use)."""
+        if self._accounts is None:
+            if self._make_accounts is None:
+                raise Unavailable("this lorebase was opened without accounts")
+            self._accounts = self._make_accounts()
+        return self._accounts
+
     def authenticate(self, key: str | None, session: str | None = None) -> Caller:
         """The caller behind an API key, else a sign-in session (with keys off: the local
         administrator); ``Unauthorized`` for a missing, unknown, expired or revoked key or an
         ended session."""
-        if not self.settings.serve.auth:
-            from lorebase.service.core import LOCAL_USER
-
+        if not self._settings.serve.auth:
             return Caller(LOCAL_USER)
         credential = key or session
         found = None
@@ -51,7 +79,7 @@ class Access(Parts):
 
     def sign_in(self, key: str) -> tuple[Caller, str, float]:
         """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
-        if not self.settings.serve.auth:
+        if not self._settings.serve.auth:
             raise InvalidInput("this server runs without API keys: there is nothing to sign in to")
         made = self.accounts.create_session(key, time.time() + SESSION_SECONDS)
         if made is None:
@@ -67,7 +95,7 @@ class Access(Parts):
 
     def own_keys(self, caller: Caller) -> list[ApiKey]:
         """The caller's own API keys (records, never the keys)."""
-        if not self.settings.serve.auth:
+        if not self._settings.serve.auth:
             return []
         return self.accounts.list_keys(caller.user.id)
 
@@ -82,7 +110,7 @@ class Access(Parts):
         the key the request came with: it expires no later and is revoked with it. A request
         signed in with a session cookie must give one of the caller's keys again (``key``):
         a session alone mints nothing that outlives it."""
-        if not self.settings.serve.auth:
+        if not self._settings.serve.auth:
             raise InvalidInput("this server runs without API keys")
         parent = caller.key_id
         if caller.by_session:
@@ -115,7 +143,7 @@ class Access(Parts):
         """The bases the caller may see (every base without a caller); ``totals=False`` skips
         counting their documents (a read of every document row) where only names and settings
         are needed."""
-        bases = self.store.list_kbs(totals=totals)
+        bases = self._store.list_kbs(totals=totals)
         return bases if caller is None else [kb for kb in bases if can_see(caller, kb)]
 
     def kb(
@@ -129,9 +157,7 @@ class Access(Parts):
         """A base by name (or, when no base answers to it, a number as an id), as the caller
         may see (and with ``write``, change) it; several bases of one name are told apart as
         :mod:`lorebase.service.names` says."""
-        from lorebase.service.names import as_id, choose
-
-        named = self.store.kbs_named(name)
+        named = self._store.kbs_named(name)
         if caller is not None:
             named = [kb for kb in named if can_see(caller, kb)]
         number = as_id(name)
@@ -143,7 +169,7 @@ class Access(Parts):
         kb = choose(name, named, caller, missing=missing)
         if caller is not None:
             self._allowed(caller, kb, write)
-        return self.store.get_kb_by_id(kb.id) if totals else kb
+        return self._store.get_kb_by_id(kb.id) if totals else kb
 
     def kb_by_id(
         self,
@@ -156,19 +182,19 @@ class Access(Parts):
         """A base by id, as the caller may see (and with ``write``, change) it. Its documents
         are counted only once it is known the caller may see it."""
         try:
-            kb = self.store.get_kb_by_id(kb_id, totals=totals and caller is None)
+            kb = self._store.get_kb_by_id(kb_id, totals=totals and caller is None)
         except NotFound:
             raise NotFound(NO_KB) from None
         if caller is None:
             return kb
         self._allowed(caller, kb, write)
-        return self.store.get_kb_by_id(kb_id) if totals else kb
+        return self._store.get_kb_by_id(kb_id) if totals else kb
 
     def document(
         self, document_id: str, caller: Caller | None = None, *, write: bool = False
     ) -> tuple[KnowledgeBase, DocumentRecord]:
         """A document by id in any base the caller may see, with its base."""
-        document = self.store.find_document(document_id)
+        document = self._store.find_document(document_id)
         if document is None:
             raise NotFound(NO_DOCUMENT)
         try:
@@ -197,7 +223,13 @@ class Access(Parts):
             raise NotFound("no such team among yours; `lorebase teams list` shows the teams")
         return team.id
 
+    def base(self, kb: KnowledgeBase | str) -> KnowledgeBase:
+        """The operator's base: one already looked up, or by name (or id) as :meth:`kb` reads
+        it, without its totals."""
+        return self.kb(kb, totals=False) if isinstance(kb, str) else kb
+
     def check_create(self, caller: Caller | None, scope: Scope, team_id: int | None) -> None:
+        """``Forbidden`` unless the caller may create a base in ``scope`` (and team)."""
         if caller is not None and not can_create(caller, scope, team_id):
             raise Forbidden("global bases are created by admins, team bases by the team's admins")
 

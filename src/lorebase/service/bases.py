@@ -1,5 +1,8 @@
-"""Knowledge bases and the folders they follow: create, change, delete (with everything in
-them), one path each whatever the surface."""
+"""Knowledge bases and the folders they follow: :class:`Bases` creates, changes, re-embeds and
+deletes them (with everything in them: rows, sealed originals, their evaluation), and adds and
+removes their sources — one path each whatever the surface. It asks :class:`Access` who may
+create what and records the changes in its audit log; the originals of uploads go through
+:class:`Originals`."""
 
 from __future__ import annotations
 
@@ -11,12 +14,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lorebase.accounts.access import Caller
-from lorebase.embed.registry import Reachability, kb_embedders
+from lorebase.embed.registry import Embedders, Reachability, kb_embedders
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unavailable
+from lorebase.events import EventBus
 from lorebase.names import checked_name
 from lorebase.service.access import Access
-from lorebase.settings import ChunkSettings
-from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind
+from lorebase.service.originals import Originals
+from lorebase.settings import ChunkSettings, Settings
+from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind, Store
 
 DEFAULT_KB = "default"
 EVALS_FOLDER = "evals"
@@ -63,15 +68,30 @@ def _file(path: Path) -> Path:
         raise InvalidInput("that is not a usable file path; give an absolute path") from None
 
 
-class Bases(Access):
-    def _base(self, kb: KnowledgeBase | str) -> KnowledgeBase:
-        return self.kb(kb, totals=False) if isinstance(kb, str) else kb
+class Bases:
+    """Knowledge bases and their sources, created and changed as a caller may."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedders: Embedders,
+        events: EventBus,
+        access: Access,
+        originals: Originals,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._embedders = embedders
+        self._events = events
+        self._access = access
+        self._originals = originals
 
     def _followable(self, path: Path) -> Path:
         """``path`` (resolved), unless it is lorebase's own data directory or inside it: its
         database, keys, profiles and index files are not knowledge to index (the corpora an
         evaluation writes there to index are)."""
-        data = self.settings.data_dir.expanduser().resolve()
+        data = self._settings.data_dir.expanduser().resolve()
         corpora = data / EVALS_FOLDER / CORPORA_FOLDER
         if path.is_relative_to(corpora) and path != corpora:
             return path
@@ -103,38 +123,38 @@ class Bases(Access):
         checked_name(name, "knowledge base name")
         scope = Scope(scope)
         if embedder is not None:
-            self.embedders.config(embedder)  # NotFound, listing the names
-        chosen = embedder if embedder is not None else self.embedders.default_name
-        team_id = self.team_id(team, caller) if team else None
+            self._embedders.config(embedder)  # NotFound, listing the names
+        chosen = embedder if embedder is not None else self._embedders.default_name
+        team_id = self._access.team_id(team, caller) if team else None
         if scope is Scope.TEAM and team_id is None:
             raise InvalidInput("a team knowledge base needs a team")
-        self.check_create(caller, scope, team_id)
+        self._access.check_create(caller, scope, team_id)
         if sources and caller is not None and not caller.is_admin:
             raise Forbidden("only administrators may point a knowledge base at server folders")
         folders = [self._followable(folder(path, over_http=caller is not None)) for path in sources]
-        kb = self.store.create_kb(
+        kb = self._store.create_kb(
             name,
             description=description,
             scope=scope,
             owner=caller.user.name if caller is not None else None,
-            chunk_settings=chunk_settings or self.settings.chunk,
+            chunk_settings=chunk_settings or self._settings.chunk,
             team_id=team_id if scope is Scope.TEAM else None,
             embedder=chosen,
         )
         try:
             for path in folders:
-                self.store.add_source(kb.id, str(path))
+                self._store.add_source(kb.id, str(path))
         except Exception:
-            self.store.delete_kb(kb.id)
+            self._store.delete_kb(kb.id)
             raise
-        self.audit(caller, "create_knowledge_base", f"kb:{kb.id}")
-        return self.store.get_kb_by_id(kb.id)
+        self._access.audit(caller, "create_knowledge_base", f"kb:{kb.id}")
+        return self._store.get_kb_by_id(kb.id)
 
     def ensure_kb(self, name: str) -> KnowledgeBase:
         """The knowledge base called ``name`` (or numbered: an id), created with default
         settings if needed (a number no base has is a name)."""
         try:
-            return self.kb(name)
+            return self._access.kb(name)
         except NotFound:
             return self.create_kb(name)
 
@@ -148,13 +168,13 @@ class Bases(Access):
     ) -> KnowledgeBase:
         """New chunking settings (the next pass re-chunks, and re-embeds what changed) and/or
         a new description."""
-        base = self._base(kb)
+        base = self._access.base(kb)
         if chunk_settings is not None:
-            self.store.update_kb_chunking(base.id, chunk_settings)
+            self._store.update_kb_chunking(base.id, chunk_settings)
         if description is not None:
-            self.store.set_kb_description(base.id, description)
-        self.audit(caller, "update_knowledge_base", f"kb:{base.id}")
-        return self.store.get_kb_by_id(base.id)
+            self._store.set_kb_description(base.id, description)
+        self._access.audit(caller, "update_knowledge_base", f"kb:{base.id}")
+        return self._store.get_kb_by_id(base.id)
 
     def reembed_kb(
         self, kb: KnowledgeBase | str, embedder: str, *, caller: Caller | None = None
@@ -166,24 +186,24 @@ class Bases(Access):
         vectors go. A pass cut short (a stop, a kill) leaves what it made for the next one.
         ``NotFound`` for an unknown name, ``Unavailable`` when the embedder does not answer
         now (nothing is recorded)."""
-        base = self._base(kb)
-        self.embedders.config(embedder)
-        reached = self.embedders.reachability(embedder, max_age=0)
+        base = self._access.base(kb)
+        self._embedders.config(embedder)
+        reached = self._embedders.reachability(embedder, max_age=0)
         if not reached.reachable:
             raise Unavailable(
                 f"the embedder {embedder} does not answer ({reached.detail}); start it, then "
                 "ask for the re-embed again"
             )
-        self.store.set_kb_embedder_target(base.id, embedder)
-        self.audit(caller, "reembed_knowledge_base", f"kb:{base.id}")
-        return self.store.get_kb_by_id(base.id)
+        self._store.set_kb_embedder_target(base.id, embedder)
+        self._access.audit(caller, "reembed_knowledge_base", f"kb:{base.id}")
+        return self._store.get_kb_by_id(base.id)
 
     def embedder_reachability(self, kb: KnowledgeBase) -> Reachability:
         """Whether the embedder the base answers with does (probed at most every half
         minute per embedder)."""
         name = kb_embedders(kb).answering
         try:
-            return self.embedders.reachability(name)
+            return self._embedders.reachability(name)
         except NotFound:
             return Reachability(False, f"the embedder {name} is not configured any more")
 
@@ -192,24 +212,24 @@ class Bases(Access):
         the encrypted originals of its uploads (a blob that will not go is left for the orphan
         sweep at the next start; the delete still succeeds) and its other files (its last
         evaluation)."""
-        base = self._base(kb)
-        uploads = [d.id for d in self.store.list_documents(base.id) if d.uploaded]
-        self.store.delete_kb(base.id)
+        base = self._access.base(kb)
+        uploads = [d.id for d in self._store.list_documents(base.id) if d.uploaded]
+        self._store.delete_kb(base.id)
         if uploads:
-            blobs = self.blobs
+            blobs = self._originals.blobs
             for document_id in uploads:
                 with contextlib.suppress(OSError):
                     blobs.delete(document_id)
         self._delete_kb_files(base)
-        self.events.publish("knowledge_base", base.id, state="deleted")
-        self.audit(caller, "delete_knowledge_base", f"kb:{base.id}")
+        self._events.publish("knowledge_base", base.id, state="deleted")
+        self._access.audit(caller, "delete_knowledge_base", f"kb:{base.id}")
 
     def _delete_kb_files(self, base: KnowledgeBase) -> None:
         """The files kept for a base beside the database: its last evaluation and, for a base
         an older `lorebase eval` made, the corpus it wrote out."""
-        evals = self.settings.data_dir / EVALS_FOLDER
+        evals = self._settings.data_dir / EVALS_FOLDER
         with contextlib.suppress(OSError):
-            eval_result_path(self.settings.data_dir, base.name).unlink(missing_ok=True)
+            eval_result_path(self._settings.data_dir, base.name).unlink(missing_ok=True)
         legacy = LEGACY_EVAL_CORPUS.match(base.description)
         if legacy is not None:
             for corpus in (evals / "corpora").glob(f"*-{legacy.group(1)}"):
@@ -217,7 +237,8 @@ class Bases(Access):
 
     # -- sources -----------------------------------------------------------------------------
     def sources(self, kb: KnowledgeBase | str) -> list[Source]:
-        return self.store.list_sources(self._base(kb).id)
+        """The folders and files the base follows."""
+        return self._store.list_sources(self._access.base(kb).id)
 
     def add_source(
         self, kb: KnowledgeBase | str, path: Path | str, *, caller: Caller | None = None
@@ -225,10 +246,10 @@ class Bases(Access):
         """Follow a folder (on this machine: over HTTP, administrators only)."""
         if caller is not None and not caller.is_admin:
             raise Forbidden("only administrators may point a knowledge base at server folders")
-        base = self._base(kb)
+        base = self._access.base(kb)
         followed = self._followable(folder(path, over_http=caller is not None))
-        source = self.store.add_source(base.id, str(followed))
-        self.audit(caller, "add_source", f"kb:{base.id}")
+        source = self._store.add_source(base.id, str(followed))
+        self._access.audit(caller, "add_source", f"kb:{base.id}")
         return source
 
     def source_for(self, kb: KnowledgeBase, path: Path) -> Source:
@@ -240,7 +261,7 @@ class Bases(Access):
             wanted, kind = self._followable(folder(path)), SourceKind.FOLDER
         else:
             wanted, kind = self._followable(_file(path)), SourceKind.FILE
-        known = self.store.list_sources(kb.id)
+        known = self._store.list_sources(kb.id)
         for source in known:
             if source.path == str(wanted):
                 return source
@@ -250,19 +271,19 @@ class Bases(Access):
         if kind is SourceKind.FOLDER:
             for source in known:
                 if source.kind is SourceKind.FILE and Path(source.path).is_relative_to(wanted):
-                    self.store.remove_source(kb.id, source.id)
-        return self.store.add_source(kb.id, str(wanted), kind)
+                    self._store.remove_source(kb.id, source.id)
+        return self._store.add_source(kb.id, str(wanted), kind)
 
     def remove_source(
         self, kb: KnowledgeBase | str, source: int | str, *, caller: Caller | None = None
     ) -> int:
         """Stop following a folder or file (by id, path or label); its documents are dropped.
         Returns how many."""
-        base = self._base(kb)
-        for known in self.store.list_sources(base.id):
+        base = self._access.base(kb)
+        for known in self._store.list_sources(base.id):
             if _matches(known, source):
-                dropped = self.store.remove_source(base.id, known.id)
-                self.audit(caller, "remove_source", f"kb:{base.id}")
+                dropped = self._store.remove_source(base.id, known.id)
+                self._access.audit(caller, "remove_source", f"kb:{base.id}")
                 return dropped
         raise NotFound(
             f"{base.name} follows no folder or file {source!r}; `kb sources list` shows them"

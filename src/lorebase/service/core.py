@@ -1,11 +1,14 @@
-"""The :class:`Lorebase` application service, assembled from one mixin per group of use cases.
-
-Each group lives in a module of its own, each building on the one before: ``access`` (callers
-and what they may see), ``bases``, ``documents`` (reads, search, agents, deletes, reindex),
-``uploads``, ``passes`` (indexing folders, the background of ``serve``); :class:`Parts`
-declares what they share. The composition root
-(:mod:`lorebase.app`) builds the parts from :class:`~lorebase.settings.Settings` and hands them
-in: this layer never picks a concrete store, embedder or reranker.
+"""The :class:`Lorebase` application service: a facade over the use-case objects it is made of,
+one module and one job each — :class:`~.access.Access` (callers, keys, sessions, the audit log,
+every lookup as a caller may see it), :class:`~.originals.Originals` (the data key, the sealed
+originals and names of uploads), :class:`~.bases.Bases` (bases and their sources),
+:class:`~.documents.Documents` (reads, listings, search, deletes, reindex),
+:class:`~.uploads.Uploads`, :class:`~.passes.Passes` (add, sync, watch, key rotation) and
+:class:`~.serving.Serving` (the background of ``serve``). :meth:`Lorebase.__init__` makes them,
+handing each exactly the parts it uses and the objects it asks (made before it: data flows one
+way); every public method is a one-line delegate. The composition root (:mod:`lorebase.app`)
+builds the parts from :class:`~lorebase.settings.Settings`: this layer never picks a concrete
+store, embedder or reranker.
 
 Threading: searches and reads run on any thread (the store gives each its own snapshot);
 ingestion — folder passes, uploads, reindexes — runs under the ingestion lock, either on the
@@ -16,30 +19,55 @@ starts a thread but the folder watcher of ``serve``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
-from lorebase.accounts.base import AccountStore, Role, User
+from lorebase.accounts.access import Caller
+from lorebase.accounts.base import AccountStore, ApiKey
 from lorebase.embed.base import Embedder
-from lorebase.embed.registry import Embedders
+from lorebase.embed.registry import Embedders, Reachability
 from lorebase.events import EventBus
 from lorebase.ingest.pipeline import Ingestor
-from lorebase.ingest.queue import IngestQueue, JobQueue, QueueFactory
+from lorebase.ingest.queue import IngestQueue, Job, JobQueue, QueueFactory
+from lorebase.ingest.report import IngestReport, Progress
 from lorebase.ingest.sync import Syncer
+from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
 from lorebase.lock import IngestLock
 from lorebase.rerank.base import Reranker
+from lorebase.search.query import SearchRequest, SearchResponse
 from lorebase.search.service import SearchService
-from lorebase.service.passes import Passes
-from lorebase.settings import Settings
-from lorebase.store.base import DocumentRecord, Store
+from lorebase.service.access import LOCAL_USER, Access
+from lorebase.service.bases import DEFAULT_KB, Bases
+from lorebase.service.documents import Documents
+from lorebase.service.listing import DocumentListing, DocumentPage
+from lorebase.service.originals import Originals
+from lorebase.service.passes import Passes, announcing
+from lorebase.service.serving import Serving
+from lorebase.service.uploads import Uploads
+from lorebase.settings import ChunkSettings, Settings
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    KnowledgeBase,
+    Scope,
+    Source,
+    Store,
+    StoredChunk,
+)
+from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import DataKey
 from lorebase.vault.storage import BlobStorage
 
-# The identity of HTTP requests when keys are off (loopback only): a local administrator.
-LOCAL_USER = User(id=0, name="local", role=Role.ADMIN, created_at=0.0)
+if TYPE_CHECKING:
+    from lorebase.vault.rotation import Rotation
+
+__all__ = ["LOCAL_USER", "Lorebase"]
 
 
-class Lorebase(Passes):
+class Lorebase:
     """A lorebase instance over one data directory. Use :func:`lorebase.open`.
 
     Methods that take a ``caller`` check what that user may see and change, and report a
@@ -81,40 +109,40 @@ class Lorebase(Passes):
         )
         self.embedder = self.embedders.default
         self.reranker = reranker
-        self.ingestor = Ingestor(store, self.embedders, settings.extract, on_document=self._settled)
+        events = self.events = events if events is not None else EventBus()
+        self.ingestor = Ingestor(
+            store, self.embedders, settings.extract, on_document=announcing(events)
+        )
         self.syncer = Syncer(store, self.ingestor)
         self.searcher = SearchService(store, self.embedders, reranker, settings.search)
-        self.lock = IngestLock(settings.data_dir, holder)
-        self.events = events if events is not None else EventBus()
-        self._announced_damage = set()
-        self._damage_lock = threading.Lock()
-        self.queue = (
+        lock = self.lock = IngestLock(settings.data_dir, holder)
+        # The queue's callbacks are this facade's: the objects that do the jobs come below.
+        self.queue: JobQueue = (
             queue(self._run_job, self._pending_jobs, self.abandon_upload)
             if queue is not None
-            else self._local_queue()
+            else IngestQueue(
+                self._run_job,
+                self._pending_jobs,
+                size=settings.serve.queue_size,
+                workers=settings.serve.workers,
+            )
         )
-        self._make_accounts = accounts
-        self._accounts: AccountStore | None = None
-        self._init_uploads(data_key, blob_storage)
-        self._init_passes()
-
-    def _local_queue(self) -> JobQueue:
-        """The embedded default: this process's own queue (its state is in the store)."""
-        return IngestQueue(
-            self._run_job,
-            self._pending_jobs,
-            size=self.settings.serve.queue_size,
-            workers=self.settings.serve.workers,
+        # The use-case objects, each made after the ones it asks.
+        jobs = self.queue
+        access = self._access = Access(settings, store, accounts)
+        originals = self._originals = Originals(settings, store, data_key, blob_storage)
+        bases = self._bases = Bases(settings, store, self.embedders, events, access, originals)
+        self._documents = Documents(
+            store, self.embedders, self.searcher, events, jobs, access, originals
         )
-
-    def _settled(self, kb_id: int, document: DocumentRecord) -> None:
-        """A document indexed or failed, by any pass or upload: an event (ids and states)."""
-        self.events.publish(
-            "document",
-            kb_id,
-            document_id=document.id,
-            state=document.state.value,
-            reason=document.reason,
+        uploads = self._uploads = Uploads(
+            settings, store, self.embedders, self.ingestor, lock, events, jobs, access, originals
+        )
+        passes = self._passes = Passes(
+            settings, store, self.syncer, lock, access, bases, uploads, originals
+        )
+        self._serving = Serving(
+            settings, store, events, jobs, lock, originals, uploads, passes, self._queued_pass
         )
 
     @property
@@ -123,19 +151,333 @@ class Lorebase(Passes):
         database's URL without its password."""
         return self.store.location
 
+    # -- callers and what they may see (Access) ------------------------------------------------
     @property
     def accounts(self) -> AccountStore:
         """Users, teams, API keys and the audit log (opened on first use)."""
-        if self._accounts is None:
-            if self._make_accounts is None:
-                from lorebase.errors import Unavailable
+        return self._access.accounts
 
-                raise Unavailable("this lorebase was opened without accounts")
-            self._accounts = self._make_accounts()
-        return self._accounts
+    def authenticate(self, key: str | None, session: str | None = None) -> Caller:
+        """The caller behind an API key, else a sign-in session."""
+        return self._access.authenticate(key, session)
+
+    def sign_in(self, key: str) -> tuple[Caller, str, float]:
+        """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
+        return self._access.sign_in(key)
+
+    def sign_out(self, session: str) -> None:
+        """End a session (unknown or ended ones are ignored)."""
+        self._access.sign_out(session)
+
+    def own_keys(self, caller: Caller) -> list[ApiKey]:
+        """The caller's own API keys (records, never the keys)."""
+        return self._access.own_keys(caller)
+
+    def create_own_key(
+        self, caller: Caller, name: str, expires_at: float | None = None, key: str | None = None
+    ) -> tuple[str, ApiKey]:
+        """A new key for the caller, made with (and revoked with) the key it asks with."""
+        return self._access.create_own_key(caller, name, expires_at, key)
+
+    def revoke_own_key(self, caller: Caller, key_id: int) -> None:
+        """Revoke one of the caller's keys; its sessions end with it."""
+        self._access.revoke_own_key(caller, key_id)
+
+    def team_names(self) -> dict[int, str]:
+        """Every team's name by id."""
+        return self._access.team_names()
+
+    def knowledge_bases(
+        self, caller: Caller | None = None, *, totals: bool = True
+    ) -> list[KnowledgeBase]:
+        """The bases the caller may see (every base without a caller)."""
+        return self._access.knowledge_bases(caller, totals=totals)
+
+    def kb(
+        self, name: str, caller: Caller | None = None, *, write: bool = False, totals: bool = True
+    ) -> KnowledgeBase:
+        """A base by name (or, when no base answers to it, a number as an id)."""
+        return self._access.kb(name, caller, write=write, totals=totals)
+
+    def kb_by_id(
+        self, kb_id: int, caller: Caller | None = None, *, write: bool = False, totals: bool = False
+    ) -> KnowledgeBase:
+        """A base by id, as the caller may see (and with ``write``, change) it."""
+        return self._access.kb_by_id(kb_id, caller, write=write, totals=totals)
+
+    def document(
+        self, document_id: str, caller: Caller | None = None, *, write: bool = False
+    ) -> tuple[KnowledgeBase, DocumentRecord]:
+        """A document by id in any base the caller may see, with its base."""
+        return self._access.document(document_id, caller, write=write)
+
+    def may_see(self, key: str | None, kb_id: int, session: str | None = None) -> bool:
+        """Whether the holder of ``key`` (or ``session``) may see base ``kb_id`` now."""
+        return self._access.may_see(key, kb_id, session)
+
+    # -- knowledge bases and their sources (Bases) ---------------------------------------------
+    def create_kb(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        scope: Scope | str = Scope.PERSONAL,
+        chunk_settings: ChunkSettings | None = None,
+        sources: Sequence[Path] = (),
+        team: str | None = None,
+        caller: Caller | None = None,
+        embedder: str | None = None,
+    ) -> KnowledgeBase:
+        """A new base owned by the caller, following ``sources``, embedded with ``embedder``."""
+        return self._bases.create_kb(
+            name,
+            description=description,
+            scope=scope,
+            chunk_settings=chunk_settings,
+            sources=sources,
+            team=team,
+            caller=caller,
+            embedder=embedder,
+        )
+
+    def ensure_kb(self, name: str) -> KnowledgeBase:
+        """The knowledge base called ``name``, created with default settings if needed."""
+        return self._bases.ensure_kb(name)
+
+    def update_kb(
+        self,
+        kb: KnowledgeBase | str,
+        chunk_settings: ChunkSettings | None = None,
+        *,
+        description: str | None = None,
+        caller: Caller | None = None,
+    ) -> KnowledgeBase:
+        """New chunking settings and/or a new description."""
+        return self._bases.update_kb(kb, chunk_settings, description=description, caller=caller)
+
+    def reembed_kb(
+        self, kb: KnowledgeBase | str, embedder: str, *, caller: Caller | None = None
+    ) -> KnowledgeBase:
+        """Move the base to the named ``embedder`` (its next passes make the new vectors)."""
+        return self._bases.reembed_kb(kb, embedder, caller=caller)
+
+    def embedder_reachability(self, kb: KnowledgeBase) -> Reachability:
+        """Whether the embedder the base answers with does."""
+        return self._bases.embedder_reachability(kb)
+
+    def delete_kb(self, kb: KnowledgeBase | str, *, caller: Caller | None = None) -> None:
+        """The base and everything in it."""
+        self._bases.delete_kb(kb, caller=caller)
+
+    def sources(self, kb: KnowledgeBase | str) -> list[Source]:
+        """The folders and files the base follows."""
+        return self._bases.sources(kb)
+
+    def add_source(
+        self, kb: KnowledgeBase | str, path: Path | str, *, caller: Caller | None = None
+    ) -> Source:
+        """Follow a folder (on this machine: over HTTP, administrators only)."""
+        return self._bases.add_source(kb, path, caller=caller)
+
+    def remove_source(
+        self, kb: KnowledgeBase | str, source: int | str, *, caller: Caller | None = None
+    ) -> int:
+        """Stop following a folder or file; returns how many documents were dropped."""
+        return self._bases.remove_source(kb, source, caller=caller)
+
+    # -- documents: reads, search, changes (Documents) -----------------------------------------
+    def documents(
+        self, kb: KnowledgeBase | str, state: DocumentState | None = None
+    ) -> list[DocumentRecord]:
+        """The base's documents (those in ``state``)."""
+        return self._documents.documents(kb, state)
+
+    def document_page(self, kb: KnowledgeBase | str, listing: DocumentListing) -> DocumentPage:
+        """The page of the base's documents ``listing`` asks for."""
+        return self._documents.document_page(kb, listing)
+
+    def document_in(self, kb: KnowledgeBase | str, document_id: str) -> DocumentRecord:
+        """A document of this base by id (``NotFound`` for an id of another base)."""
+        return self._documents.document_in(kb, document_id)
+
+    def find_document(self, id_or_prefix: str) -> tuple[KnowledgeBase, DocumentRecord]:
+        """The operator's lookup (CLI): a document by id, or by the start of its id."""
+        return self._documents.find_document(id_or_prefix)
+
+    def source_of(self, kb: KnowledgeBase, document: DocumentRecord) -> Source | None:
+        """The folder or file a document comes from; None for an upload."""
+        return self._documents.source_of(kb, document)
+
+    def origin(self, kb: KnowledgeBase, document: DocumentRecord) -> Path | None:
+        """Where a document's file is on this machine (None: see :meth:`source_of`)."""
+        return self._documents.origin(kb, document)
+
+    def display_name(self, document: DocumentRecord) -> str:
+        """What to show for a document: an upload's (decrypted) file name, else its path."""
+        return self._originals.display_name(document)
+
+    def text(self, kb: KnowledgeBase | str, document_id: str) -> str:
+        """The whole extracted text of a document (chunk offsets index into it)."""
+        return self._documents.text(kb, document_id)
+
+    def read(
+        self, kb: KnowledgeBase | str, document_id: str, start: int = 0, max_chars: int = 20_000
+    ) -> str:
+        """A bounded window of a document's extracted text."""
+        return self._documents.read(kb, document_id, start, max_chars)
+
+    def neighbors(
+        self, kb: KnowledgeBase | str, chunk_id: str, window: int = 1
+    ) -> list[StoredChunk]:
+        """The chunk and up to ``window`` chunks each side of it in its document, in order."""
+        return self._documents.neighbors(kb, chunk_id, window)
+
+    def chunks_of(
+        self, kb: KnowledgeBase | str, document_id: str, start: int = 0, limit: int = 20
+    ) -> list[StoredChunk]:
+        """A document's chunks in order from ordinal ``start``."""
+        return self._documents.chunks_of(kb, document_id, start, limit)
+
+    def search(
+        self,
+        request: SearchRequest | str,
+        *,
+        kb: str | int | KnowledgeBase | Sequence[str | int | KnowledgeBase] | None = None,
+        caller: Caller | None = None,
+        **options: Any,
+    ) -> SearchResponse:
+        """Hybrid (or one-arm) search over the given bases (none: every base the caller may
+        see): ``lb.search("vacation policy", kb="notes", top_k=5, mode="keyword")``, or a
+        :class:`~lorebase.search.query.SearchRequest`."""
+        return self._documents.search(request, kb=kb, caller=caller, **options)
+
+    def observe_embedding(self, observer: Callable[[str, float], None]) -> None:
+        """Call ``observer(kind, seconds)`` after each batch the embedder answers (metrics)."""
+        self._documents.observe_embedding(observer)
+
+    def damaged_keyword_indexes(self, kb_ids: Sequence[int] | None = None) -> dict[int, str]:
+        """The bases whose keyword index this process found damaged, with why."""
+        return self._documents.damaged_keyword_indexes(kb_ids)
+
+    def documents_by_state(self) -> dict[str, int]:
+        """How many documents are in each state, over every base (metrics)."""
+        return self._documents.documents_by_state()
+
+    def delete_document(
+        self, kb: KnowledgeBase, document: DocumentRecord, *, caller: Caller | None = None
+    ) -> None:
+        """The document's rows, then its stored original."""
+        self._documents.delete_document(kb, document, caller=caller)
+
+    def reindex(self, kb: KnowledgeBase, document: DocumentRecord | None = None) -> int:
+        """Index one document, or every document of the base, again in the background."""
+        return self._documents.reindex(kb, document)
+
+    def request_pass(self, kb: KnowledgeBase) -> None:
+        """A pass over the base's folders, in the background."""
+        self._documents.request_pass(kb)
+
+    # -- uploads and their sealed originals (Uploads, Originals) -------------------------------
+    @property
+    def data_key(self) -> DataKey:
+        """The key that seals uploads and their names."""
+        return self._originals.data_key
+
+    @property
+    def blobs(self) -> BlobStore:
+        """The encrypted originals of uploaded files."""
+        return self._originals.blobs
+
+    def upload_name(self, document_id: str) -> str | None:
+        """An uploaded document's own file name, by id (None: no such upload)."""
+        return self._originals.upload_name(document_id)
+
+    @staticmethod
+    def upload_kind(filename: str) -> tuple[str, str]:
+        """An upload's own name and its kind (checks nothing else)."""
+        return Uploads.upload_kind(filename)
+
+    def upload(
+        self,
+        kb: KnowledgeBase,
+        filename: str,
+        chunks: Iterable[bytes],
+        *,
+        caller: Caller | None = None,
+    ) -> tuple[DocumentRecord, bool]:
+        """Store one uploaded file encrypted and queue it: (document, created)."""
+        return self._uploads.upload(kb, filename, chunks, caller=caller)
+
+    def abandon_upload(self, kb_id: int, document_id: str) -> None:
+        """Fail an upload whose job was cut off too often (``worker_lost``)."""
+        self._uploads.abandon_upload(kb_id, document_id)
+
+    # -- indexing: folder passes (Passes) ------------------------------------------------------
+    def ingesting(self) -> AbstractContextManager[None]:
+        """Hold the ingestion lock (puts back what a crashed pass left half way)."""
+        return self._passes.ingesting()
+
+    def add(
+        self,
+        paths: Sequence[Path],
+        kb: str = DEFAULT_KB,
+        on_progress: Callable[[Progress], None] | None = None,
+        stop: threading.Event | None = None,
+        defer_larger_than: int | None = None,
+    ) -> IngestReport:
+        """Index files and folders into ``kb`` (created if needed), each followed from now."""
+        return self._passes.add(paths, kb, on_progress, stop, defer_larger_than)
+
+    def sync(
+        self,
+        kb: KnowledgeBase | str | None = None,
+        *,
+        full: bool = False,
+        stop: threading.Event | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> dict[str, IngestReport]:
+        """One pass over the folders and files of ``kb`` (default: every base following some)."""
+        return self._passes.sync(kb, full=full, stop=stop, on_progress=on_progress)
+
+    def watch(
+        self,
+        kb: str | None = None,
+        *,
+        stop: threading.Event,
+        rescan_seconds: float = DEFAULT_RESCAN_SECONDS,
+        on_report: Callable[[KnowledgeBase, IngestReport], None] | None = None,
+    ) -> None:
+        """Keep the folders of ``kb`` (default all) indexed until ``stop`` is set."""
+        self._passes.watch(kb, stop=stop, rescan_seconds=rescan_seconds, on_report=on_report)
+
+    def rotate_data_key(self) -> Rotation:
+        """Re-encrypt every upload and sealed name under a new data key (re-runnable)."""
+        return self._passes.rotate_data_key()
+
+    # -- the background of `serve` (Serving) ---------------------------------------------------
+    def start_serving(self) -> None:
+        """Start the queue's workers and the folder watcher (``serve``, ``lorebase worker``)."""
+        self._serving.start()
+
+    def stop_serving(self) -> None:
+        """Workers finish the job they hold; the watcher ends; the lock is released."""
+        self._serving.stop()
+
+    def _run_job(self, kb_id: int, document_id: str | None) -> None:
+        """The queue's runner: one upload, or a pass over one base's folders."""
+        self._serving.run_job(kb_id, document_id)
+
+    def _pending_jobs(self) -> Iterator[Job]:
+        """What the queue's sweep finds to do."""
+        return self._serving.pending_jobs()
+
+    def _queued_pass(self, kb: KnowledgeBase, stop: threading.Event) -> None:
+        """A pass the queue runs: a :meth:`sync` like any other, through this facade."""
+        self.sync(kb, stop=stop)
 
     # -- life ----------------------------------------------------------------------------------
     def close(self) -> None:
+        """Stop the background, then close the parts (borrowed clients are left open)."""
         self.stop_serving()
         self.events.close()
         self.searcher.close()

@@ -1,50 +1,88 @@
-"""Indexing: files and folders added, passes over the folders a base follows, watching them,
-and the background of ``serve`` (the ingestion queue's workers and the folder watcher)."""
+"""Indexing the folders and files a base follows: :class:`Passes` adds them (each becomes a
+source), runs passes over them (``sync``), keeps them indexed as they change (``watch``) and
+rotates the data key, each under the ingestion lock. Which base a name means is
+:class:`Access`'s to say, which source a path belongs to :class:`Bases`'; a re-embed's pass
+also reads the uploads :class:`Uploads` hands it.
+
+:func:`announcing` is what the ingestor tells as each document settles: an event."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lorebase.errors import Conflict, NotFound
-from lorebase.ingest.queue import Job
+from lorebase.errors import NotFound
+from lorebase.events import EventBus
 from lorebase.ingest.report import IngestReport, Progress
+from lorebase.ingest.sync import Syncer
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
-from lorebase.service.bases import DEFAULT_KB
+from lorebase.lock import IngestLock
+from lorebase.service.access import Access
+from lorebase.service.bases import DEFAULT_KB, Bases
+from lorebase.service.originals import Originals
 from lorebase.service.uploads import Uploads
-from lorebase.store.base import DocumentState, KnowledgeBase
+from lorebase.settings import Settings
+from lorebase.store.base import DocumentRecord, KnowledgeBase, Store
 
 if TYPE_CHECKING:
     from lorebase.vault.rotation import Rotation
 
-WATCHER_JOIN_SECONDS = 30
+
+def announcing(events: EventBus) -> Callable[[int, DocumentRecord], None]:
+    """What a pass or an upload calls as each document is indexed or fails: an event (ids
+    and states)."""
+
+    def settled(kb_id: int, document: DocumentRecord) -> None:
+        events.publish(
+            "document",
+            kb_id,
+            document_id=document.id,
+            state=document.state.value,
+            reason=document.reason,
+        )
+
+    return settled
 
 
-class Passes(Uploads):
-    _watcher: threading.Thread | None
-    _serving: bool
+class Passes:
+    """Folder passes (``add``, ``sync``, ``watch``) and what else runs under the ingestion
+    lock on the caller's thread."""
 
-    def _init_passes(self) -> None:
-        self._stop = threading.Event()
-        self._watcher = None
-        self._serving = False
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        syncer: Syncer,
+        lock: IngestLock,
+        access: Access,
+        bases: Bases,
+        uploads: Uploads,
+        originals: Originals,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._syncer = syncer
+        self._lock = lock
+        self._access = access
+        self._bases = bases
+        self._uploads = uploads
+        self._originals = originals
 
     @contextmanager
     def ingesting(self) -> Iterator[None]:
         """Hold the ingestion lock. On first taking it, documents a crashed pass left half
         way go back to ``pending`` (holding the lock proves no other pass is running)."""
-        first = not self.lock.held
-        self.lock.acquire()
+        first = not self._lock.held
+        self._lock.acquire()
         try:
             if first:  # over a shared store, uploads in flight are other processes' jobs
-                self.store.reset_unfinished(uploads=not self.settings.shared_store)
+                self._store.reset_unfinished(uploads=not self._settings.shared_store)
             yield
         finally:
-            self.lock.release()
+            self._lock.release()
 
     def add(
         self,
@@ -63,11 +101,11 @@ class Passes(Uploads):
             if not path.exists():
                 raise NotFound(f"{path} does not exist; check the path and try again")
         with self.ingesting():
-            base = self.ensure_kb(kb)
-            chosen = {self.source_for(base, path).id for path in paths}
+            base = self._bases.ensure_kb(kb)
+            chosen = {self._bases.source_for(base, path).id for path in paths}
             # A folder added after a file inside it took that file's source over.
-            sources = [s for s in self.store.list_sources(base.id) if s.id in chosen]
-            return self.syncer.sync(
+            sources = [s for s in self._store.list_sources(base.id) if s.id in chosen]
+            return self._syncer.sync(
                 base,
                 sources=sources,
                 on_progress=on_progress,
@@ -86,20 +124,20 @@ class Passes(Uploads):
         """One pass over the folders and files of ``kb`` (default: every base following
         some)."""
         with self.ingesting():
-            bases = [self._base(kb)] if kb else self.store.list_kbs()
+            bases = [self._access.base(kb)] if kb else self._store.list_kbs()
             reports: dict[str, IngestReport] = {}
             for base in bases:
                 moving = base.embedder_next is not None
-                if kb is None and not moving and not self.store.list_sources(base.id):
+                if kb is None and not moving and not self._store.list_sources(base.id):
                     continue
                 if stop is not None and stop.is_set():
                     break
-                reports[base.name] = self.syncer.sync(
+                reports[base.name] = self._syncer.sync(
                     base,
                     full=full,
                     stop=stop,
                     on_progress=on_progress,
-                    extra_files=self._uploads_to_reembed(base) if moving else (),
+                    extra_files=self._uploads.to_reembed(base) if moving else (),
                 )
             return reports
 
@@ -114,13 +152,13 @@ class Passes(Uploads):
         """Keep the folders of ``kb`` (default all) indexed until ``stop`` is set."""
 
         def bases() -> list[KnowledgeBase]:
-            return [self.kb(kb)] if kb else self.store.list_kbs()
+            return [self._access.kb(kb)] if kb else self._store.list_kbs()
 
         def folders(base: KnowledgeBase) -> list[Path]:
-            return [Path(s.path) for s in self.store.list_sources(base.id)]
+            return [Path(s.path) for s in self._store.list_sources(base.id)]
 
         def run_pass(base: KnowledgeBase) -> IngestReport:
-            report = self.syncer.sync(self.store.get_kb_by_id(base.id), stop=stop)
+            report = self._syncer.sync(self._store.get_kb_by_id(base.id), stop=stop)
             if on_report is not None:
                 on_report(base, report)
             return report
@@ -131,106 +169,5 @@ class Passes(Uploads):
     def rotate_data_key(self) -> Rotation:
         """Re-encrypt every upload and sealed name under a new data key (re-runnable: a
         rotation cut short is finished by running it again)."""
-        from lorebase.vault.rotation import rotate_data_key
-
         with self.ingesting():
-            rotation = rotate_data_key(
-                self.settings.data_dir,
-                self.store,
-                self.settings.data_key,
-                blobs=self._blob_storage,
-            )
-        self._data_key, self._blobs = rotation.new_key, None
-        return rotation
-
-    # -- the background of `serve` ---------------------------------------------------------------
-    def start_serving(self) -> None:
-        """Start the background of ``serve`` (or of ``lorebase worker``): the queue's workers
-        (unless ``serve.ingest`` is off) and, unless turned off, the folder watcher.
-
-        Over the embedded store this process is the only indexer: it holds the ingestion lock
-        for its life, and at start puts back what a crash left half way and sweeps orphaned
-        blobs of any age. Over a shared store other processes index at the same time: the
-        jobs' leases take care of crashed work, and orphans are swept only past the grace
-        period (an upload in flight elsewhere has stored its original, not yet its row)."""
-        if self._serving:
-            return
-        self.data_key  # noqa: B018  (refuses to start with a missing or wrong data key)
-        shared = self.settings.shared_store
-        if not shared:
-            self.lock.acquire()
-        self._serving = True
-        self._stop.clear()
-        if shared:
-            self.blobs.sweep_orphans(self.upload_ids())
-        else:
-            self.store.reset_unfinished()
-            # Holding the lock, no upload is half-stored: orphans of any age can go.
-            self.blobs.sweep_orphans(self.upload_ids(), grace=0)
-        # An upload whose original is missing fails now instead of being queued forever.
-        self.fail_lost_uploads()
-        if not self.settings.serve.ingest:
-            return
-        self.queue.start()
-        self.queue.sweep_now()
-        for base in self.store.list_kbs(totals=False):
-            if base.embedder_next is not None:  # a re-embed a stop or a crash cut short
-                self.queue.admit(base.id, None)
-        if self.settings.serve.watch:
-            self._watcher = threading.Thread(
-                target=self._watch_folders, name="lorebase-watch", daemon=True
-            )
-            self._watcher.start()
-
-    def stop_serving(self) -> None:
-        """Workers finish the job they hold; the watcher ends; the lock is released."""
-        if not self._serving:
-            return
-        self._serving = False
-        self._stop.set()
-        if self.settings.serve.ingest:
-            self.queue.stop()
-        if self._watcher is not None:
-            self._watcher.join(timeout=WATCHER_JOIN_SECONDS)
-            self._watcher = None
-        if not self.settings.shared_store:
-            self.lock.release()
-
-    def _watch_folders(self) -> None:
-        def on_report(kb: KnowledgeBase, report: IngestReport) -> None:
-            self._publish_totals(kb.id)
-
-        while not self._stop.is_set():
-            try:
-                self.watch(
-                    stop=self._stop,
-                    rescan_seconds=self.settings.serve.rescan_seconds,
-                    on_report=on_report,
-                )
-            except Conflict:
-                # Another process of this machine follows its folders (a shared store: one
-                # watcher per machine is enough); take over if it stops.
-                self._stop.wait(self.settings.serve.rescan_seconds)
-
-    def _run_job(self, kb_id: int, document_id: str | None) -> None:
-        """A queue worker's job: one upload, or a pass over one base's folders."""
-        if document_id is not None:
-            self._index_upload(kb_id, document_id)
-            return
-        try:
-            kb = self.store.get_kb_by_id(kb_id, totals=False)
-        except NotFound:  # deleted while the pass waited
-            return
-        self.sync(kb, stop=self._stop)  # the base itself: its name may be shared
-        self._publish_totals(kb_id)
-
-    def _pending_jobs(self) -> Iterator[Job]:
-        """What the queue's sweep finds to do: pending uploads, and a pass over each base
-        being re-embedded (asked for by another process, or cut short) at most every rescan
-        interval."""
-        yield from self.store.list_uploads(DocumentState.PENDING)
-        now = time.time()
-        for base in self.store.list_kbs(totals=False):
-            last = base.pass_finished_at or base.pass_started_at or 0.0
-            if base.embedder_next is not None and now - last >= self.settings.serve.rescan_seconds:
-                yield (base.id, None)
+            return self._originals.rotate()

@@ -1,0 +1,160 @@
+"""The background of ``serve`` (and of ``lorebase worker``): :class:`Serving` starts and stops
+the ingestion queue's workers and the folder watcher, runs the queue's jobs (an upload is
+:class:`Uploads`', a pass over a base's folders the ``run_pass`` it is given) and tells the
+queue's sweep what is left to do. Over the embedded store it holds the ingestion lock for its
+whole life; it announces each base's totals after a pass."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from lorebase.errors import Conflict, NotFound
+from lorebase.events import EventBus
+from lorebase.ingest.queue import Job, JobQueue
+from lorebase.ingest.report import IngestReport
+from lorebase.lock import IngestLock
+from lorebase.service.originals import Originals
+from lorebase.service.passes import Passes
+from lorebase.service.uploads import Uploads
+from lorebase.settings import Settings
+from lorebase.store.base import DocumentState, KnowledgeBase, Store
+
+WATCHER_JOIN_SECONDS = 30
+
+PassRunner = Callable[[KnowledgeBase, threading.Event], object]
+"""How a queued pass over one base runs, stopping when the event is set."""
+
+
+class Serving:
+    """The queue's workers, the folder watcher and the jobs they run."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        events: EventBus,
+        queue: JobQueue,
+        lock: IngestLock,
+        originals: Originals,
+        uploads: Uploads,
+        passes: Passes,
+        run_pass: PassRunner,
+    ) -> None:
+        """``passes`` watches the folders; ``run_pass`` runs the passes the queue is asked for
+        (the service's own ``sync``, the path every pass takes)."""
+        self._settings = settings
+        self._store = store
+        self._events = events
+        self._queue = queue
+        self._lock = lock
+        self._originals = originals
+        self._uploads = uploads
+        self._passes = passes
+        self._run_pass = run_pass
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._serving = False
+
+    def start(self) -> None:
+        """Start the queue's workers (unless ``serve.ingest`` is off) and, unless turned off,
+        the folder watcher.
+
+        Over the embedded store this process is the only indexer: it holds the ingestion lock
+        for its life, and at start puts back what a crash left half way and sweeps orphaned
+        blobs of any age. Over a shared store other processes index at the same time: the
+        jobs' leases take care of crashed work, and orphans are swept only past the grace
+        period (an upload in flight elsewhere has stored its original, not yet its row)."""
+        if self._serving:
+            return
+        self._originals.data_key  # noqa: B018  (refuses to start with a missing or wrong key)
+        shared = self._settings.shared_store
+        if not shared:
+            self._lock.acquire()
+        self._serving = True
+        self._stop.clear()
+        if shared:
+            self._originals.blobs.sweep_orphans(self._uploads.upload_ids())
+        else:
+            self._store.reset_unfinished()
+            # Holding the lock, no upload is half-stored: orphans of any age can go.
+            self._originals.blobs.sweep_orphans(self._uploads.upload_ids(), grace=0)
+        # An upload whose original is missing fails now instead of being queued forever.
+        self._uploads.fail_lost_uploads()
+        if not self._settings.serve.ingest:
+            return
+        self._queue.start()
+        self._queue.sweep_now()
+        for base in self._store.list_kbs(totals=False):
+            if base.embedder_next is not None:  # a re-embed a stop or a crash cut short
+                self._queue.admit(base.id, None)
+        if self._settings.serve.watch:
+            self._watcher = threading.Thread(
+                target=self._watch_folders, name="lorebase-watch", daemon=True
+            )
+            self._watcher.start()
+
+    def stop(self) -> None:
+        """Workers finish the job they hold; the watcher ends; the lock is released."""
+        if not self._serving:
+            return
+        self._serving = False
+        self._stop.set()
+        if self._settings.serve.ingest:
+            self._queue.stop()
+        if self._watcher is not None:
+            self._watcher.join(timeout=WATCHER_JOIN_SECONDS)
+            self._watcher = None
+        if not self._settings.shared_store:
+            self._lock.release()
+
+    def _watch_folders(self) -> None:
+        def on_report(kb: KnowledgeBase, report: IngestReport) -> None:
+            self._publish_totals(kb.id)
+
+        while not self._stop.is_set():
+            try:
+                self._passes.watch(
+                    stop=self._stop,
+                    rescan_seconds=self._settings.serve.rescan_seconds,
+                    on_report=on_report,
+                )
+            except Conflict:
+                # Another process of this machine follows its folders (a shared store: one
+                # watcher per machine is enough); take over if it stops.
+                self._stop.wait(self._settings.serve.rescan_seconds)
+
+    def run_job(self, kb_id: int, document_id: str | None) -> None:
+        """A queue worker's job: one upload, or a pass over one base's folders."""
+        if document_id is not None:
+            self._uploads.index_upload(kb_id, document_id)
+            return
+        try:
+            kb = self._store.get_kb_by_id(kb_id, totals=False)
+        except NotFound:  # deleted while the pass waited
+            return
+        self._run_pass(kb, self._stop)  # the base itself: its name may be shared
+        self._publish_totals(kb_id)
+
+    def pending_jobs(self) -> Iterator[Job]:
+        """What the queue's sweep finds to do: pending uploads, and a pass over each base
+        being re-embedded (asked for by another process, or cut short) at most every rescan
+        interval."""
+        yield from self._store.list_uploads(DocumentState.PENDING)
+        now = time.time()
+        for base in self._store.list_kbs(totals=False):
+            last = base.pass_finished_at or base.pass_started_at or 0.0
+            if base.embedder_next is not None and now - last >= self._settings.serve.rescan_seconds:
+                yield (base.id, None)
+
+    def _publish_totals(self, kb_id: int) -> None:
+        """A ``knowledge_base`` event with the base's state and totals (no names)."""
+        fresh = self._store.get_kb_by_id(kb_id)
+        self._events.publish(
+            "knowledge_base",
+            kb_id,
+            state=fresh.state.value,
+            documents=fresh.documents,
+            chunks=fresh.chunks,
+        )
