@@ -302,3 +302,27 @@ def test_a_document_of_a_source_no_longer_followed_is_refused(store: Store, tmp_
     store.mark_pending(kb.id, [document, new_doc("upload.md")])
     assert [d.path for d in store.list_documents(kb.id)] == ["upload.md"]
     assert store.keyword_search([kb.id], "alpha", 5) == []
+
+
+def test_a_files_parts_are_listed_with_it_and_go_with_it(store: Store, backend: Backend) -> None:
+    kb = store.create_kb("mail")
+    other = store.create_kb("other")
+    metadata = {"from": "ann@example.org", "to": ("bo@example.org", "cy@example.org")}
+    mail = dataclasses.replace(new_doc("inbox/m.eml", "Hello"), metadata=metadata)
+    stored = store.replace_document(kb.id, mail, make_chunks(["hello"]), None, None, SETTINGS_KEY)
+    assert stored.metadata == metadata and stored.container is None
+    part = dataclasses.replace(new_doc("inbox/m.eml › a.pdf", "Report"), container="inbox/m.eml")
+    store.replace_document(kb.id, part, make_chunks(["report"]), None, None, SETTINGS_KEY)
+    broken = dataclasses.replace(new_doc("inbox/m.eml › b.pdf"), container="inbox/m.eml")
+    store.record_failure(kb.id, broken, "corrupt")
+    store.replace_document(other.id, part, make_chunks(["report"]), None, None, SETTINGS_KEY)
+    assert [d.path for d in store.parts_of(kb.id, "inbox/m.eml")] == [
+        "inbox/m.eml › a.pdf",
+        "inbox/m.eml › b.pdf",
+    ]
+    assert store.parts_of(kb.id, "inbox/other.eml") == []
+    assert store.get_document(kb.id, "inbox/m.eml") == stored
+    store.delete_documents(kb.id, [stored.id])
+    assert store.list_documents(kb.id) == []
+    assert [d.path for d in store.list_documents(other.id)] == ["inbox/m.eml › a.pdf"]
+    backend.check_index(store)

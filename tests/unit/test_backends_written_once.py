@@ -24,9 +24,12 @@ TWINS = [
     ("vault/storage.py", "vault/postgres_storage.py"),
     ("ingest/queue.py", "ingest/jobs_postgres.py"),
 ]
-CEILING = 235
-"""Lines alike today (229; 825 before the relational core). What is left is mostly the
-signatures of one interface implemented twice, and the schemas. Lower it as it falls."""
+CEILING = 130
+"""Lines alike today (127; 229 before the read side, the stores' composition, the databases'
+life, the accounts' opening and the queues' admission and sweep were written once; 825 before
+the relational core). What is left is mostly the signatures of one interface implemented twice
+(the hooks of ``RelationalRole``, the keyword engines, ``BlobStorage``, the job queues), the
+schemas and their migrations, and a few idioms. Lower it as it falls."""
 
 _SKIPPED = {"(", ")", "[", "]", "{", "}", ":", ",", '"""', "'''", "),", "],", "):"}
 _BACKEND_NAMES = re.compile(r"(?i)sqlite|postgres(ql)?|pg")

@@ -17,7 +17,7 @@ from lorebase.accounts.schema import (
 )
 from lorebase.accounts.sqlite import SqliteAccounts, key_hash
 from lorebase.errors import Conflict
-from lorebase.store.base import Scope
+from lorebase.store.base import NewDocument, Scope
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite.schema import MIGRATIONS, Migration, applied_migrations, migrate
 from lorebase.store.sqlite.store import connect
@@ -480,4 +480,45 @@ def test_migration_11_gives_every_base_an_embedder_name_left_empty(tmp_path: Pat
         assert (old.embedder, old.embedder_next) == (None, None)
         new = store.create_kb("new", embedder="nomic")
         assert (new.embedder, new.embedder_next) == ("nomic", None)
-    assert _recorded(path)[0][-1] == (11, "an embedder per knowledge base")
+    assert (11, "an embedder per knowledge base") in _recorded(path)[0]
+
+
+def test_migration_12_leaves_documents_whole_and_holding_no_parts(tmp_path: Path) -> None:
+    """A database from migration 11: its documents have no container and no metadata, and
+    a part written now belongs to its file and leaves with it."""
+    path = tmp_path / "eleven.db"
+    with SqliteStore(path) as store:
+        kb = store.create_kb("notes")
+        store.record_failure(
+            kb.id, NewDocument(path="a.md", kind="md", size=1, content_hash="x"), "corrupt"
+        )
+    conn = connect(path)
+    try:  # as migration 11 left it: without the two columns
+        conn.execute("DROP INDEX documents_container")
+        conn.execute("ALTER TABLE documents DROP COLUMN container")
+        conn.execute("ALTER TABLE documents DROP COLUMN metadata")
+        conn.execute("DELETE FROM migrations WHERE number = 12")
+        conn.commit()
+    finally:
+        conn.close()
+    with SqliteStore(path) as store:
+        (old,) = store.list_documents(kb.id)
+        assert (old.container, old.metadata) == (None, {})
+        mail = NewDocument(
+            path="m.eml",
+            kind="eml",
+            size=1,
+            content_hash="y",
+            metadata={"from": "ann@example.org", "to": ("bo@example.org",)},
+        )
+        store.record_failure(kb.id, mail, "corrupt")
+        part = NewDocument(
+            path="m.eml › a.pdf", kind="pdf", size=1, content_hash="z", container="m.eml"
+        )
+        store.record_failure(kb.id, part, "corrupt")
+        assert [d.path for d in store.parts_of(kb.id, "m.eml")] == ["m.eml › a.pdf"]
+        stored = store.get_document(kb.id, "m.eml")
+        assert stored is not None and stored.metadata == mail.metadata
+        store.delete_documents(kb.id, [stored.id])
+        assert [d.path for d in store.list_documents(kb.id)] == ["a.md"]
+    assert _recorded(path)[0][-1] == (12, "documents inside documents; metadata")

@@ -23,6 +23,9 @@ KEY_COLUMNS = (
     "id, user_id, prefix, name, created_at, expires_at, revoked_at, last_used_at, parent_id"
 )
 AUDIT_COLUMNS = "id, at, actor, action, target"
+ACCOUNT_MIGRATIONS_TABLE = "account_migrations"
+"""Where every backend records the accounts' own migrations (the store records its own in a
+table of its own)."""
 
 
 def key_hash(key: str) -> str:

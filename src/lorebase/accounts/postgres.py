@@ -4,36 +4,20 @@ store's pool) or open themselves. Everything else is :mod:`lorebase.accounts.rel
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from lorebase.accounts.postgres_schema import migrate_accounts
 from lorebase.accounts.relational import RelationalAccounts
 from lorebase.store.postgres.database import PostgresDatabase
 
 
-class HasPostgresDatabase(Protocol):
-    """Something that holds a PostgreSQL database, such as the PostgreSQL store."""
-
-    @property
-    def database(self) -> PostgresDatabase: ...
-
-
-class PostgresAccounts(RelationalAccounts):
+class PostgresAccounts(RelationalAccounts[PostgresDatabase]):
     """:class:`AccountStore` over PostgreSQL. ``PostgresAccounts(database)`` (or a store that
     has ``.database``) shares that pool, closed by its owner; ``PostgresAccounts.open(url)``
     opens a pool of its own, closed by :meth:`close`. Either way the account migrations are
     applied first."""
 
-    _db: PostgresDatabase
-
-    def __init__(self, database: PostgresDatabase | HasPostgresDatabase) -> None:
-        self._db = database if isinstance(database, PostgresDatabase) else database.database
+    def _migrate(self) -> None:
         migrate_accounts(self._db)
 
     @classmethod
     def open(cls, url: str) -> PostgresAccounts:
         return cls._owning(PostgresDatabase(url))
-
-    @property
-    def database(self) -> PostgresDatabase:
-        return self._db

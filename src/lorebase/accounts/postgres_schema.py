@@ -8,10 +8,11 @@ expiry is judged by the caller's clock. Never edit a released migration: append 
 
 from __future__ import annotations
 
+from lorebase.accounts.common import ACCOUNT_MIGRATIONS_TABLE
 from lorebase.store.postgres.database import PostgresDatabase
 from lorebase.store.postgres.migrator import PgMigration, migrate
 
-ACCOUNT_MIGRATIONS_TABLE = "account_migrations"
+__all__ = ["ACCOUNT_MIGRATIONS", "ACCOUNT_MIGRATIONS_TABLE", "migrate_accounts"]
 
 _ACCOUNT_TABLES = (
     """CREATE TABLE users (

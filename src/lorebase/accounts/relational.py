@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol, Self
+from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, Session, Team, User
 from lorebase.accounts.common import (
@@ -39,24 +39,44 @@ from lorebase.errors import Conflict, NotFound
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import Database
 
+D = TypeVar("D", bound=Database)
+D_co = TypeVar("D_co", bound=Database, covariant=True)
 
-class Closable(Database, Protocol):
-    def close(self) -> None: ...
+
+@runtime_checkable
+class HasDatabase(Protocol[D_co]):
+    """Something that holds a database, such as a store (whose ``database`` the accounts
+    share)."""
+
+    @property
+    def database(self) -> D_co: ...
 
 
-class RelationalAccounts(AccountStore):
-    """:class:`AccountStore` over a relational :class:`Database` (set by the backend's
-    ``__init__``, which also applies the account migrations): one it opened itself (closed with
-    it, see :meth:`_owning`) or one it was given (closed by its owner)."""
+class RelationalAccounts(AccountStore, Generic[D]):
+    """:class:`AccountStore` over a relational :class:`Database` (``D``: the backend's
+    database class): one it opened itself (closed with it, see :meth:`_owning`), or one it was
+    given, or the one of a store it was given (closed by its owner). Either way the account
+    migrations are applied first (``_migrate``, each backend's)."""
 
-    _db: Closable
     _owned: bool = False
 
+    def __init__(self, database: D | HasDatabase[D]) -> None:
+        self._db: D = database.database if isinstance(database, HasDatabase) else database
+        self._migrate()
+
+    @property
+    def database(self) -> D:
+        return self._db
+
+    def _migrate(self) -> None:
+        """Apply the missing account migrations to the database."""
+        raise NotImplementedError
+
     @classmethod
-    def _owning(cls, database: Any) -> Self:
+    def _owning(cls, database: D) -> Self:
         """Accounts over a database opened for them alone (closed if opening fails)."""
         try:
-            accounts = cls(database)  # type: ignore[call-arg]
+            accounts = cls(database)
         except BaseException:
             database.close()
             raise

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import sqlite3
 
+from lorebase.accounts.common import ACCOUNT_MIGRATIONS_TABLE
 from lorebase.store.sqlite.schema import Migration, Step, migrate
 
-ACCOUNT_MIGRATIONS_TABLE = "account_migrations"
+__all__ = ["ACCOUNT_MIGRATIONS", "ACCOUNT_MIGRATIONS_TABLE", "migrate_accounts"]
 
 _ACCOUNT_TABLES: tuple[Step, ...] = (
     """CREATE TABLE IF NOT EXISTS users (

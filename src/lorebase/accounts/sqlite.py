@@ -5,33 +5,22 @@ write lock) or open themselves. Everything else is :mod:`lorebase.accounts.relat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 from lorebase.accounts.common import key_hash
-from lorebase.accounts.relational import RelationalAccounts
+from lorebase.accounts.relational import HasDatabase, RelationalAccounts
 from lorebase.accounts.schema import migrate_accounts
 from lorebase.store.sqlite.database import SqliteDatabase
 
 __all__ = ["HasDatabase", "SqliteAccounts", "key_hash"]
 
 
-class HasDatabase(Protocol):
-    """Something that holds a SQLite database, such as the ``SqliteStore``."""
-
-    @property
-    def database(self) -> SqliteDatabase: ...
-
-
-class SqliteAccounts(RelationalAccounts):
+class SqliteAccounts(RelationalAccounts[SqliteDatabase]):
     """:class:`AccountStore` over SQLite. ``SqliteAccounts(store)`` shares the store's database
     (its file, connections and write lock; closing the store closes it);
     ``SqliteAccounts.open(path)`` opens a database of its own, closed by :meth:`close`. Either
     way the account migrations are applied first."""
 
-    _db: SqliteDatabase
-
-    def __init__(self, database: SqliteDatabase | HasDatabase) -> None:
-        self._db = database if isinstance(database, SqliteDatabase) else database.database
+    def _migrate(self) -> None:
         with self._db.schema() as conn:
             migrate_accounts(conn)
 

@@ -26,9 +26,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from lorebase.ingest.queue import DEFAULT_QUEUE_SIZE, SWEEP_SECONDS, BackgroundWork, Job, Runner
+from lorebase.ingest.queue import (
+    DEFAULT_QUEUE_SIZE,
+    SWEEP_SECONDS,
+    Admission,
+    BackgroundWork,
+    Job,
+    Runner,
+)
 from lorebase.store.postgres.migrator import PgMigration, migrate
 
 if TYPE_CHECKING:
@@ -41,7 +48,6 @@ MAX_ATTEMPTS = 3
 IDLE_POLL_SECONDS = 0.5
 _ADMIT_LOCK = 0x6C62_6A6F_6273  # pg_advisory_xact_lock key: admissions, one at a time
 _WAITING_SQL = "SELECT count(*) FROM jobs WHERE leased_by IS NULL"
-Admission = Literal["queued", "waiting", "full"]
 
 _MIGRATIONS = (
     PgMigration(
@@ -73,6 +79,8 @@ _MIGRATIONS = (
 
 class PostgresJobQueue(BackgroundWork):
     """The jobs table as this process sees it: admission, workers, heartbeat, sweep."""
+
+    IDLE_SECONDS = IDLE_POLL_SECONDS
 
     def __init__(
         self,
@@ -107,25 +115,19 @@ class PostgresJobQueue(BackgroundWork):
         with self._db.read() as conn:
             return int(conn.execute(_WAITING_SQL).fetchone()[0])
 
-    def admit(self, kb_id: int, document_id: str | None = None) -> bool:
-        """Queue a document (or a pass over the base's folders) unless it is already on its
-        way (True: it is, or now is); False when the queue is full."""
-        return self._admit(kb_id, document_id) != "full"
-
     def _admit(self, kb_id: int, document_id: str | None) -> Admission:
+        """Under an advisory lock of the admissions, so the bound counts every process's."""
         machine = self.machine if document_id is None else None
         with self._db.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADMIT_LOCK,))
             if self._waiting(conn, kb_id, document_id):
                 return "waiting"
             if conn.execute(_WAITING_SQL).fetchone()[0] >= self._size:
-                self.stats.rejected += 1
                 return "full"
             conn.execute(
                 "INSERT INTO jobs (kb_id, document_id, machine) VALUES (%s, %s, %s)",
                 (kb_id, document_id, machine),
             )
-        self.stats.accepted += 1
         return "queued"
 
     @staticmethod
@@ -141,19 +143,9 @@ class PostgresJobQueue(BackgroundWork):
             ).fetchone()
         return row is not None
 
-    def sweep_now(self) -> int:
-        """Admit pending uploads that have no job yet; returns how many were admitted."""
-        admitted = 0
-        for kb_id, document_id in self._pending():
-            admission = self._admit(kb_id, document_id)
-            if admission == "full":
-                break
-            admitted += admission == "queued"
-        return admitted
-
     # -- workers ---------------------------------------------------------------------------------
     def _helpers(self) -> list[tuple[Callable[[], None], str]]:
-        return [(self._heartbeat, "lorebase-heartbeat"), (self._sweep, "lorebase-sweep")]
+        return [(self._heartbeat, "lorebase-heartbeat"), *super()._helpers()]
 
     def claim(self) -> tuple[int, int, str | None, int] | None:
         """The oldest job this process may run, leased to it: ``(job id, kb id, document id,
@@ -214,15 +206,6 @@ class PostgresJobQueue(BackgroundWork):
         except Exception as error:  # the next start's sweep finds the document again
             logger.error("failing an abandoned upload failed (%s)", type(error).__name__)
 
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            try:
-                if self.run_one():
-                    continue
-            except Exception as error:  # the database is unreachable for a moment
-                logger.warning("claiming a job failed (%s); retrying", type(error).__name__)
-            self._stop.wait(IDLE_POLL_SECONDS)
-
     def _heartbeat(self) -> None:
         """Renew the leases of the jobs this process holds, three times per lease."""
         while not self._stop.wait(self._lease / 3):
@@ -239,13 +222,6 @@ class PostgresJobQueue(BackgroundWork):
                     )
             except Exception as error:
                 logger.warning("renewing job leases failed (%s)", type(error).__name__)
-
-    def _sweep(self) -> None:
-        while not self._stop.wait(self._sweep_seconds):
-            try:
-                self.sweep_now()
-            except Exception:  # a busy or unreachable database; the next sweep tries again
-                continue
 
     def join(self, timeout: float = 30.0) -> bool:
         """Wait until no job is left in the table, in any process (tests, shutdown)."""

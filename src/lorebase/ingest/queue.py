@@ -17,7 +17,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,8 @@ DEFAULT_QUEUE_SIZE = 256
 SWEEP_SECONDS = 5.0
 
 Job = tuple[int, str | None]  # (knowledge base id, document id), or (id, None): a folder pass
+Admission = Literal["queued", "waiting", "full"]
+"""What admitting a job came to: queued now, already on its way, or turned away."""
 
 
 @dataclass(slots=True)
@@ -66,9 +68,13 @@ uploads, and what to do with an upload whose job was cut off too often."""
 
 
 class BackgroundWork:
-    """What every queue's background shares: ``workers`` threads running ``_work``, the threads
-    of ``_helpers`` (a sweeper, a heartbeat), stopping them, and one job run with its outcome
-    counted and logged. A queue implements the rest of :class:`JobQueue`."""
+    """What every queue shares: admission counted (``_admit`` says what became of a job), the
+    drain sweep, ``workers`` threads each running one job after another (``run_one``), the
+    threads of ``_helpers`` (the sweeper; a heartbeat), stopping them, and one job run with its
+    outcome counted and logged. A queue implements the rest of :class:`JobQueue`."""
+
+    IDLE_SECONDS = 0.0
+    """How long a worker waits when ``run_one`` found nothing to run."""
 
     def __init__(
         self,
@@ -83,8 +89,25 @@ class BackgroundWork:
         self._workers = workers
         self._sweep_seconds = sweep_seconds
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._counting = threading.Lock()
         self.stats = QueueStats()
+
+    def admit(self, kb_id: int, document_id: str | None = None) -> bool:
+        """Queue a document (or, with no document, a pass over the base's folders) unless it
+        is already on its way (True: it is, or now is); False when the queue is full."""
+        return self._counted(self._admit(kb_id, document_id)) != "full"
+
+    def sweep_now(self) -> int:
+        """Admit pending uploads that are not queued yet; returns how many were admitted."""
+        admitted = 0
+        for kb_id, document_id in self._pending():
+            admission = self._counted(self._admit(kb_id, document_id))
+            if admission == "full":
+                break
+            admitted += admission == "queued"
+        return admitted
 
     def start(self) -> None:
         self._stop.clear()
@@ -97,7 +120,7 @@ class BackgroundWork:
     def stop(self, timeout: float = 30.0) -> None:
         """Workers finish the job they hold; waiting jobs stay where the queue keeps them."""
         self._stop.set()
-        self._stopping()
+        self._wake.set()
         for thread in self._threads:
             thread.join(timeout)
         self._threads = []
@@ -115,15 +138,45 @@ class BackgroundWork:
                 "a background job for knowledge base %d failed (%s)", kb_id, type(error).__name__
             )
 
-    def _work(self) -> None:
+    def run_one(self) -> bool:
+        """Take and run one job (a worker's step); False when there was none."""
         raise NotImplementedError
+
+    def _admit(self, kb_id: int, document_id: str | None) -> Admission:
+        raise NotImplementedError
+
+    def _counted(self, admission: Admission) -> Admission:
+        with self._counting:
+            if admission == "queued":
+                self.stats.accepted += 1
+            elif admission == "full":
+                self.stats.rejected += 1
+        return admission
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.run_one():
+                    continue
+            except Exception as error:  # a database unreachable for a moment
+                logger.warning("taking a job failed (%s); retrying", type(error).__name__)
+            self._stop.wait(self.IDLE_SECONDS)
 
     def _helpers(self) -> list[tuple[Callable[[], None], str]]:
         """The other threads, as ``(target, name)``."""
-        return []
+        return [(self._sweep, "lorebase-sweep")]
 
-    def _stopping(self) -> None:
-        """Wake what waits on something other than the stop event."""
+    def _sweep(self) -> None:
+        """Every few seconds, and at once when woken (``_wake``)."""
+        while not self._stop.is_set():
+            self._wake.wait(self._sweep_seconds)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.sweep_now()
+            except Exception:  # a busy or unreachable database; the next sweep tries again
+                continue
 
 
 class IngestQueue(BackgroundWork):
@@ -141,82 +194,52 @@ class IngestQueue(BackgroundWork):
         self._queued: set[Job] = set()
         self._running: set[Job] = set()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
         self._backlog = False
 
     @property
     def depth(self) -> int:
         return self._queue.qsize()
 
-    def _helpers(self) -> list[tuple[Callable[[], None], str]]:
-        return [(self._sweep, "lorebase-sweep")]
-
-    def _stopping(self) -> None:
-        self._wake.set()
-
-    def admit(self, kb_id: int, document_id: str | None = None) -> bool:
-        """Queue a document (or, with no document, a pass over the base's folders) unless it
-        is already on its way (True: it is, or now is); False when the queue is full."""
+    def _admit(self, kb_id: int, document_id: str | None) -> Admission:
         job: Job = (kb_id, document_id)
         with self._lock:
             if self._waiting(job):
-                return True
+                return "waiting"
             try:
                 self._queue.put_nowait(job)
             except queue.Full:
-                self.stats.rejected += 1
                 self._backlog = True  # refill as soon as a worker frees a slot
-                return False
+                return "full"
             self._queued.add(job)
-            self.stats.accepted += 1
-            return True
+        return "queued"
 
     def _waiting(self, job: Job) -> bool:
         """Queued, or (a document) in flight. Call with the lock held."""
         return job in self._queued or (job[1] is not None and job in self._running)
 
     def sweep_now(self) -> int:
-        """Admit pending uploads that are not queued yet; returns how many were admitted."""
-        admitted = 0
         self._backlog = False
-        for kb_id, document_id in self._pending():
-            with self._lock:
-                if self._waiting((kb_id, document_id)):
-                    continue
-            if not self.admit(kb_id, document_id):
-                break
-            admitted += 1
-        return admitted
+        return super().sweep_now()
 
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            try:
-                job = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
+    def run_one(self) -> bool:
+        """Take the next job (waiting a moment for one) and run it; False when there was
+        none. A slot freed while uploads were turned away wakes the sweep at once."""
+        try:
+            job = self._queue.get(timeout=0.2)
+        except queue.Empty:
+            return False
+        with self._lock:
+            self._queued.discard(job)
+            self._running.add(job)
+        try:
+            self._run(*job)
+        finally:
             with self._lock:
-                self._queued.discard(job)
-                self._running.add(job)
-            try:
-                self._run(*job)
-            finally:
-                with self._lock:
-                    self._running.discard(job)
-                self._queue.task_done()
-                if self._backlog:  # uploads were turned away: a slot is free now
-                    self._wake.set()
-
-    def _sweep(self) -> None:
-        """Every few seconds, and at once when a slot frees while uploads wait outside."""
-        while not self._stop.is_set():
-            self._wake.wait(self._sweep_seconds)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                self.sweep_now()
-            except Exception:  # a busy database; the next sweep tries again
-                continue
+                self._running.discard(job)
+            self._queue.task_done()
+            if self._backlog:  # uploads were turned away: a slot is free now
+                self._wake.set()
+        return True
 
     def join(self, timeout: float = 30.0) -> bool:
         """Wait until the queue is empty and nothing is in flight (tests, shutdown)."""

@@ -27,8 +27,8 @@ Importing this module loads neither numpy nor any backend.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
@@ -37,7 +37,7 @@ from lorebase.settings import ChunkSettings
 if TYPE_CHECKING:
     import numpy as np
 
-    from lorebase.types import Chunk, EmbedderIdentity, Provenance
+    from lorebase.types import Chunk, EmbedderIdentity, MetadataValue, Provenance
 
 
 class Scope(StrEnum):
@@ -169,6 +169,8 @@ class NewDocument:
     text: str = ""  # the canonical extracted text (chunk offsets index into it)
     source_id: int | None = None  # the folder it came from; None for files added directly
     display_name: str | None = None  # uploads: the file's name, sealed (encrypted) by the caller
+    container: str | None = None  # a part (an attachment): the path of the file holding it
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)  # headers, properties
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +192,8 @@ class DocumentRecord:
     updated_at: float
     source_id: int | None = None
     display_name: str | None = None
+    container: str | None = None
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
 
     @property
     def uploaded(self) -> bool:
@@ -390,8 +394,14 @@ class Documents(Protocol):
         """Delete a document and all its rows; ``NotFound`` when not in this base."""
         ...
 
+    def parts_of(self, kb_id: int, container: str) -> list[DocumentRecord]:
+        """The documents held inside the file at path ``container`` (a mail's attachments),
+        in path order."""
+        ...
+
     def delete_documents(self, kb_id: int, document_ids: Sequence[str]) -> None:
-        """Delete documents and all their rows in one transaction."""
+        """Delete documents and all their rows in one transaction (the parts a document
+        holds go with it)."""
         ...
 
     def reset_unfinished(self, *, uploads: bool = True) -> int:

@@ -71,6 +71,8 @@ DOCUMENT_FIELDS = (
     "updated_at",
     "source_id",
     "display_name",
+    "container",
+    "metadata",
 )
 DOCUMENT_COLUMNS = ", ".join(DOCUMENT_FIELDS)
 
@@ -191,7 +193,19 @@ def refuses_vectors(row: Sequence[Any], identity_key: str) -> bool:
 def document_from_row(row: Sequence[Any]) -> DocumentRecord:
     """A document from a ``DOCUMENT_COLUMNS`` row: its columns are the record's fields."""
     document = named(DOCUMENT_FIELDS, row)
-    return DocumentRecord(**document | {"state": DocumentState(document["state"])})
+    metadata = document["metadata"]
+    if isinstance(metadata, str):  # SQLite's JSON text (PostgreSQL's jsonb comes parsed)
+        metadata = json.loads(metadata)
+    return DocumentRecord(
+        **document
+        | {
+            "state": DocumentState(document["state"]),
+            "metadata": {
+                key: value if isinstance(value, str) else tuple(value)
+                for key, value in (metadata or {}).items()
+            },
+        }
+    )
 
 
 def stored_chunk_from_row(row: Sequence[Any]) -> StoredChunk:
@@ -205,9 +219,21 @@ def stored_chunk_from_row(row: Sequence[Any]) -> StoredChunk:
             "trail": tuple(json.loads(chunk["trail"])),
             "content_kind": ContentKind(chunk["content_kind"]),
             "uploaded": bool(chunk["uploaded"]),
+            "line_end": last_line(own["text"], chunk["line"], chunk["end"] - chunk["start"]),
         }
     )
     return StoredChunk(**own, provenance=provenance)
+
+
+def last_line(text: str, line: int | None, length: int) -> int | None:
+    """The last source line (a spreadsheet's last row) of a stored chunk whose first is
+    ``line``: derived, not stored. ``length`` is its span in the document (its ``end`` less
+    ``start``); a table's piece stored with its header row before it is longer than that.
+    None when it is one line, or when lines are not known. Pure."""
+    if line is None:
+        return None
+    last = line + text[max(0, len(text) - length) :].count("\n")
+    return last if last != line else None
 
 
 DOCUMENT_VALUE_COLUMNS = (  # the columns document_values() fills, in order
@@ -220,6 +246,8 @@ DOCUMENT_VALUE_COLUMNS = (  # the columns document_values() fills, in order
     "encoding",
     "source_id",
     "display_name",
+    "container",
+    "metadata",
 )
 
 
@@ -235,6 +263,8 @@ def document_values(document: NewDocument) -> tuple[Any, ...]:
         document.encoding,
         document.source_id,
         document.display_name,
+        document.container,
+        json.dumps(dict(document.metadata), ensure_ascii=False) if document.metadata else None,
     )
 
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from lorebase.errors import InvalidInput, Unavailable
+from lorebase.store.relational.database import BaseDatabase
 from lorebase.store.relational.dialect import Dialect
 
 EXTENSIONS = ("vector", "unaccent")
@@ -67,7 +68,7 @@ def dialect() -> Dialect:
     )
 
 
-class PostgresDatabase:
+class PostgresDatabase(BaseDatabase):
     """A pool of connections to one database. Safe to share between threads.
 
     ``schema``: keep lorebase's tables in this schema of the database (created if missing)
@@ -111,11 +112,6 @@ class PostgresDatabase:
             open=True,
             name="lorebase",
         )
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
@@ -138,14 +134,8 @@ class PostgresDatabase:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._pool.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidInput("this store is closed; open it again")
+    def _disconnect(self) -> None:
+        self._pool.close()
 
 
 def _ensure_extensions(conn: Any, name: str) -> None:

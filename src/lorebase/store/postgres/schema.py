@@ -197,12 +197,21 @@ _EMBEDDER_PER_BASE = (
     "ALTER TABLE knowledge_bases ADD COLUMN embedder_next text",
 )
 
+_DOCUMENT_PARTS = (
+    # A document held inside a file (a mail's attachment): the path of that file, and what
+    # describes a document (mail headers, core properties) as a JSON object.
+    "ALTER TABLE documents ADD COLUMN container text",
+    "ALTER TABLE documents ADD COLUMN metadata jsonb",
+    "CREATE INDEX documents_container ON documents (kb_id, container) WHERE container IS NOT NULL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
     Migration(3, "identities, vectors (halfvec), the reuse cache", _VECTORS),
     Migration(4, "the documents awaiting vectors", _KEYWORD_ONLY),
     Migration(5, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
+    Migration(6, "documents inside documents; metadata", _DOCUMENT_PARTS),
 )
 
 

@@ -1,4 +1,5 @@
-"""The read half of the PostgreSQL store: keyword search, dense search and chunk hydration.
+"""The read half of the PostgreSQL store: the keyword engine (:class:`FullText`) and dense
+search, on arguments the relational roles checked (:mod:`lorebase.store.relational`).
 
 Functions here take an open connection and run inside the read snapshot the store holds.
 """
@@ -16,21 +17,38 @@ from lorebase.store.postgres.lexical import Ranking
 from lorebase.store.terms import bm25_ceiling
 
 
-def keyword_search(
-    conn: Any,
-    kb_ids: Sequence[int],
-    query: str,
-    limit: int,
-    document_ids: Sequence[str] | None,
-    ranking: Ranking = lexical.DEFAULT_RANKING,
-) -> Scored:
-    """Ranked hits for raw user text; nothing is queried when no searchable term is left."""
-    terms = lexical.query_terms(query)
-    if not terms or limit <= 0 or not kb_ids or document_ids == []:
-        return []
-    plan = anchor_plan(conn, terms, kb_ids) if ranking == "bm25" else None
-    sql, params = lexical.keyword_query(ranking, terms, kb_ids, limit, document_ids, plan)
-    return [(str(chunk_id), float(score)) for chunk_id, score in conn.execute(sql, params)]
+class FullText:
+    """The keyword engine of the PostgreSQL store (see
+    :class:`~lorebase.store.relational.role.KeywordEngine`): PostgreSQL full-text search over
+    the chunks' lexemes, ranked by ``ranking`` (BM25, or ``ts_rank_cd`` to measure it). Its
+    index is part of the database, never damaged on its own."""
+
+    def __init__(self, ranking: Ranking = lexical.DEFAULT_RANKING) -> None:
+        if ranking not in lexical.RANKINGS:
+            raise ValueError(f"unknown ranking {ranking!r}")
+        self.ranking = ranking
+
+    def search(
+        self,
+        conn: Any,
+        kb_ids: Sequence[int],
+        query: str,
+        limit: int,
+        document_ids: Sequence[str] | None,
+    ) -> Scored:
+        """Ranked hits for raw user text; nothing is queried when no searchable term is left."""
+        terms = lexical.query_terms(query)
+        if not terms:
+            return []
+        plan = anchor_plan(conn, terms, kb_ids) if self.ranking == "bm25" else None
+        sql, params = lexical.keyword_query(self.ranking, terms, kb_ids, limit, document_ids, plan)
+        return [(str(chunk_id), float(score)) for chunk_id, score in conn.execute(sql, params)]
+
+    def ceiling(self, conn: Any, kb_ids: Sequence[int], query: str) -> float:
+        return keyword_ceiling(conn, kb_ids, query)
+
+    def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
+        return {}
 
 
 CEILING_COUNT_SHARE = 0.1
@@ -44,10 +62,10 @@ more strictly. Below 20k chunks every count is exact."""
 
 def keyword_ceiling(conn: Any, kb_ids: Sequence[int], query: str) -> float:
     """The most a chunk could score for raw user text (see
-    :func:`lorebase.store.terms.bm25_ceiling`), from the statistics :func:`keyword_search`
+    :func:`lorebase.store.terms.bm25_ceiling`), from the statistics :meth:`FullText.search`
     ranks by: the selected bases' chunks, each term's matching chunks among them."""
     terms = lexical.query_terms(query)
-    if not terms or not kb_ids:
+    if not terms:
         return 0.0
     row = conn.execute(lexical.SELECTED_ROWS_SQL, (list(kb_ids),)).fetchone()
     rows = int(row[0]) if row is not None else 0
@@ -64,8 +82,6 @@ def dense_scores(
     conn: Any, kb_ids: Sequence[int], identity_id: int, query: np.ndarray, chunk_ids: Sequence[str]
 ) -> dict[str, float]:
     """The inner products :func:`dense_search` would give these chunks (its exact re-rank)."""
-    if not kb_ids or not chunk_ids:
-        return {}
     rows = conn.execute(
         dense.scores_sql(identity_id),
         {"ids": list(dict.fromkeys(chunk_ids)), "kbs": list(kb_ids), "query": query},

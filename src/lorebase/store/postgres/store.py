@@ -2,43 +2,26 @@
 documents, chunks with their full-text lexemes, and half-precision vectors with a partial
 HNSW index per embedding identity.
 
-:class:`PostgresStore` is the composition of one mixin per role of :class:`Store`: the
-relational roles written once for every backend (:mod:`lorebase.store.relational`) and
-PostgreSQL's own read side (``retrieval``), over one :class:`PostgresDatabase` (``database``:
-the pool and its transactions); :class:`~.role.PostgresRole` holds the hooks where PostgreSQL
-differs. It keeps nothing in memory between calls, so
-any number of processes, on any number of machines, may serve and write the same database.
+:class:`PostgresStore` is the relational store (:mod:`lorebase.store.relational`: every role
+written once) over one :class:`PostgresDatabase` (``database``: the pool and its
+transactions), with PostgreSQL full text as its keyword engine; :class:`~.role.PostgresRole`
+holds the hooks where PostgreSQL differs. It keeps nothing in memory between calls, so any
+number of processes, on any number of machines, may serve and write the same database.
 """
 
 from __future__ import annotations
 
-from types import TracebackType
-
-from lorebase.store.base import Store
 from lorebase.store.postgres import dense, lexical
 from lorebase.store.postgres.database import PostgresDatabase
-from lorebase.store.postgres.retrieval import LexicalMixin, VectorsMixin
 from lorebase.store.postgres.role import PostgresRole
 from lorebase.store.postgres.schema import migrate
-from lorebase.store.relational.catalogue import CatalogueMixin
-from lorebase.store.relational.chunks import ChunksMixin
-from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
-from lorebase.store.relational.uploads import UploadsMixin
+from lorebase.store.postgres.search import FullText
+from lorebase.store.relational.store import RelationalStore
 
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(
-    CatalogueMixin,
-    DocumentsMixin,
-    UploadsMixin,
-    LexicalMixin,
-    VectorsMixin,
-    ChunksMixin,
-    MetricsMixin,
-    PostgresRole,
-    Store,
-):
+class PostgresStore(PostgresRole, RelationalStore[PostgresDatabase]):
     """:class:`Store` over a PostgreSQL URL or an open :class:`PostgresDatabase` (shared with
     the other PostgreSQL parts of lorebase; a database passed in is not closed by
     :meth:`close`). Safe to share between threads.
@@ -57,9 +40,7 @@ class PostgresStore(
         exact_search_rows: int = dense.EXACT_MAX_ROWS,
         owns_database: bool | None = None,
     ) -> None:
-        if ranking not in lexical.RANKINGS:
-            raise ValueError(f"unknown ranking {ranking!r}")
-        self._ranking = ranking
+        self._lexical = FullText(ranking)
         self.exact_search_rows = exact_search_rows
         if isinstance(url_or_database, PostgresDatabase):
             self._db, self._owns_db = url_or_database, bool(owns_database)
@@ -70,26 +51,3 @@ class PostgresStore(
         except BaseException:
             self.close()
             raise
-
-    @property
-    def location(self) -> str:
-        return self._db.name
-
-    @property
-    def database(self) -> PostgresDatabase:
-        return self._db
-
-    def close(self) -> None:
-        if self._owns_db:
-            self._db.close()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -10,18 +10,17 @@ PostgreSQL store keeps no in-memory index to refresh.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from lorebase.store import stored_chunk_id
 from lorebase.store.base import NewDocument
 from lorebase.store.postgres import lexical
 from lorebase.store.records import sections_of, trail_json
+from lorebase.store.relational.role import DocumentChunks
 from lorebase.store.relational.rows import text
 from lorebase.store.terms import headings_text
-from lorebase.types import Chunk
 
 UPLOAD_LOCK = 0x6C62_7570  # "lbup": one upload of given bytes per base at a time
 
@@ -59,15 +58,12 @@ CHUNK_INSERT_SQL = (
 )
 
 
-def write_chunks(
-    conn: Any, kb_id: int, document_id: str, document: NewDocument, chunks: Sequence[Chunk]
-) -> tuple[list[str], int]:
+def write_chunks(conn: Any, written: DocumentChunks, document: NewDocument) -> int:
     """Sections (runs of chunks sharing a trail), then the chunks with their lexemes, one
-    statement each. Returns the stored chunk ids, in chunk order, and the lexical tokens of
-    them all."""
-    stored_ids = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+    statement each. Returns the lexical tokens of them all."""
+    document_id, chunks = written.document_id, written.chunks
     if not chunks:
-        return stored_ids, 0
+        return 0
     runs = sections_of(chunks)
     section_rows = conn.execute(
         "INSERT INTO sections (document_id, ordinal, trail, headings) "
@@ -96,7 +92,7 @@ def write_chunks(
             )
             total += fields.length
             for name, value in (
-                ("id", stored_ids[position]),
+                ("id", written.stored_ids[position]),
                 ("section_id", section_of_run[run]),
                 ("ordinal", chunk.ordinal),
                 ("text", text(chunk.text)),
@@ -122,27 +118,22 @@ def write_chunks(
         {
             **columns,
             "document_id": document_id,
-            "kb_id": kb_id,
+            "kb_id": written.kb_id,
             "lex_title": title,
             "lex_path": path,
         },
     )
-    return stored_ids, total
+    return total
 
 
-def write_vectors(
-    conn: Any,
-    kb_id: int,
-    document_id: str,
-    chunks: Sequence[Chunk],
-    stored_ids: Sequence[str],
-    matrix: np.ndarray,
-    identity_id: int,
-) -> None:
+def write_vectors(conn: Any, written: DocumentChunks, matrix: np.ndarray, identity_id: int) -> None:
     """One vector per chunk (replacing one it had under this identity), and the vectors the
     reuse cache lacks, in content-hash order. A content hash already cached keeps its vector:
     a hash names the text embedded, so an identity's vector for it is the same."""
-    seq_of = dict(conn.execute("SELECT id, seq FROM chunks WHERE document_id = %s", (document_id,)))
+    kb_id, chunks = written.kb_id, written.chunks
+    seq_of = dict(
+        conn.execute("SELECT id, seq FROM chunks WHERE document_id = %s", (written.document_id,))
+    )
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO vectors (chunk_seq, identity_id, kb_id, content_hash, vector) "
@@ -150,7 +141,7 @@ def write_vectors(
             "DO UPDATE SET vector = excluded.vector, content_hash = excluded.content_hash",
             [
                 (seq_of[sid], identity_id, kb_id, chunk.content_hash, row)
-                for sid, chunk, row in zip(stored_ids, chunks, matrix, strict=True)
+                for sid, chunk, row in zip(written.stored_ids, chunks, matrix, strict=True)
             ],
         )
     cache_vectors(

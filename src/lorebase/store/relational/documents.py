@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.errors import NotFound
+from lorebase.store import stored_chunk_id
 from lorebase.store.base import DocumentRecord, DocumentState, NewDocument, new_document_id
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
@@ -23,7 +24,7 @@ from lorebase.store.records import (
     document_values,
 )
 from lorebase.store.relational import rows
-from lorebase.store.relational.role import RelationalRole
+from lorebase.store.relational.role import DocumentChunks, RelationalRole
 from lorebase.store.vectors import checked_vectors
 from lorebase.types import Chunk, EmbedderIdentity
 
@@ -58,6 +59,15 @@ class DocumentsMixin(RelationalRole):
                 (prefix, prefix + "\x7f", max(0, limit)),
             )
         return [str(row[0]) for row in found]
+
+    def parts_of(self, kb_id: int, container: str) -> list[DocumentRecord]:
+        with self._reading() as tx:
+            found = tx.all(
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE kb_id = ? AND container = ? "
+                "ORDER BY path",
+                (kb_id, container),
+            )
+        return [document_from_row(row) for row in found]
 
     def list_documents(
         self, kb_id: int, state: DocumentState | None = None
@@ -111,9 +121,11 @@ class DocumentsMixin(RelationalRole):
                 purge=self._purge,
                 extra=self._document_extra,
             )
-            stored_ids = self._write_chunks(tx, kb_id, document_id, document, chunks)
+            stored_ids = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
+            written = DocumentChunks(kb_id, document_id, chunks, stored_ids)
+            self._write_chunks(tx, written, document)
             if matrix is not None and identity_id is not None:
-                self._write_vectors(tx, kb_id, document_id, chunks, stored_ids, matrix, identity_id)
+                self._write_vectors(tx, written, matrix, identity_id)
             self._changed(tx, kb_id, [document_id])
             return rows.load_document(tx, kb_id, document_id)
 

@@ -28,6 +28,7 @@ from lorebase.store.records import (
     refuses_vectors,
 )
 from lorebase.store.relational.dialect import Bound, Lock
+from lorebase.types import EmbedderIdentity
 
 NO_KB = "no such knowledge base; list them to see the names"
 NO_DOCUMENT = "no such document in this knowledge base; list its documents to see their ids"
@@ -80,6 +81,12 @@ def lock_kb(tx: Bound, kb_id: int, strength: Lock = "key share") -> None:
     )
     if found is None:
         raise NotFound(NO_KB)
+
+
+def identity_id(tx: Bound, identity: EmbedderIdentity) -> int | None:
+    """The id of a registered embedding identity (``None``: not registered)."""
+    row = tx.one("SELECT id FROM identities WHERE key = ?", (identity.key,))
+    return None if row is None else int(row[0])
 
 
 def require_kb(tx: Bound, kb_id: int) -> None:
@@ -234,5 +241,19 @@ def in_base(tx: Bound, kb_id: int, document_ids: Sequence[str]) -> list[str]:
         f"SELECT id FROM documents WHERE kb_id = ? AND {tx.dialect.any_of('id')} ORDER BY id"
         + tx.dialect.lock("update"),
         (kb_id, tx.dialect.ids(sorted(set(document_ids)))),
+    )
+    return [str(row[0]) for row in rows]
+
+
+def parts_within(tx: Bound, kb_id: int, document_ids: Sequence[str]) -> list[str]:
+    """The documents held inside these ones (their ``container`` is one of their paths) and
+    not among them, locked in id order where rows lock."""
+    dialect = tx.dialect
+    rows = tx.all(
+        "SELECT p.id FROM documents AS p JOIN documents AS d "
+        "ON d.kb_id = p.kb_id AND d.path = p.container "
+        f"WHERE p.kb_id = ? AND {dialect.any_of('d.id')} AND NOT {dialect.any_of('p.id')} "
+        "ORDER BY p.id" + dialect.lock("update"),
+        (kb_id, dialect.ids(document_ids), dialect.ids(document_ids)),
     )
     return [str(row[0]) for row in rows]

@@ -1,27 +1,82 @@
-"""The write half of the vectors, written once: vectors added to documents whose chunks are
-stored (a pass that embeds after it writes chunks, a re-embed), and the count of documents
-searchable by keyword only. The read half (dense search, scores, the reuse lookup) is each
-backend's vector engine."""
+"""The vectors, written once: the arguments of dense search, scores and the reuse lookup
+checked and the identity found (the answer is each backend's vector engine: in-memory
+matrices over SQLite rows, pgvector), vectors added to documents whose chunks are stored (a
+pass that embeds after it writes chunks, a re-embed), and the count of documents searchable by
+keyword only."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from lorebase.errors import Conflict, NotFound
-from lorebase.store.base import DocumentState, DocumentVectors
-from lorebase.store.records import KEYWORD_ONLY_WHERE, kb_list, stored_ids_of
+from lorebase.store.base import DocumentState, DocumentVectors, Scored
+from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list, stored_ids_of
 from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound
-from lorebase.store.relational.role import RelationalRole
-from lorebase.store.vectors import checked_vectors
+from lorebase.store.relational.role import DenseQuery, DocumentChunks, RelationalRole
+from lorebase.store.vectors import checked_query, checked_vectors
 from lorebase.types import Chunk, EmbedderIdentity
 
 
-class VectorWritesMixin(RelationalRole):
-    """The writing part of :class:`~lorebase.store.base.Vectors`."""
+class VectorsMixin(RelationalRole):
+    """:class:`~lorebase.store.base.Vectors` over a relational database and a backend's vector
+    engine (the ``_dense_*`` and ``_cached_vectors`` hooks)."""
+
+    def dense_search(
+        self,
+        kb_ids: Sequence[int],
+        identity: EmbedderIdentity,
+        vector: np.ndarray,
+        limit: int,
+        document_ids: Sequence[str] | None = None,
+    ) -> Scored:
+        query = checked_query(vector, identity)
+        documents = document_list(document_ids)
+        if limit <= 0 or not kb_ids or documents == []:
+            return []
+        with self._reading() as tx:
+            dense = self._dense_query(tx, kb_ids, identity, query)
+            return [] if dense is None else self._dense_search(tx, dense, limit, documents)
+
+    def dense_scores(
+        self,
+        kb_ids: Sequence[int],
+        identity: EmbedderIdentity,
+        vector: np.ndarray,
+        chunk_ids: Sequence[str],
+    ) -> dict[str, float]:
+        query = checked_query(vector, identity)
+        wanted = [str(chunk_id) for chunk_id in dict.fromkeys(chunk_ids)]
+        if not kb_ids or not wanted:
+            return {}
+        with self._reading() as tx:
+            dense = self._dense_query(tx, kb_ids, identity, query)
+            return {} if dense is None else self._dense_scores(tx, dense, wanted)
+
+    def cached_vectors(
+        self, identity: EmbedderIdentity, content_hashes: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        wanted = [str(content_hash) for content_hash in dict.fromkeys(content_hashes)]
+        if not wanted:
+            return {}
+        with self._reading() as tx:
+            identity_id = rows.identity_id(tx, identity)
+            if identity_id is None:
+                return {}
+            return self._cached_vectors(tx, identity, identity_id, wanted)
+
+    @staticmethod
+    def _dense_query(
+        tx: Bound, kb_ids: Sequence[int], identity: EmbedderIdentity, query: np.ndarray
+    ) -> DenseQuery | None:
+        """The question for the vector engine (``None``: the identity has no vectors)."""
+        identity_id = rows.identity_id(tx, identity)
+        if identity_id is None:
+            return None
+        return DenseQuery(kb_list(kb_ids), identity, identity_id, query)
 
     def add_vectors(
         self,
@@ -89,12 +144,6 @@ class VectorWritesMixin(RelationalRole):
             )
         return int(row[0]) if row else 0
 
-    def _cache_vectors(
-        self, tx: Bound, identity_id: int, vectors: Mapping[str, np.ndarray]
-    ) -> None:
-        """Keep these vectors for reuse by content hash, where the backend keeps them apart
-        from the chunks (nothing by default: the stored chunks are the cache)."""
-
     def _add_vectors(
         self,
         tx: Bound,
@@ -110,7 +159,9 @@ class VectorWritesMixin(RelationalRole):
         rows.load_document(tx, kb_id, document_id, lock=True)
         present = tx.all("SELECT id FROM chunks WHERE document_id = ?", (document_id,))
         stored = stored_ids_of(document_id, chunks, (row[0] for row in present))
-        self._write_vectors(tx, kb_id, document_id, chunks, stored, matrix, identity_id)
+        self._write_vectors(
+            tx, DocumentChunks(kb_id, document_id, chunks, stored), matrix, identity_id
+        )
         tx.execute(
             "UPDATE documents SET identity_key = ?, state = ?, updated_at = ? WHERE id = ?",
             (identity.key, str(DocumentState.INDEXED), time.time(), document_id),

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lorebase.errors import InvalidInput, Unavailable
+from lorebase.errors import Unavailable
+from lorebase.store.relational.database import BaseDatabase
 from lorebase.store.relational.dialect import Dialect
 
 MIN_SQLITE = (3, 39, 0)
@@ -85,9 +86,10 @@ DIALECT = Dialect(
 )
 
 
-class SqliteDatabase:
+class SqliteDatabase(BaseDatabase):
     """One SQLite file: a writer connection under a lock and a pool of readers. Safe to share
-    between threads; several processes (or several objects) may open the same file."""
+    between threads; several processes (or several objects) may open the same file. ``name``:
+    the file's path."""
 
     dialect = DIALECT
 
@@ -98,16 +100,12 @@ class SqliteDatabase:
                 f"has {sqlite3.sqlite_version} (install a newer Python or pysqlite3)"
             )
         self.path = Path(path)
+        self.name = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._conn = connect(self.path)
         self._pool_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -136,14 +134,17 @@ class SqliteDatabase:
             self._check_open()
             yield self._conn
 
-    def close(self) -> None:
+    @contextmanager
+    def _closing(self) -> Iterator[None]:
+        """Closing waits for the write in progress and takes the pool."""
         with self._lock, self._pool_lock:
-            if not self._closed:
-                self._closed = True
-                self._conn.close()
-                for conn in self._idle:
-                    conn.close()
-                self._idle.clear()
+            yield
+
+    def _disconnect(self) -> None:
+        self._conn.close()
+        for conn in self._idle:
+            conn.close()
+        self._idle.clear()
 
     def _take_reader(self) -> sqlite3.Connection:
         with self._pool_lock:
@@ -159,10 +160,6 @@ class SqliteDatabase:
                 self._idle.append(conn)
                 return
         conn.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidInput("this store is closed; open it again")
 
 
 @contextmanager

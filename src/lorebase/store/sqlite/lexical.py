@@ -20,7 +20,7 @@ from typing import Protocol
 
 from lorebase.errors import InvalidInput
 from lorebase.settings import LEXICAL_ENGINES
-from lorebase.store.base import Scored
+from lorebase.store.relational.role import KeywordEngine
 from lorebase.store.sqlite import fts, search
 
 TANTIVY, FTS5 = LEXICAL_ENGINES
@@ -29,25 +29,10 @@ DEFAULT_LEXICAL = TANTIVY
 Reader = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 
-class LexicalEngine(Protocol):
-    """BM25 over the chunks of some bases, inside the search's read transaction ``conn``."""
-
-    def search(
-        self,
-        conn: sqlite3.Connection,
-        kb_ids: Sequence[int],
-        query: str,
-        limit: int,
-        document_ids: Sequence[str] | None,
-    ) -> Scored: ...
-
-    def ceiling(self, conn: sqlite3.Connection, kb_ids: Sequence[int], query: str) -> float:
-        """See :meth:`lorebase.store.base.LexicalIndex.keyword_ceiling`."""
-        ...
-
-    def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
-        """See :meth:`lorebase.store.base.LexicalIndex.lexical_damage`."""
-        ...
+class LexicalEngine(KeywordEngine, Protocol):
+    """BM25 over the chunks of some bases, inside the search's read transaction ``conn`` (a
+    SQLite connection), and what an engine that may keep an index beside the database hears
+    of."""
 
     def forget(self, kb_id: int) -> None:
         """A base was deleted (an index kept outside the database lets it go)."""

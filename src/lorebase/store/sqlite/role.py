@@ -1,10 +1,13 @@
 """What every role of :class:`~lorebase.store.sqlite.store.SqliteStore` shares: the database
 (its transactions), the in-memory dense indexes and the lexical engine — and the hooks of the
 relational roles (:mod:`lorebase.store.relational`) where SQLite differs: a base's generation
-tells the indexes kept beside the rows what changed; FTS5 rows go with their chunks."""
+tells the indexes kept beside the rows what changed; FTS5 rows go with their chunks; vectors
+are int8 blobs keyed by chunk row, searched in in-memory matrices and found again by content
+among the stored chunks (there is no second copy of them)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -13,16 +16,37 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lorebase.store.base import NewDocument
+from lorebase.store.base import NewDocument, Scored
 from lorebase.store.relational.dialect import Bound
-from lorebase.store.relational.role import RelationalRole
-from lorebase.store.sqlite import fts, writes
-from lorebase.types import Chunk, EmbedderIdentity
+from lorebase.store.relational.role import DenseQuery, DocumentChunks, RelationalRole
+from lorebase.store.sqlite import fts, search, writes
+from lorebase.store.sqlite.rows import batches, placeholders
+from lorebase.store.sqlite.schema import CONTENT_HASH_PREFIX
+from lorebase.store.vectors import blob_bytes, from_blob, matrix_from_blobs
+from lorebase.types import EmbedderIdentity
 
 if TYPE_CHECKING:
     from lorebase.store.sqlite.database import SqliteDatabase
     from lorebase.store.sqlite.dense import DenseIndexes
     from lorebase.store.sqlite.lexical import LexicalEngine
+
+_CHUNK_VECTORS_SQL = (
+    "SELECT c.id, v.vector FROM chunks AS c "
+    "JOIN vectors AS v ON v.chunk_rowid = c.rowid AND v.identity_id = ? "
+    "WHERE c.id IN ({}) AND c.kb_id IN (SELECT value FROM json_each(?))"
+)
+"""The vectors of some chunks under one identity (parameters: identity, the ids, the bases)."""
+
+_CACHED_VECTORS_SQL = (
+    "SELECT w.value, (SELECT v.vector FROM chunks AS c "
+    "JOIN vectors AS v ON v.chunk_rowid = c.rowid AND v.identity_id = ? "
+    f"WHERE substr(c.content_hash, 1, {CONTENT_HASH_PREFIX}) = "
+    f"substr(w.value, 1, {CONTENT_HASH_PREFIX}) AND c.content_hash = w.value LIMIT 1) "
+    "FROM json_each(?) AS w"
+)
+"""One stored vector per wanted content hash, through the index on the hashes' prefix
+(``chunks_content_hash``); ``LIMIT 1`` stops at the first chunk holding it, however many
+copies of that text the bases hold."""
 
 
 class SqliteRole(RelationalRole):
@@ -41,17 +65,7 @@ class SqliteRole(RelationalRole):
             yield conn
         self._lexical.written()
 
-    # -- the relational hooks ----------------------------------------------------------------
-    def _identity_id(self, identity: EmbedderIdentity) -> int:
-        """Looked up in a read (every document's write asks); registered in a write the first
-        time only."""
-        with self._reading() as tx:
-            found = writes.identity_row(tx, identity, create=False)
-        if found:
-            return found
-        with self._writing() as tx:
-            return writes.identity_row(tx, identity)
-
+    # -- the write side ----------------------------------------------------------------------
     def _changed(
         self, tx: Bound, kb_id: int, documents: Sequence[str] = (), *, every_document: bool = False
     ) -> None:
@@ -73,24 +87,57 @@ class SqliteRole(RelationalRole):
             (keep, kb_id),
         )
 
-    def _write_chunks(
-        self,
-        tx: Bound,
-        kb_id: int,
-        document_id: str,
-        document: NewDocument,
-        chunks: Sequence[Chunk],
-    ) -> list[str]:
-        return writes.write_chunks(tx, kb_id, document_id, chunks)
+    def _write_chunks(self, tx: Bound, written: DocumentChunks, document: NewDocument) -> None:
+        writes.write_chunks(tx, written.kb_id, written.document_id, written.chunks)
 
     def _write_vectors(
-        self,
-        tx: Bound,
-        kb_id: int,
-        document_id: str,
-        chunks: Sequence[Chunk],
-        stored_ids: Sequence[str],
-        matrix: np.ndarray,
-        identity_id: int,
+        self, tx: Bound, written: DocumentChunks, matrix: np.ndarray, identity_id: int
     ) -> None:
-        writes.write_vectors(tx, document_id, stored_ids, matrix, identity_id)
+        writes.write_vectors(tx, written, matrix, identity_id)
+
+    # -- the read side of the vectors --------------------------------------------------------
+    def _dense_search(
+        self, tx: Bound, query: DenseQuery, limit: int, document_ids: list[str] | None
+    ) -> Scored:
+        """Indexes are fetched (and reloaded when stale) under a lock of their own; the matrix
+        products run outside it, so concurrent searches overlap."""
+        with self._dense_lock:
+            indexes = self._dense.indexes_for(
+                tx.raw, query.kb_ids, query.identity_id, query.identity.dim
+            )
+        return search.merge_top(
+            [index.search(query.vector, limit, document_ids) for index in indexes], limit
+        )
+
+    def _dense_scores(self, tx: Bound, query: DenseQuery, chunk_ids: list[str]) -> dict[str, float]:
+        """From the stored vectors, decoded as the in-memory indexes decode them (the same
+        inner products)."""
+        dim = query.identity.dim
+        ids: list[str] = []
+        blobs: list[bytes] = []
+        for batch in batches(chunk_ids):
+            rows = tx.raw.execute(
+                _CHUNK_VECTORS_SQL.format(placeholders(len(batch))),
+                (query.identity_id, *batch, json.dumps(query.kb_ids)),
+            )
+            for chunk_id, blob in rows:
+                if len(blob) == blob_bytes(dim):
+                    ids.append(chunk_id)
+                    blobs.append(blob)
+        products = matrix_from_blobs(blobs, dim) @ query.vector
+        return dict(zip(ids, (float(score) for score in products), strict=True))
+
+    def _cached_vectors(
+        self, tx: Bound, identity: EmbedderIdentity, identity_id: int, content_hashes: list[str]
+    ) -> dict[str, np.ndarray]:
+        """Vectors of stored chunks with these contents, in any base: a vector is found while
+        some chunk with its text keeps it (the pipeline looks up before it replaces a
+        document's chunks, and a sync drops vanished files after the pass, so edits, copies
+        and moves reuse their vectors)."""
+        found: dict[str, np.ndarray] = {}
+        for batch in batches(content_hashes):
+            rows = tx.raw.execute(_CACHED_VECTORS_SQL, (identity_id, json.dumps(list(batch))))
+            for content_hash, blob in rows:
+                if blob is not None and len(blob) == blob_bytes(identity.dim):
+                    found[content_hash] = from_blob(blob, identity.dim)
+        return found

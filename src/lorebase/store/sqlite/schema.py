@@ -338,6 +338,14 @@ _EMBEDDER_PER_BASE: tuple[Step, ...] = (
     "ALTER TABLE knowledge_bases ADD COLUMN embedder_next TEXT",
 )
 
+_DOCUMENT_PARTS: tuple[Step, ...] = (
+    # A document held inside a file (a mail's attachment): the path of that file, and what
+    # describes a document (mail headers, core properties) as a JSON object.
+    "ALTER TABLE documents ADD COLUMN container TEXT",
+    "ALTER TABLE documents ADD COLUMN metadata TEXT",
+    "CREATE INDEX documents_container ON documents (kb_id, container) WHERE container IS NOT NULL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -350,6 +358,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "vectors stored once, as int8", _VECTORS_ONCE),
     Migration(10, "the documents awaiting vectors", _KEYWORD_ONLY),
     Migration(11, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
+    Migration(12, "documents inside documents; metadata", _DOCUMENT_PARTS),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

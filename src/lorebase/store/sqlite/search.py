@@ -1,5 +1,6 @@
-"""The read half of the SQLite store: keyword search, hydration, and merging the dense
-results of several bases (the vector indexes themselves are in :mod:`.dense`).
+"""The read half of the SQLite store: keyword search over FTS5 and merging the dense results
+of several bases (the vector indexes themselves are in :mod:`.dense`), on arguments the
+relational roles checked (:mod:`lorebase.store.relational`).
 
 Functions here take an open connection and run inside whatever transaction the store holds.
 """
@@ -33,7 +34,7 @@ def keyword_search(
     rowid, as one query orders them.
     """
     terms = fts.search_terms(query)
-    if not terms or limit <= 0 or not kb_ids or document_ids == []:
+    if not terms:
         return []
     base: list[object] = [json_ids(kb_ids)]
     if document_ids is not None:
@@ -54,7 +55,7 @@ def keyword_ceiling(conn: sqlite3.Connection, kb_ids: Sequence[int], query: str)
     every row of the index, and each term's rows counted up to half of them (a term in more
     has the floor idf either way)."""
     terms = fts.search_terms(query)
-    if not terms or not kb_ids:
+    if not terms:
         return 0.0
     rows = int(conn.execute(fts.indexed_rows_count_sql()).fetchone()[0])
     cap = rows // 2 + 1

@@ -2,25 +2,18 @@
 vectors (int8 with a scale per vector, stored once), with a lexical index beside it (Tantivy,
 :mod:`.lexical`) or inside it (FTS5).
 
-:class:`SqliteStore` is the composition of one mixin per role of :class:`Store`: the
-relational roles written once for every backend (:mod:`lorebase.store.relational`:
-catalogue, documents, uploads) and SQLite's own read side (``retrieval``), over one
-:class:`SqliteDatabase` (``database``: the connections and transactions), the lexical engine
-and the in-memory dense indexes; :class:`~.role.SqliteRole` holds the hooks where SQLite
-differs.
+:class:`SqliteStore` is the relational store (:mod:`lorebase.store.relational`: every role
+written once) over one :class:`SqliteDatabase` (``database``: the connections and
+transactions), with the lexical engine and the in-memory dense indexes;
+:class:`~.role.SqliteRole` holds the hooks where SQLite differs.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from types import TracebackType
 
-from lorebase.store.base import Store
-from lorebase.store.relational.catalogue import CatalogueMixin
-from lorebase.store.relational.chunks import ChunksMixin
-from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
-from lorebase.store.relational.uploads import UploadsMixin
+from lorebase.store.relational.store import RelationalStore
 from lorebase.store.sqlite import dense
 from lorebase.store.sqlite.database import (
     BUSY_TIMEOUT_MS,
@@ -31,7 +24,6 @@ from lorebase.store.sqlite.database import (
     connect_reader,
 )
 from lorebase.store.sqlite.lexical import DEFAULT_LEXICAL, open_engine
-from lorebase.store.sqlite.retrieval import LexicalMixin, VectorsMixin
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.schema import migrate
 
@@ -45,17 +37,7 @@ __all__ = [
 ]
 
 
-class SqliteStore(
-    CatalogueMixin,
-    DocumentsMixin,
-    UploadsMixin,
-    LexicalMixin,
-    VectorsMixin,
-    ChunksMixin,
-    MetricsMixin,
-    SqliteRole,
-    Store,
-):
+class SqliteStore(SqliteRole, RelationalStore[SqliteDatabase]):
     """:class:`Store` over one SQLite file. Safe to share between threads (writes through one
     connection under a lock, reads through pooled connections); several processes may open
     the same file. ``database`` is public so that other SQLite-backed stores (the accounts)
@@ -74,28 +56,8 @@ class SqliteStore(
         self._dense = dense.DenseIndexes()
         self._dense_lock = threading.Lock()
 
-    @property
-    def location(self) -> str:
-        return str(self.path)
-
-    @property
-    def database(self) -> SqliteDatabase:
-        return self._db
-
-    def close(self) -> None:
+    def _release(self) -> None:
         self._lexical.close()
         with self._dense_lock:
             closing, self._dense = self._dense, dense.DenseIndexes()
         closing.close()
-        self._db.close()
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

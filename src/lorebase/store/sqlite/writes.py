@@ -16,10 +16,11 @@ import numpy as np
 
 from lorebase.store import stored_chunk_id
 from lorebase.store.relational.dialect import Bound
+from lorebase.store.relational.role import DocumentChunks
 from lorebase.store.sqlite import fts
 from lorebase.store.sqlite.rows import CHUNK_INSERT_SQL, chunk_row, sections_of, trail_json
 from lorebase.store.vectors import to_blobs
-from lorebase.types import Chunk, EmbedderIdentity
+from lorebase.types import Chunk
 
 
 def bump(
@@ -44,21 +45,6 @@ def bump(
         tx.execute(f"{stamp} WHERE kb_id = ?", (kb_id, kb_id))
     elif documents:
         tx.many(f"{stamp} WHERE id = ?", [(kb_id, doc) for doc in documents])
-
-
-def identity_row(tx: Bound, identity: EmbedderIdentity, *, create: bool = True) -> int:
-    """The row of an identity, created on first use (``create``; else ``0``: none)."""
-    row = tx.one("SELECT id FROM identities WHERE key = ?", (identity.key,))
-    if row is not None:
-        return int(row[0])
-    if not create:
-        return 0
-    made = tx.one(
-        "INSERT INTO identities (key, model, digest, transform, dim) VALUES (?, ?, ?, ?, ?) "
-        "RETURNING id",
-        (identity.key, identity.model, identity.digest, identity.transform, identity.dim),
-    )
-    return int(made[0])
 
 
 def write_chunks(
@@ -91,18 +77,16 @@ def write_chunks(
     return stored_ids
 
 
-def write_vectors(
-    tx: Bound,
-    document_id: str,
-    stored_ids: Sequence[str],
-    matrix: np.ndarray,
-    identity_id: int,
-) -> None:
+def write_vectors(tx: Bound, written: DocumentChunks, matrix: np.ndarray, identity_id: int) -> None:
     """One vector per chunk (replacing one it had under this identity), stored once: the
     reuse lookup (``cached_vectors``) finds it by the chunk's content hash."""
-    rowid_of = dict(tx.all("SELECT id, rowid FROM chunks WHERE document_id = ?", (document_id,)))
-    blobs = to_blobs(matrix)
+    rowid_of = dict(
+        tx.all("SELECT id, rowid FROM chunks WHERE document_id = ?", (written.document_id,))
+    )
     tx.many(
         "INSERT OR REPLACE INTO vectors (chunk_rowid, identity_id, vector) VALUES (?, ?, ?)",
-        [(rowid_of[sid], identity_id, blob) for sid, blob in zip(stored_ids, blobs, strict=True)],
+        [
+            (rowid_of[sid], identity_id, blob)
+            for sid, blob in zip(written.stored_ids, to_blobs(matrix), strict=True)
+        ],
     )
