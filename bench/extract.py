@@ -27,9 +27,9 @@ from pathlib import Path, PurePath
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed
 from lorebase.extract import extract_file
-from lorebase.extract.formats import document_kind
 from lorebase.extract.registry import extract_bytes, read_file
 from lorebase.extract.sandbox import ExtractionPool
+from lorebase.formats import document_kind
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ChunkSettings, ExtractSettings
 

@@ -55,7 +55,7 @@ from lorebase.embed.base import EmbedKind
 from lorebase.embed.onnx import DEFAULT_MAX_TOKENS_PER_CALL, OnnxEmbedder
 from lorebase.errors import ExtractionFailed
 from lorebase.extract import extract_file
-from lorebase.extract.formats import document_kind
+from lorebase.formats import document_kind
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ChunkSettings, ExtractSettings, Settings
 from lorebase.types import Chunk

@@ -40,7 +40,7 @@ from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.embed.fake import FakeEmbedder, features
 from lorebase.errors import ExtractionFailed
 from lorebase.extract import extract_file
-from lorebase.extract.formats import document_kind
+from lorebase.formats import document_kind
 from lorebase.ingest.sources import iter_files
 from lorebase.settings import ExtractSettings
 from lorebase.store.base import NewDocument

@@ -60,6 +60,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 SHARED_DOCS = REPO.parent / "shared" / "data" / "docs"
 SHARED_IR = REPO.parent / "shared" / "data" / "ir"
+SHARED_FORMATS = REPO.parent / "shared" / "data" / "formats"
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +69,15 @@ def shared_docs() -> Path:
     if not SHARED_DOCS.is_dir():
         pytest.skip(f"real-corpus test: {SHARED_DOCS} is absent (CI always has it)")
     return SHARED_DOCS
+
+
+@pytest.fixture(scope="session")
+def shared_formats() -> Path:
+    """Real spreadsheets, slides, mail, e-books, notebooks and images in
+    ../shared/data/formats (its SOURCES.txt says what each is); skips when absent."""
+    if not SHARED_FORMATS.is_dir():
+        pytest.skip(f"real-corpus test: {SHARED_FORMATS} is absent (CI always has it)")
+    return SHARED_FORMATS
 
 
 @pytest.fixture(scope="session")

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
+from lorebase.formats import supported_labels
 from lorebase.types import FailureReason
 
 V = TypeVar("V")
@@ -106,13 +107,17 @@ class ServerFault(LorebaseError):
 
 
 _REASON_MESSAGES: dict[FailureReason, str] = {
-    FailureReason.UNSUPPORTED_FORMAT: "this file type is not supported; it was left out",
+    FailureReason.UNSUPPORTED_FORMAT: "lorebase does not read this type of file; it reads "
+    "{supported}. Convert the file to one of these, or leave it out with a .lorebaseignore",
     FailureReason.TOO_LARGE: "the file (or what it expands to) is over the size limit; "
     "raise the limit in the settings to read it",
     FailureReason.EMPTY: "the file is empty or holds only whitespace",
     FailureReason.ENCRYPTED: "the file is password-protected; remove the password to index it",
-    FailureReason.NO_TEXT_LAYER: "the PDF has no text layer (a scan?); OCR it first, "
-    "for example with ocrmypdf, then add it again",
+    FailureReason.NO_TEXT_LAYER: "the PDF has no text layer (a scan?) and OCR read no text "
+    "in it; without OCR (pip install 'lorebase[ocr]'), OCR it first, for example with "
+    "ocrmypdf, then add it again",
+    FailureReason.OCR_UNAVAILABLE: "text in images is read by OCR, which is not installed or "
+    "turned off here; install it with pip install 'lorebase[ocr]' (and leave ocr on)",
     FailureReason.CORRUPT: "the file is damaged and no text could be recovered",
     FailureReason.UNREADABLE: "the file could not be read from disk (permissions or I/O error)",
     FailureReason.MISSING_ORIGINAL: "the stored original of this upload is missing (an upload "
@@ -126,9 +131,16 @@ def reason_hint(reason: str) -> str:
     """What to do about a failure reason, as ``extract`` says it; a fixed sentence per code
     (empty for a code that is not a :class:`FailureReason`). Never document text."""
     try:
-        return _REASON_MESSAGES[FailureReason(reason)]
+        return _reason_message(FailureReason(reason))
     except ValueError:
         return ""
+
+
+def _reason_message(reason: FailureReason) -> str:
+    message = _REASON_MESSAGES[reason]
+    if reason is FailureReason.UNSUPPORTED_FORMAT:
+        message = message.format(supported=supported_labels())
+    return message
 
 
 class ExtractionFailed(InvalidInput):
@@ -138,7 +150,7 @@ class ExtractionFailed(InvalidInput):
     def __init__(self, reason: FailureReason, detail: str | None = None) -> None:
         self.reason = reason
         self.detail = detail
-        message = f"{reason.value}: {_REASON_MESSAGES[reason]}"
+        message = f"{reason.value}: {_reason_message(reason)}"
         if detail:
             message += f" ({detail})"
         super().__init__(message)

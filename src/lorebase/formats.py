@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from lorebase.extract.base import Extractor
 
-Locator = Literal["page", "line", "trail"]
-"""Where a citation points within a document: a page (PDF), a line (the text family,
-Markdown, code), or its heading trail (formats that have neither)."""
+Locator = Literal["page", "slide", "cell", "row", "line", "trail"]
+"""Where a citation points within a document: a page (PDF), a slide (decks), a cell
+(notebooks), a row or rows (spreadsheets), a line (the text family, Markdown, code), or its
+heading trail alone (formats that have none of these)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,18 +33,20 @@ class Format:
     """One format: the document ``kind`` it gives (stored, shown, filtered on), its
     ``label`` in messages and docs, the lower-cased ``extensions`` that select it, its
     ``extractor`` as ``"module:Class"`` of a module in ``lorebase.extract`` (imported on
-    first use) and where its citations point (``locator``)."""
+    first use), where its citations point (``locator``) and whether a file of it may hold
+    documents of its own (``parts``: a mail's attachments, a mailbox's messages)."""
 
     kind: str
     label: str
     extensions: tuple[str, ...]
     extractor: str
     locator: Locator
+    parts: bool = False
 
     @property
     def module(self) -> str:
         """The module that holds the extractor."""
-        return f"{__package__}.{self.extractor.partition(':')[0]}"
+        return f"lorebase.extract.{self.extractor.partition(':')[0]}"
 
     def load(self) -> type[Extractor]:
         """The extractor class, imported now."""
@@ -103,7 +106,7 @@ CODE_LANGUAGES: dict[str, str] = {
 
 # The text family: plain text and the light markups read by lorebase.extract.text_markup.
 TEXT_EXTENSIONS = (
-    *(".txt", ".text", ".rst", ".adoc", ".asciidoc", ".org", ".csv", ".tsv", ".json"),
+    *(".txt", ".text", ".rst", ".adoc", ".asciidoc", ".org", ".json"),
     *(".jsonl", ".log", ".tex", ".xml"),
 )
 
@@ -113,6 +116,25 @@ FORMATS: tuple[Format, ...] = (
     Format("html", "HTML", (".html", ".htm", ".xhtml"), "html:HtmlExtractor", "trail"),
     Format("pdf", "PDF", (".pdf",), "pdf:PdfExtractor", "page"),
     Format("docx", "Word (.docx)", (".docx",), "docx:DocxExtractor", "trail"),
+    Format("xlsx", "Excel workbooks", (".xlsx", ".xlsm"), "sheets:XlsxExtractor", "row"),
+    Format("ods", "OpenDocument spreadsheets", (".ods",), "sheets:OdsExtractor", "row"),
+    Format("csv", "CSV/TSV tables", (".csv", ".tsv"), "sheets:CsvExtractor", "row"),
+    Format("pptx", "PowerPoint (.pptx)", (".pptx",), "slides:PptxExtractor", "slide"),
+    Format("odp", "OpenDocument presentations", (".odp",), "slides:OdpExtractor", "slide"),
+    Format("odt", "OpenDocument text", (".odt",), "odt:OdtExtractor", "trail"),
+    Format("epub", "EPUB e-books", (".epub",), "epub:EpubExtractor", "trail"),
+    Format("rtf", "RTF", (".rtf",), "rtf:RtfExtractor", "trail"),
+    Format("ipynb", "Jupyter notebooks", (".ipynb",), "notebook:NotebookExtractor", "cell"),
+    Format("eml", "mail (.eml)", (".eml",), "mail:EmlExtractor", "trail"),
+    Format("mbox", "mailboxes (.mbox)", (".mbox",), "mail:MboxExtractor", "trail"),
+    Format("msg", "Outlook mail (.msg)", (".msg",), "outlook:MsgExtractor", "trail"),
+    Format(
+        "image",
+        "images (by OCR)",
+        (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"),
+        "image:ImageExtractor",
+        "trail",
+    ),
     Format("code", "source code", tuple(CODE_LANGUAGES), "code:CodeExtractor", "line"),
 )
 """Every format, one line each (see the module docstring)."""
@@ -157,6 +179,12 @@ def citation_locator(kind: str) -> Locator | None:
     """Where a citation of a document of ``kind`` points (None: an unknown kind)."""
     found = format_of_kind(kind)
     return None if found is None else found.locator
+
+
+def holds_parts(kind: str) -> bool:
+    """Whether a document of ``kind`` may hold documents of its own (see :class:`Format`)."""
+    found = format_of_kind(kind)
+    return found is not None and found.parts
 
 
 def extractor_modules() -> tuple[str, ...]:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed
-from lorebase.extract.formats import document_kind, extension
 from lorebase.extract.registry import read_file
 from lorebase.extract.sandbox import ExtractionPool
+from lorebase.formats import document_kind, extension
 from lorebase.ingest.sources import WalkProblem, iter_files
 from lorebase.settings import ChunkSettings, ExtractSettings
 from lorebase.types import Chunk, Extracted, FailureReason

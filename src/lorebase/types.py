@@ -15,11 +15,16 @@ into it, so ``extracted.text[el.start:el.end] == el.text`` always holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lorebase.formats import Locator, citation_locator
+
 ELEMENT_SEPARATOR = "\n\n"
+
+TABLE_CELL_SEPARATOR = " | "
+"""Joins the cells of a table row in extracted text (one row per line)."""
 
 CITATION_SEPARATOR = " › "
 """Joins the path and headings of a citation: ``path › heading › subheading``."""
@@ -36,7 +41,7 @@ class ElementKind(StrEnum):
 
 class DocumentKind(StrEnum):
     """The kinds of the built-in formats. A document's kind is a plain string: the ``kind`` of
-    its format in :data:`lorebase.extract.formats.FORMATS`, which a new format names there."""
+    its format in :data:`lorebase.formats.FORMATS`, which a new format names there."""
 
     MARKDOWN = "md"
     TEXT = "txt"
@@ -62,6 +67,7 @@ class FailureReason(StrEnum):
     EMPTY = "empty"
     ENCRYPTED = "encrypted"
     NO_TEXT_LAYER = "no_text_layer"
+    OCR_UNAVAILABLE = "ocr_unavailable"
     CORRUPT = "corrupt"
     UNREADABLE = "unreadable"
     MISSING_ORIGINAL = "missing_original"
@@ -69,12 +75,27 @@ class FailureReason(StrEnum):
     WORKER_LOST = "worker_lost"
 
 
+Box = tuple[float, float, float, float]
+"""``(x0, y0, x1, y1)``: a rectangle on a page, in fractions of its width and height."""
+
+MetadataValue = str | tuple[str, ...]
+"""A metadata value: one string, or several (a mail's recipients, a document's tags)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Element:
     """One structural element of a document, in reading order.
 
-    ``line`` is the 1-based first source line (text family, Markdown, code), ``page`` the 1-based
-    page (PDF). ``level`` is 1-6 for headings and 0 otherwise.
+    ``line`` is the 1-based first source line (text family, Markdown, code; a spreadsheet's
+    row), ``page`` the 1-based page (PDF; a slide, a notebook's cell: the format's locator
+    says which). ``level`` is 1-6 for headings and 0 otherwise. ``boxes`` are where the text
+    stands on its page, as ``(x0, y0, x1, y1)`` fractions of the page's width and height from
+    its top left (OCR gives them; empty when unknown).
+
+    A table is one row per line, its cells joined by :data:`TABLE_CELL_SEPARATOR`; its
+    ``header`` is its header row (None when it has none), which the chunker puts before
+    every piece of the table that does not already begin with it. A spreadsheet's table is
+    a run of consecutive rows, ``line`` the first one's row number.
     """
 
     kind: ElementKind
@@ -86,13 +107,32 @@ class Element:
     page: int | None = None
     language: str | None = None
     symbol: str | None = None
+    boxes: tuple[Box, ...] = ()
+    header: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A document held inside another (a mail's attachment, a message of a mailbox),
+    indexed as a document of its own: its path is the container's, then
+    :data:`CITATION_SEPARATOR`, then ``name``, so its citations read
+    ``mail.eml › report.pdf (p. 3)``. ``extracted`` is None when it could not be read, and
+    ``reason`` says why."""
+
+    name: str
+    size: int
+    content_hash: str
+    extracted: Extracted | None
+    reason: FailureReason | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """A document turned into ordered elements, plus what describes it."""
+    """A document turned into ordered elements, plus what describes it: ``metadata`` (a
+    mail's headers, a document's properties; searchable through the text too, where the
+    extractor puts them there), ``parts`` (documents inside it, each indexed on its own)."""
 
-    kind: str  # its format's kind (lorebase.extract.formats)
+    kind: str  # its format's kind (lorebase.formats)
     title: str | None
     elements: tuple[Element, ...]
     text: str
@@ -101,6 +141,8 @@ class Extracted:
     language: str | None = None
     page_count: int | None = None
     warnings: tuple[str, ...] = field(default=())
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    parts: tuple[Part, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,8 +151,9 @@ class Position:
 
     ``trail`` is the heading trail (outermost first), ``start``/``end`` character offsets into
     the document's extracted text, ``page``/``page_end`` the first and last page it touches
-    (PDF, ``page_end`` only when it differs), ``line`` its first source line; ``language`` and
-    ``symbol`` describe code.
+    (PDF; a slide or a notebook's cell; ``page_end`` only when it differs), ``line`` its first
+    source line and ``line_end`` its last (a spreadsheet's rows; only when it differs);
+    ``language`` and ``symbol`` describe code.
     """
 
     trail: tuple[str, ...] = ()
@@ -122,14 +165,40 @@ class Position:
     line: int | None = None
     language: str | None = None
     symbol: str | None = None
+    line_end: int | None = None
 
     @property
     def location(self) -> str:
         """``p. 3–4``, ``p. 3`` or ``line 12``, or empty when neither is known."""
+        return self.place(None)
+
+    def place(self, locator: Locator | None) -> str:
+        """Where the passage stands, in the words of its format's ``locator``: ``p. 3–4``,
+        ``slide 4``, ``cells 7–8``, ``rows 12–40``, ``line 12``; without one (or for a
+        locator the position has no number for), by what it knows. Pure."""
+        if locator in _NUMBERED_BY_PAGE and self.page is not None:
+            return _span(_UNITS[locator], self.page, self.page_end)
+        if locator == "row" and self.line is not None:
+            return _span(_UNITS["row"], self.line, self.line_end)
         if self.page is not None:
-            pages = f"{self.page}–{self.page_end}" if self.page_end not in (None, self.page) else ""
-            return f"p. {pages or self.page}"
+            return _span(_UNITS["page"], self.page, self.page_end)
         return f"line {self.line}" if self.line is not None else ""
+
+
+_UNITS: dict[str, tuple[str, str]] = {
+    "page": ("p.", "p."),
+    "slide": ("slide", "slides"),
+    "cell": ("cell", "cells"),
+    "row": ("row", "rows"),
+}
+_NUMBERED_BY_PAGE = frozenset({"page", "slide", "cell"})
+
+
+def _span(unit: tuple[str, str], first: int, last: int | None) -> str:
+    """``p. 3``, ``slides 4–5``: one number, or a range when ``last`` differs."""
+    if last is None or last == first:
+        return f"{unit[0]} {first}"
+    return f"{unit[1]} {first}–{last}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,6 +214,11 @@ class Provenance(Position):
     title: str | None
     kind: str
     uploaded: bool = False
+
+    @property
+    def location(self) -> str:
+        """Where the passage stands, in its format's words (:meth:`Position.place`)."""
+        return self.place(citation_locator(self.kind))
 
     def citation(self, clean: Callable[[str], str] = str) -> str:
         """``path › heading › subheading (p. 12)`` or ``(line 40)``: how a person cites the

@@ -19,10 +19,6 @@ SETTINGS = ExtractSettings()
 
 # Files that must fail, and why. Every other supported file must yield text.
 EXPECTED_FAILURES = {
-    "pdf_scanned/c02-22.pdf": "no_text_layer",
-    "pdf_scanned/cardinal.pdf": "no_text_layer",
-    "pdf_scanned/linn.pdf": "no_text_layer",
-    "pdf_scanned/loremipsum-flat.pdf": "no_text_layer",
     "pdf_encrypted/aes-128_pw-baz.pdf": "encrypted",
     "pdf_encrypted/password-example_pw-test.pdf": "encrypted",
     "pdf_encrypted/password_pw-password.pdf": "encrypted",

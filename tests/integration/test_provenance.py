@@ -112,6 +112,7 @@ def test_provenance_round_trips_from_the_chunker_to_the_api_and_the_agent(lb: Lo
         page=3,
         page_end=4,
         line=5,
+        line_end=7,
         language="python",
         symbol="reset_password",
     )

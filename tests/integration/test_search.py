@@ -92,9 +92,12 @@ def test_add_reports_what_happened(tmp_path: Path, corpus: Path) -> None:
         ]
         assert report.embedded > 0 and report.chunks >= 6
         kb = lb.kb("team")
-        assert (kb.indexed, kb.failed) == (4, 1)
+        assert (kb.indexed, kb.failed) == (4, 2)  # a file lorebase does not read is listed too
         failed = lb.documents("team", DocumentState.FAILED)
-        assert [(d.path, d.reason) for d in failed] == [("corpus/empty.txt", "empty")]
+        assert [(d.path, d.reason) for d in failed] == [
+            ("corpus/empty.txt", "empty"),
+            ("corpus/tool.exe", "unsupported_format"),
+        ]
 
 
 def test_unchanged_files_are_not_read_again_and_vectors_are_reused(
@@ -105,12 +108,12 @@ def test_unchanged_files_are_not_read_again_and_vectors_are_reused(
         lb.add([corpus], kb="team")
         embedded = embedder.texts_embedded
         again = lb.add([corpus], kb="team")
-        assert (again.unchanged, again.added, again.updated) == (5, 0, 0)
+        assert (again.unchanged, again.added, again.updated) == (6, 0, 0)
         assert embedder.texts_embedded == embedded
         # Same bytes, new mtime: read and hashed, but nothing re-embedded or rewritten.
         handbook = corpus / "policies" / "handbook.md"
         os.utime(handbook, (1, 1))
-        assert lb.add([corpus], kb="team").unchanged == 5
+        assert lb.add([corpus], kb="team").unchanged == 6
         # A copy elsewhere reuses every vector; an edit embeds only what changed.
         (corpus / "copy.md").write_text(HANDBOOK)
         handbook.write_text(HANDBOOK.replace("thirty days", "fourteen days"))

@@ -208,6 +208,49 @@ def test_long_table_is_split_on_row_ends() -> None:
     assert all(row in "".join(c.text for c in chunks) for row in rows)
 
 
+def test_every_piece_of_a_long_table_begins_with_its_header_row() -> None:
+    header = "Item | Type | Quantity"
+    rows = [f"widget {n} | part | {n * 7}" for n in range(2, 300)]
+    doc = document(
+        heading("Inventory", 1), table("\n".join([header, *rows]), header=header, line=1)
+    )
+    config = ChunkSettings(chunk_size=400, overlap=0)
+    chunks = chunk_document(doc, config)
+    assert len(chunks) > 10
+    assert chunks[0].text.startswith(f"{header}\nwidget 2 |")  # the header once, from the text
+    for chunk in chunks:
+        assert chunk.text.startswith(header + "\n") and chunk.text.count(header) == 1
+        assert len(chunk.text) <= config.chunk_size and chunk.tokens <= config.max_tokens
+        body = doc.text[chunk.position.start : chunk.position.end]
+        assert chunk.text.endswith(body)  # offsets still point at the rows themselves
+        # rows are lines: row numbers from the table's first line (the header, row 1)
+        first, last = chunk.position.line, chunk.position.line_end
+        assert body.split("\n")[0].startswith(f"widget {first} |") or first == 1
+        assert body.split("\n")[-1].startswith(f"widget {last} |")
+    assert {row for c in chunks for row in c.text.split("\n")} == {header, *rows}
+
+
+def test_a_header_given_apart_from_the_rows_precedes_every_piece() -> None:
+    # A sheet's run of rows after a gap: its header row stands elsewhere in the sheet.
+    rows = [f"widget {n} | part | {n}" for n in range(40, 60)]
+    doc = document(table("\n".join(rows), header="Item | Type | Quantity", line=40))
+    chunks = chunk_document(doc, ChunkSettings(chunk_size=200, overlap=0))
+    assert len(chunks) > 1
+    assert all(c.text.startswith("Item | Type | Quantity\nwidget ") for c in chunks)
+    assert (chunks[0].position.line, chunks[-1].position.line_end) == (40, 59)
+
+
+def test_a_header_row_too_long_to_repeat_is_left_alone() -> None:
+    header = " | ".join(f"column number {n}" for n in range(12))  # over a quarter of 400
+    rows = [f"{n} | x" for n in range(200)]
+    doc = document(table("\n".join([header, *rows]), header=header))
+    chunks = chunk_document(doc, ChunkSettings(chunk_size=400, overlap=0))
+    assert [c.text == doc.text[c.position.start : c.position.end] for c in chunks] == [True] * len(
+        chunks
+    )
+    assert sum(c.text.count(header) for c in chunks) == 1
+
+
 CODE = "def vacation_days(years):\n    base = 10\n    return base + min(years, 10)\n"
 
 
@@ -419,7 +462,11 @@ def block(draw: st.DrawFn) -> Item:
         return heading(draw(WORD), draw(st.integers(1, 4)))
     if kind == "table":
         rows = draw(st.lists(st.lists(WORD, min_size=1, max_size=4), min_size=1, max_size=12))
-        return table("\n".join(" | ".join(row) for row in rows))
+        text = "\n".join(" | ".join(row) for row in rows)
+        if draw(st.booleans()):  # a header row: the table's first, or one given apart
+            header = " | ".join(draw(st.lists(WORD, min_size=1, max_size=4)))
+            return table(text, header=draw(st.sampled_from([header, text.split("\n")[0]])))
+        return table(text)
     if kind == "code":
         lines = draw(st.lists(prose(), min_size=1, max_size=6))
         return code("\n".join("    " * (n % 3) + line for n, line in enumerate(lines)))
@@ -469,11 +516,20 @@ def check_properties(doc: Extracted, config: ChunkSettings) -> None:
     assert chunks == chunk_document(doc, config)  # determinism
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
 
+    tables = [e for e in doc.elements if e.kind is ElementKind.TABLE]
     for chunk in chunks:
-        assert chunk.text == text[chunk.position.start : chunk.position.end]
+        body = text[chunk.position.start : chunk.position.end]
+        around = [e for e in tables if e.start <= chunk.position.start < e.end]
+        header = around[0].header if around else None
+        if chunk.text != body:  # a piece of a table after its header row
+            assert header is not None and chunk.text == f"{header}\n{body}"
+        elif header is not None and len(header) * 4 <= config.chunk_size:
+            assert body.startswith(header) or estimate_tokens(header) * 4 > config.max_tokens
         assert chunk.text and not chunk.text[0].isspace() and not chunk.text[-1].isspace()
         assert len(chunk.text) <= config.chunk_size
         assert estimate_tokens(chunk.text) == chunk.tokens <= config.max_tokens
+        lines = chunk.position.line, chunk.position.line_end
+        assert lines == (None, None) or lines[1] is None or lines[1] > lines[0]
 
     sections = reference_sections(doc)
     for trail, start, end in sections:
@@ -481,9 +537,8 @@ def check_properties(doc: Extracted, config: ChunkSettings) -> None:
         assert all(c.position.end <= end and c.position.trail == trail for c in mine)
         covered = bytearray(end - start)
         for chunk in mine:
-            covered[chunk.position.start - start : chunk.position.end - start] = b"\x01" * len(
-                chunk.text
-            )
+            span = chunk.position.end - chunk.position.start
+            covered[chunk.position.start - start : chunk.position.end - start] = b"\x01" * span
             assert chunk.position.start == start or text[chunk.position.start - 1].isspace()
             assert chunk.position.end == end or text[chunk.position.end].isspace()
         missing = [i for i in range(start, end) if not covered[i - start] and not text[i].isspace()]

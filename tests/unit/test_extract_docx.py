@@ -23,7 +23,7 @@ from fixtures_office import (
 )
 
 from lorebase.errors import ExtractionFailed
-from lorebase.extract.docx import check_zip
+from lorebase.extract.containers import check_zip
 from lorebase.extract.registry import extract_bytes
 from lorebase.settings import MB, ExtractSettings
 from lorebase.types import ElementKind, Extracted, FailureReason

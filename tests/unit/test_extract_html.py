@@ -363,3 +363,65 @@ def test_corpus_edge_decodings() -> None:
     assert steel.encoding == "utf-16-le"
     assert "成分" in steel.text
     assert steel.title is not None and steel.title.startswith("SNB22-3 - SteelJIS")
+
+
+# --- page chrome beyond tags: a manual's neighbour links, share buttons, menus -------------------
+
+TEXINFO_PAGE = """<!DOCTYPE html><html><head><title>Multiple ABIs (libffi)</title></head><body>
+<div class="section-level-extent" id="Multiple-ABIs">
+<div class="nav-panel"><p>
+Next: <a href="Closure-API.html" accesskey="n" rel="next">The Closure API</a>,
+Previous: <a href="Types.html" accesskey="p" rel="prev">Types</a>,
+Up: <a href="Using-libffi.html" accesskey="u" rel="up">Using libffi</a> &nbsp;
+[<a href="index.html#SEC_Contents" title="Table of contents" rel="contents">Contents</a>]
+[<a href="Index.html" title="Index" rel="index">Index</a>]</p></div>
+<hr><h3 class="section">2.4 Multiple ABIs</h3>
+<p>A given platform may provide multiple different ABIs at once. For instance, the x86
+platform has both stdcall and fastcall functions.</p>
+<hr><div class="header"><p>
+Previous: <a href="Closure-Example.html" accesskey="p" rel="prev">Closure Example</a>,
+Up: <a href="Using-libffi.html" accesskey="u" rel="up">Using libffi</a>
+&nbsp; [<a href="Index.html" title="Index" rel="index">Index</a>]</p></div>
+</div></body></html>"""
+
+
+def test_a_manuals_links_to_its_neighbouring_pages_are_left_out() -> None:
+    extracted = extract(TEXINFO_PAGE)
+    assert "Previous:" not in extracted.text and "Next:" not in extracted.text
+    assert "Closure Example" not in extracted.text
+    assert [e.text for e in extracted.elements] == [
+        "2.4 Multiple ABIs",
+        "A given platform may provide multiple different ABIs at once. For instance, the x86 "
+        "platform has both stdcall and fastcall functions.",
+    ]
+
+
+def test_a_sentence_that_links_to_the_next_page_is_kept() -> None:
+    body = (
+        '<p>The closure API is described in <a rel="next" href="c.html">the next section</a>, '
+        "after the types.</p>"
+    )
+    assert "the next section, after the types" in extract(page(body)).text
+
+
+def test_share_buttons_breadcrumbs_and_menus_are_left_out() -> None:
+    body = """<main><ol class="breadcrumb"><li><a href="/">Home</a></li><li>Blog</li></ol>
+    <h1>Release notes</h1><p>Version 3 reads spreadsheets.</p>
+    <div class="post__social-share"><a href="t">Share on Twitter</a></div>
+    <ul><li><a href="/a">Problems</a></li><li><a href="/b">Classification</a></li>
+    <li><a href="/c">Clustering</a></li></ul>
+    <ul><li><a href="/x">Spreadsheets</a> are read sheet by sheet.</li>
+    <li><a href="/y">Slides</a> are read slide by slide.</li>
+    <li><a href="/z">Mail</a> keeps its attachments.</li></ul>
+    <ul><li><a href="/p">Download the PDF</a></li><li><a href="/q">Read online</a></li></ul>
+    </main>"""
+    texts = [e.text for e in extract(page(body)).elements]
+    assert texts == [
+        "Release notes",
+        "Version 3 reads spreadsheets.",
+        "Spreadsheets are read sheet by sheet.",
+        "Slides are read slide by slide.",
+        "Mail keeps its attachments.",
+        "Download the PDF",  # two links are not yet a menu
+        "Read online",
+    ]

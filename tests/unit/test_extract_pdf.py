@@ -28,6 +28,7 @@ from lorebase.settings import MB, ExtractSettings
 from lorebase.types import ElementKind, Extracted, FailureReason
 
 DOCS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "docs"
+NO_OCR = ExtractSettings(ocr=False)
 PDF_PATH = PurePath("doc.pdf")
 LONG = (
     "Retrieval systems split long documents into passages before they index them, and every "
@@ -148,13 +149,17 @@ def test_user_password_means_encrypted() -> None:
 
 
 def test_image_only_pdf_has_no_text_layer() -> None:
-    error = failure(image_only_pdf())
+    error = failure(image_only_pdf(), NO_OCR)
     assert error.reason is FailureReason.NO_TEXT_LAYER
     assert error.detail is None
+    # OCR reads its pages (a grey square) and finds no text either.
+    error = failure(image_only_pdf())
+    assert error.reason is FailureReason.NO_TEXT_LAYER
+    assert error.detail == "OCR found no text"
 
 
 def test_garbage_font_text_is_no_usable_text_layer() -> None:
-    error = failure(private_use_font_pdf())
+    error = failure(private_use_font_pdf(), NO_OCR)
     assert error.reason is FailureReason.NO_TEXT_LAYER
     assert error.detail == "no usable text layer"
 
@@ -248,7 +253,9 @@ def test_corpus_pdfs_yield_text(path: Path) -> None:
 @corpus
 @pytest.mark.parametrize("path", corpus_files("pdf_scanned"), ids=lambda path: path.name)
 def test_corpus_scans_have_no_text_layer(path: Path) -> None:
-    assert read_failure(path).reason is FailureReason.NO_TEXT_LAYER
+    with pytest.raises(ExtractionFailed) as caught:
+        extract_bytes(path.read_bytes(), path, NO_OCR)
+    assert caught.value.reason is FailureReason.NO_TEXT_LAYER
 
 
 @pytest.mark.corpus
@@ -410,3 +417,186 @@ def test_corpus_transcript_line_numbers_are_left_out() -> None:
     assert text.startswith("Official - Subject to Final Review IN THE SUPREME COURT")
     assert " 2 3 4 " not in text
     assert "on behalf of the Petitioner." in text
+
+
+# -- scanned pages: OCR --------------------------------------------------------------------------
+
+SCAN_LINES = ["Minutes of the harbour board", "", "The board met on a windy Tuesday."]
+SCAN_TEXT = ["Minutes of the harbour board", "The board met on a windy Tuesday."]
+
+
+def scan_png(lines: list[str]) -> bytes:
+    """An A4 page at 100 dpi with ``lines`` in black: a scan's picture ("" leaves a gap)."""
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("L", (827, 1169), 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=30)
+    for number, line in enumerate(lines):
+        draw.text((80, 100 + 60 * number), line, font=font, fill=0)
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def scanned_pdf(pages: list[list[str] | str], bookmarks: dict[int, str] | None = None) -> bytes:
+    """A PDF with a text page for each string and a scanned page (a picture of the lines,
+    no text layer) for each list; ``bookmarks`` by page index."""
+    import io
+
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    for index, page in enumerate(pages):
+        pdf.add_page()
+        if bookmarks and index in bookmarks:
+            pdf.start_section(bookmarks[index])
+        if isinstance(page, str):
+            pdf.multi_cell(w=0, h=6, text=page)
+        else:
+            pdf.image(io.BytesIO(scan_png(page)), x=0, y=0, w=210)
+    return bytes(pdf.output())
+
+
+def test_scanned_page_is_read_by_ocr_among_text_pages() -> None:
+    pages: list[list[str] | str] = [LONG, SCAN_LINES, "The last page has a text layer."]
+    extracted = extract(scanned_pdf(pages, bookmarks={1: "Minutes of the harbour board"}))
+    assert_invariants(extracted)
+    # The bookmark is the page's heading; the paragraph that only repeats it is left out.
+    assert [(e.text, e.page) for e in extracted.elements if e.kind is ElementKind.HEADING] == [
+        ("Minutes of the harbour board", 2)
+    ]
+    assert texts(extracted) == [LONG, SCAN_TEXT[1], "The last page has a text layer."]
+    assert [e.page for e in extracted.elements if e.kind is ElementKind.PARAGRAPH] == [1, 2, 3]
+    (scanned,) = [e for e in extracted.elements if e.boxes]
+    assert scanned.page == 2 and len(scanned.boxes) == 1
+    x0, y0, x1, y1 = scanned.boxes[0]
+    assert 0.05 < x0 < x1 < 0.9 and 0.1 < y0 < y1 < 0.3  # near the top left, as drawn
+    assert extracted.warnings == ()
+    assert extracted.metadata["ocr_pages"] == ("2",)
+    (confidence,) = extracted.metadata["ocr_confidence"]
+    assert float(confidence) > 0.9
+
+
+def test_scanned_pdf_in_a_worker_within_its_limits() -> None:
+    from lorebase.extract.sandbox import ExtractionPool
+
+    with ExtractionPool(ExtractSettings(workers=1)) as pool:  # 1 GB, 60 s
+        extracted = pool.extract(scanned_pdf([SCAN_LINES]), PDF_PATH)
+    assert texts(extracted) == SCAN_TEXT
+
+
+def test_without_ocr_the_scan_keeps_no_text_layer_with_the_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lorebase.extract import ocr
+
+    monkeypatch.setattr(ocr, "_engine", None)
+    monkeypatch.setitem(__import__("sys").modules, "rapidocr_onnxruntime", None)
+    error = failure(scanned_pdf([SCAN_LINES]))
+    assert error.reason is FailureReason.NO_TEXT_LAYER
+    assert error.detail == ocr.INSTALL_HINT
+    assert "pip install 'lorebase[ocr]'" in str(error)
+    extracted = extract(scanned_pdf([LONG, SCAN_LINES]))
+    assert texts(extracted) == [LONG]
+    assert extracted.warnings == ("pages_without_text:1",)
+    assert "ocr_pages" not in extracted.metadata
+
+
+def test_scan_over_the_pixel_limit_is_left_out_with_a_warning() -> None:
+    tight = ExtractSettings(max_image_pixels=500_000)  # the scan's picture is ~970,000
+    extracted = extract(scanned_pdf([LONG, SCAN_LINES]), tight)
+    assert texts(extracted) == [LONG]
+    assert extracted.warnings == ("pages_without_text:1", "pages_over_image_limit:1")
+    error = failure(scanned_pdf([SCAN_LINES]), tight)
+    assert error.reason is FailureReason.NO_TEXT_LAYER
+    assert error.detail == "scanned pages over max_image_pixels"
+
+
+def test_scans_past_the_time_budget_are_left_out_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lorebase.extract import ocr
+
+    answers = iter([True, False])  # time for the first scanned page only
+    monkeypatch.setattr(ocr.PageBudget, "allows_another", lambda self: next(answers))
+    extracted = extract(scanned_pdf([SCAN_LINES, LONG, SCAN_LINES]))
+    assert texts(extracted) == [*SCAN_TEXT, LONG]
+    assert extracted.warnings == ("pages_without_text:1", "pages_past_time_limit:1")
+
+
+def test_blank_page_is_not_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fpdf import FPDF
+
+    from lorebase.extract import ocr
+
+    def no_ocr(image: object) -> None:
+        raise AssertionError("a blank page went to OCR")
+
+    monkeypatch.setattr(ocr, "read_page", no_ocr)
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pdf.add_page()
+    pdf.multi_cell(w=0, h=6, text=LONG)
+    pdf.add_page()  # nothing on it
+    extracted = extract(bytes(pdf.output()))
+    assert texts(extracted) == [LONG]
+    assert extracted.warnings == ("pages_without_text:1",)
+
+
+@pytest.fixture(scope="module")
+def scans() -> dict[str, Extracted]:
+    """The scanned corpus PDFs read with OCR, each once (linn, c02-22, loremipsum: ~12 s)."""
+    names = ("linn.pdf", "c02-22.pdf", "loremipsum-flat.pdf")
+    return {name: read(DOCS / "pdf_scanned" / name) for name in names}
+
+
+@pytest.mark.corpus
+@corpus
+def test_corpus_scan_is_read_within_five_percent_cer(scans: dict[str, Extracted]) -> None:
+    import importlib.util
+
+    bench = Path(__file__).resolve().parents[2] / "bench" / "ocr.py"
+    spec = importlib.util.spec_from_file_location("bench_ocr", bench)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    linn = scans["linn.pdf"]
+    assert_invariants(linn)
+    reference = (DOCS / "pdf_scanned" / "linn.groundtruth.txt").read_text(encoding="utf-8")
+    assert module.character_error_rate(linn.text, reference) <= 0.05
+    # The two columns are read one after the other, each paragraph with its boxes.
+    assert linn.text.index("program changes!") < linn.text.index("simply use LOCATE")
+    assert all(e.boxes for e in linn.elements)
+
+
+@pytest.mark.corpus
+@corpus
+def test_corpus_scans_yield_their_text(scans: dict[str, Extracted]) -> None:
+    chapter = scans["c02-22.pdf"].text  # Huckleberry Finn, chapter II, with a picture
+    assert "went tip-toeing along a path amongst" in chapter
+    assert "THEY TIP-TOED ALONG." in chapter  # the caption
+    lorem = scans["loremipsum-flat.pdf"].text
+    assert "Lorem ipsum dolor sit amet, consectetur adipiscing elit." in lorem
+    for extracted in scans.values():
+        assert extracted.metadata["ocr_pages"] == ("1",)
+        assert float(extracted.metadata["ocr_confidence"][0]) > 0.9
+
+
+@pytest.mark.corpus
+@corpus
+def test_corpus_sideways_scan_is_read_upright() -> None:
+    """cardinal.pdf holds one page four ways round; its second page lies on its side."""
+    source = pdfium.PdfDocument(DOCS / "pdf_scanned" / "cardinal.pdf")
+    single = pdfium.PdfDocument.new()
+    single.import_pages(source, [1])
+    import io
+
+    buffer = io.BytesIO()
+    single.save(buffer)
+    text = extract(buffer.getvalue()).text
+    assert "The LinnSequencer is a state-of-the-art composition and performance tool" in text
+    assert text.index("program changes!") < text.index("simply use LOCATE")

@@ -32,7 +32,7 @@ from lorebase.extract.sandbox import (
 from lorebase.inspect import inspect_file, inspect_folder
 from lorebase.settings import MB, ExtractSettings, Settings
 from lorebase.store.base import DocumentState
-from lorebase.types import DocumentKind, Element, ElementKind, Extracted, FailureReason
+from lorebase.types import DocumentKind, Element, ElementKind, Extracted, FailureReason, Part
 from waiting import wait_until
 
 # Low limits keep the bombs cheap: a worker holds ~55 MB before it reads anything.
@@ -309,6 +309,27 @@ def test_an_extraction_crosses_the_process_boundary_unchanged() -> None:
         warnings=("pages_without_text:1",),
     )
     assert unpack(pack(extracted)) == extracted
+    scanned = Extracted(
+        kind="png",
+        title=None,
+        elements=(Element(ElementKind.PARAGRAPH, "Read", 0, 4, page=1, boxes=((0, 0.1, 1, 0.2),)),),
+        text="Read",
+        content_hash="def",
+    )
+    mail = Extracted(
+        kind="eml",
+        title="Hello",
+        elements=(Element(ElementKind.PARAGRAPH, "Hi", 0, 2),),
+        text="Hi",
+        content_hash="ghi",
+        metadata={"from": "ann@example.org", "to": ("bo@example.org", "cy@example.org")},
+        parts=(
+            Part("scan.png", 10, "def", scanned),
+            Part("broken.pdf", 3, "jkl", None, FailureReason.CORRUPT),
+            Part("inner.eml", 2, "ghi", extracted),
+        ),
+    )
+    assert unpack(pack(mail)) == mail
     with ExtractionPool(ExtractSettings()) as pool:
         data = Path(__file__).read_bytes()
         assert pool.extract(data, PurePath("x.py")) == extract_bytes(

@@ -144,22 +144,6 @@ def test_latex_sections() -> None:
     ]
 
 
-def test_csv_becomes_tables_that_repeat_the_header() -> None:
-    rows = ["name,notes"] + [f'item{i},"multi\nline {i}"' for i in range(60)]
-    extracted = extract("\n".join(rows) + "\n", "data.csv")
-    tables = extracted.elements
-    assert [t.kind for t in tables] == [ElementKind.TABLE, ElementKind.TABLE]
-    assert all(t.text.startswith("name | notes\n") for t in tables)
-    assert tables[0].line == 2
-    assert tables[1].line == 2 + 50 * 2
-    assert "item0 | multi\nline 0" in tables[0].text
-
-
-def test_tsv_and_header_only_csv() -> None:
-    assert extract("a\tb\n1\t2\n", "x.tsv").elements[0].text == "a | b\n1 | 2"
-    assert extract("only,header\n", "x.csv").elements[0].text == "only | header"
-
-
 def test_json_is_one_code_block_and_jsonl_one_paragraph_per_line() -> None:
     assert extract('{"a": 1}\n', "x.json").elements[0].language == "json"
     lines = extract('{"a": 1}\n\n{"b": 2}\n', "x.jsonl").elements

@@ -1,4 +1,4 @@
-"""The one table of formats (lorebase.extract.formats) reaches every place that needs a
+"""The one table of formats (lorebase.formats) reaches every place that needs a
 format: the extractor of each extension, the kind of each path, the readers a worker loads,
 the locator an evaluated citation needs, what an unsupported upload is told, and the docs. A
 new format is one module and one line of the table; these tests say what else is missing."""
@@ -14,11 +14,12 @@ from pathlib import Path, PurePath
 
 import pytest
 
+from lorebase import formats
 from lorebase.errors import ExtractionFailed, Unsupported
 from lorebase.eval.metrics import citation_complete
-from lorebase.extract import formats
 from lorebase.extract.base import Extractor
-from lorebase.extract.formats import (
+from lorebase.extract.registry import extract_bytes, extractor_for
+from lorebase.formats import (
     FORMATS,
     Format,
     citation_locator,
@@ -29,7 +30,6 @@ from lorebase.extract.formats import (
     is_supported,
     supported_labels,
 )
-from lorebase.extract.registry import extract_bytes, extractor_for
 from lorebase.service.uploads import Uploads
 from lorebase.settings import ExtractSettings
 from lorebase.types import DocumentKind, FailureReason
@@ -79,7 +79,14 @@ def test_every_format_names_an_extractor_of_its_own_kind(fmt: Format) -> None:
 def test_every_format_says_where_its_citations_point(fmt: Format) -> None:
     assert citation_locator(fmt.kind) == fmt.locator
     assert not citation_complete(fmt.kind, "folder/file")  # its locator is required
-    where = {"page": {"page": 1}, "line": {"line": 1}, "trail": {"trail": ("Intro",)}}
+    where = {
+        "page": {"page": 1},
+        "slide": {"page": 1},
+        "cell": {"page": 1},
+        "line": {"line": 1},
+        "row": {"line": 1},
+        "trail": {"trail": ("Intro",)},
+    }
     assert citation_complete(fmt.kind, "folder/file", **where[fmt.locator])
 
 
@@ -149,7 +156,7 @@ def test_one_line_in_the_table_reaches_every_derived_place(one_more_format: Form
 
 def test_the_table_imports_no_extractor() -> None:
     code = (
-        "import sys, lorebase.extract.formats as f; f.document_kind(f.PurePath('a.pdf')); "
+        "import sys, lorebase.formats as f; f.document_kind(f.PurePath('a.pdf')); "
         "print(' '.join(m for m in sys.modules if m.startswith('lorebase.extract.')))"
     )
     loaded = subprocess.run(

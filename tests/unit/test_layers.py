@@ -193,6 +193,7 @@ LAYERS = {
     "errors": 0,
     "settings": 0,
     "names": 0,
+    "formats": 0,
     "private": 0,
     "stopwords": 0,
     "http_json": 0,

@@ -371,7 +371,12 @@ def _ids(source: Citation) -> dict[str, Any]:
 
 def _where(source: Citation) -> dict[str, Any]:
     where = source.provenance
-    return {"page": where.page, "page_end": where.page_end, "line": where.line}
+    return {
+        "page": where.page,
+        "page_end": where.page_end,
+        "line": where.line,
+        "line_end": where.line_end,
+    }
 
 
 def _trusted_line(source: Citation) -> str:

@@ -196,9 +196,10 @@ class PassageOut(BaseModel):
 
     chunk_id: str
     trail: list[str]
-    page: int | None
-    page_end: int | None
-    line: int | None
+    page: int | None = Field(description="The first page, slide or notebook cell it stands on.")
+    page_end: int | None = Field(description="The last page, slide or cell, when it differs.")
+    line: int | None = Field(description="Its first source line, or a spreadsheet's first row.")
+    line_end: int | None = Field(description="Its last line or row, when it differs.")
     start: int
     end: int
     content_kind: str

@@ -106,26 +106,32 @@ def build_chunk(
     end: int,
     elements: Sequence[Element],
     tokens: int | None = None,
+    prefix: str = "",
 ) -> Chunk:
-    """One chunk of ``extracted.text[start:end]``; ``elements`` are the non-empty elements it
-    overlaps, in order. ``tokens``, when the caller already knows ``estimate_tokens(text)``
+    """One chunk of ``extracted.text[start:end]``, after ``prefix`` (a table's header row, for
+    a piece of a table that does not begin with it); ``elements`` are the non-empty elements
+    it overlaps, in order. ``tokens``, when the caller already knows ``estimate_tokens(text)``
     (from a :class:`~lorebase.chunk.tokens.TokenIndex`), saves measuring the text again."""
-    text = extracted.text[start:end]
+    body = extracted.text[start:end]
+    text = prefix + body
     embedded = embed_text(extracted.title, trail, text)
     page, page_end = page_range(elements)
+    line = first_line(extracted.text, elements, start)
+    line_end = None if line is None else line + body.count("\n")
     return Chunk(
         id=chunk_id(extracted.content_hash, settings, ordinal, start, end),
         ordinal=ordinal,
         text=text,
         embed_text=embedded,
-        tokens=estimate_tokens(text) if tokens is None else tokens,
+        tokens=estimate_tokens(text) if tokens is None or prefix else tokens,
         content_hash=hashlib.sha256(embedded.encode("utf-8")).hexdigest(),
         position=Position(
             trail=trail,
             start=start,
             end=end,
             content_kind=content_kind(elements),
-            line=first_line(extracted.text, elements, start),
+            line=line,
+            line_end=line_end if line_end != line else None,
             page=page,
             page_end=page_end,
             language=code_attribute(elements, "language"),

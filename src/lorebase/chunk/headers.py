@@ -8,8 +8,11 @@ a section, each chunk reaches as far as both bounds (characters and estimated to
 then backs off to the strongest boundary in the second half of that window (paragraph end,
 sentence end, clause end, line end, whitespace), so chunks end where a reader would pause and
 never mid-word unless a single "word" is longer than a chunk. Tables and code blocks that fit in
-one chunk are never split. The next chunk repeats up to ``overlap`` characters, starting at a
-word, so a fact cut at a boundary is still whole in one of the two chunks.
+one chunk are never split; a table that does not fit is cut on row ends, and every piece
+after the first begins with the table's header row (:attr:`Element.header`), so a piece of
+rows 400–440 still says what its columns mean. The next chunk repeats up to ``overlap``
+characters, starting at a word, so a fact cut at a boundary is still whole in one of the two
+chunks.
 
 Cost: the token prefix sums are built once per document (:class:`TokenIndex`); each chunk then
 costs a few binary searches plus one scan of its own window, so chunking is linear in the text.
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lorebase.chunk.base import Chunker, build_chunk
-from lorebase.chunk.tokens import TokenIndex
+from lorebase.chunk.tokens import TokenIndex, estimate_tokens
 from lorebase.settings import ChunkSettings
 from lorebase.types import Chunk, Element, ElementKind, Extracted
 
@@ -42,6 +45,10 @@ _WORD_START = re.compile(r"[\s。！？](?=\S)")
 _LINE_START = re.compile(r"\n[ \t]*(?=\S)")
 _NON_SPACE = re.compile(r"\S")
 
+MAX_HEADER_SHARE = 4
+"""A table's header row is repeated only when it takes at most a quarter of a chunk (a
+header row longer than that would leave too little room for the rows it names)."""
+
 Finder = Callable[[str, int, int, int], int | None]
 """(text, lo, limit, section_end) -> a cut in [lo, limit], or None."""
 
@@ -54,6 +61,13 @@ class Section:
     elements: tuple[Element, ...]
     start: int
     end: int
+
+    @property
+    def header(self) -> str | None:
+        """The header row of a table section (None for other sections, and tables without
+        one)."""
+        first = self.elements[0]
+        return first.header if first.kind is ElementKind.TABLE else None
 
 
 def split_sections(extracted: Extracted) -> list[Section]:
@@ -178,6 +192,10 @@ class _SectionCutter:
         self.index = index
         self.settings = settings
         self.end = section.end
+        self.header = _repeatable(section.header, settings)
+        # Room a piece that gets the header must leave for it: the row and its line end.
+        self._header_chars = len(self.header) + 1 if self.header else 0
+        self._header_tokens = estimate_tokens(self.header + LINE_END) if self.header else 0
         self.blocks: list[tuple[int, int, bool]] = []  # (first non-space, end, fits alone)
         for element in section.elements:
             if element.kind in BLOCK_KINDS:
@@ -217,9 +235,21 @@ class _SectionCutter:
             return pos, self._strip_end(pos, cut)
 
     def _limit(self, pos: int) -> int:
-        """The furthest end such that ``text[pos:end]`` is within both bounds."""
-        bound = min(self.end, pos + self.settings.chunk_size)
-        return self.index.furthest_end(pos, self.settings.max_tokens, bound)
+        """The furthest end such that ``text[pos:end]`` (after the header row, for a piece
+        that gets it) is within both bounds."""
+        chars, tokens = self.settings.chunk_size, self.settings.max_tokens
+        if self.prefix(pos):
+            chars, tokens = chars - self._header_chars, tokens - self._header_tokens
+        bound = min(self.end, pos + chars)
+        return self.index.furthest_end(pos, tokens, bound)
+
+    def prefix(self, pos: int) -> str:
+        """What a piece starting at ``pos`` is preceded by: the table's header row and a line
+        end, unless the piece already begins with it (the table's first piece)."""
+        header = self.header
+        if header is None or self.text.startswith(header, pos):
+            return ""
+        return header + LINE_END
 
     def _boundary(self, pos: int, floor: int, limit: int) -> int | None:
         """The best cut in (floor, limit]; None when only a mid-word cut after overlap remains."""
@@ -274,6 +304,17 @@ class _SectionCutter:
         return end
 
 
+def _repeatable(header: str | None, settings: ChunkSettings) -> str | None:
+    """The header row when it is short enough to repeat in every piece (see
+    :data:`MAX_HEADER_SHARE`); None otherwise."""
+    if not header or "\n" in header:
+        return None
+    fits = len(header) * MAX_HEADER_SHARE <= settings.chunk_size
+    if not fits or estimate_tokens(header) * MAX_HEADER_SHARE > settings.max_tokens:
+        return None
+    return header
+
+
 def _overlapping(
     elements: tuple[Element, ...], ends: list[int], start: int, end: int
 ) -> list[Element]:
@@ -307,6 +348,7 @@ class HeaderChunker(Chunker):
                         end=end,
                         elements=_overlapping(section.elements, ends, start, end),
                         tokens=index.tokens(start, end),
+                        prefix=cutter.prefix(start),
                     )
                 )
         return chunks

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from lorebase.extract.formats import citation_locator
+from lorebase.formats import citation_locator
 
 # The relevance floor search cuts with: one constant for search and evaluation.
 from lorebase.settings import DEFAULT_NO_ANSWER_THRESHOLD as DEFAULT_NO_ANSWER_THRESHOLD
@@ -128,15 +128,15 @@ def citation_complete(
     line: int | None = None,
 ) -> bool:
     """Whether a hit's citation has a path and the locator its document kind provides
-    (:func:`~lorebase.extract.formats.citation_locator`: a page for PDF, a line for the text
-    family, Markdown and code, a heading trail for formats that have neither); kinds without
-    a locator need only the path."""
+    (:func:`~lorebase.formats.citation_locator`: a page for PDF, a slide or a cell, a line
+    for the text family, Markdown and code, a row for spreadsheets, a heading trail for
+    formats that have none of these); kinds without a locator need only the path."""
     if not path:
         return False
     locator = citation_locator(kind)
-    if locator == "page":
+    if locator in ("page", "slide", "cell"):
         return page is not None
-    if locator == "line":
+    if locator in ("line", "row"):
         return line is not None
     if locator == "trail":
         return bool(trail)

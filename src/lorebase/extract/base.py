@@ -16,10 +16,13 @@ from lorebase.errors import ExtractionFailed
 from lorebase.settings import ExtractSettings
 from lorebase.types import (
     ELEMENT_SEPARATOR,
+    Box,
     Element,
     ElementKind,
     Extracted,
     FailureReason,
+    MetadataValue,
+    Part,
 )
 
 
@@ -30,7 +33,7 @@ class Extractor(ABC):
     exception is reported by the caller as ``corrupt``.
     """
 
-    kind: ClassVar[str]  # the kind of its line in lorebase.extract.formats.FORMATS
+    kind: ClassVar[str]  # the kind of its line in lorebase.formats.FORMATS
 
     def __init__(self, settings: ExtractSettings) -> None:
         self.settings = settings
@@ -72,6 +75,8 @@ class DocumentBuilder:
         page: int | None = None,
         language: str | None = None,
         symbol: str | None = None,
+        boxes: tuple[Box, ...] = (),
+        header: str | None = None,
     ) -> Element | None:
         """Append one element; returns it, or ``None`` when it holds no text.
 
@@ -102,6 +107,8 @@ class DocumentBuilder:
             page=page,
             language=language,
             symbol=symbol,
+            boxes=boxes,
+            header=header if kind is ElementKind.TABLE and header else None,
         )
         self._elements.append(element)
         return element
@@ -114,8 +121,12 @@ class DocumentBuilder:
         language: str | None = None,
         page_count: int | None = None,
         warnings: tuple[str, ...] = (),
+        metadata: dict[str, MetadataValue] | None = None,
+        parts: tuple[Part, ...] = (),
     ) -> Extracted:
-        if not self._has_text:
+        """The document; ``empty`` when it holds no text (a container whose ``parts`` hold
+        text is not empty: its parts are documents of their own)."""
+        if not self._has_text and not any(part.extracted for part in parts):
             raise ExtractionFailed(FailureReason.EMPTY)
         elements = list(self._elements)
         while elements and elements[-1].kind is ElementKind.PAGE_BREAK:
@@ -131,7 +142,38 @@ class DocumentBuilder:
             language=language,
             page_count=page_count,
             warnings=warnings,
+            metadata=clean_metadata(metadata or {}),
+            parts=parts,
         )
+
+
+MAX_METADATA_KEYS = 64
+MAX_METADATA_CHARS = 1000
+"""Bounds on what metadata a document keeps: at most this many keys, each value (or item)
+cut to this many characters, at most this many items in a list value."""
+
+
+def clean_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
+    """Metadata as stored: keys lower-cased, values single-line and bounded, empty values
+    dropped. Pure."""
+    cleaned: dict[str, MetadataValue] = {}
+    for key, value in metadata.items():
+        name = " ".join(key.split()).lower()[:64]
+        if isinstance(value, str):
+            single = _one_line(value)
+            if name and single:
+                cleaned[name] = single
+        else:
+            items = tuple(item for item in map(_one_line, value[:MAX_METADATA_KEYS]) if item)
+            if name and items:
+                cleaned[name] = items
+        if len(cleaned) >= MAX_METADATA_KEYS:
+            break
+    return cleaned
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.translate(_CONTROL).split())[:MAX_METADATA_CHARS]
 
 
 _CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {0x7F: None}

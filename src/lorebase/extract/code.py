@@ -14,7 +14,7 @@ from pathlib import PurePath
 
 from lorebase.extract.base import DocumentBuilder, Extractor
 from lorebase.extract.encoding import decode
-from lorebase.extract.formats import CODE_LANGUAGES
+from lorebase.formats import CODE_LANGUAGES
 from lorebase.types import DocumentKind, ElementKind, Extracted
 
 # A definition line, at column 0 (or after export/pub/visibility words); group "name".

@@ -26,12 +26,9 @@ from lxml import etree
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import DocumentBuilder, Extractor
-from lorebase.types import DocumentKind, ElementKind, Extracted, FailureReason
+from lorebase.extract.containers import check_zip
+from lorebase.types import TABLE_CELL_SEPARATOR, DocumentKind, ElementKind, Extracted, FailureReason
 
-TABLE_CELL_SEPARATOR = " | "
-# An entry this large that compresses better than this ratio is a bomb, whatever the total.
-_BOMB_ENTRY_BYTES = 10 * 1024 * 1024
-_BOMB_RATIO = 1000
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _FALLBACK = _MC + "Fallback"
 _P, _TBL, _TR, _TC = qn("w:p"), qn("w:tbl"), qn("w:tr"), qn("w:tc")
@@ -108,28 +105,6 @@ class DocxExtractor(Extractor):
         for note in _notes(document):
             _add_blocks(walk, note)
         return walk.builder.build(title=core_title or walk.title)
-
-
-# -- zip-bomb guard ------------------------------------------------------------------------------
-
-
-def check_zip(data: bytes, limit: int) -> None:
-    """Refuse a package that is not a zip or expands past ``limit`` bytes.
-
-    The declared sizes in the zip directory are a sound bound: ``zipfile`` never reads more
-    than an entry's declared size.
-    """
-    try:
-        entries = zipfile.ZipFile(io.BytesIO(data)).infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
-        raise ExtractionFailed(FailureReason.CORRUPT, type(exc).__name__) from None
-    if sum(entry.file_size for entry in entries) > limit:
-        raise ExtractionFailed(FailureReason.TOO_LARGE, "expands past the limit")
-    for entry in entries:
-        if entry.file_size > _BOMB_ENTRY_BYTES and entry.file_size > _BOMB_RATIO * max(
-            entry.compress_size, 1
-        ):
-            raise ExtractionFailed(FailureReason.TOO_LARGE, "compression ratio of a zip bomb")
 
 
 def transitional(data: bytes) -> bytes:

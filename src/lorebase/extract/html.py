@@ -5,6 +5,9 @@ removed from the tree, so no later step can leak their text), then the main cont
 walked in document order. Inline text is gathered into runs that become paragraphs at block
 boundaries and at a double ``<br>``, which is how old table-layout pages separate paragraphs.
 Lexbor gives no source positions, so elements carry no line numbers.
+
+:func:`read_page` and :func:`add_page` are the same reading for a reader that puts several
+pages into one document (the EPUB extractor, a chapter at a time).
 """
 
 from __future__ import annotations
@@ -32,6 +35,24 @@ _CONTENT_TAGS = frozenset({"article", "main"})
 # one form): one holding any of these is kept.
 _FORM_CONTENT = "main, article, [role=main], h1, h2, h3"
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+# Page chrome named by its class or id, whatever its tag: share buttons, breadcrumbs, site
+# navigation boxes, a page's own table of contents (its headings are read where they stand).
+_CHROME_NAME = re.compile(
+    r"(?:^|[\s_-])(?:share|sharing|sharethis|social|breadcrumbs?|navbox|navbar|nav-panel"
+    r"|sidebar|skip-link|toc|related-posts)(?:$|[\s_-])",
+    re.I,
+)
+# Links to the neighbouring pages of a manual (GNU texinfo's "Next: …, Previous: …, Up: …
+# [Contents][Index]" lines, Sphinx's "next/previous" bars).
+_NEIGHBOUR_LINKS = "a[rel~=next], a[rel~=prev], a[rel~=previous], a[rel~=up], a[rel~=contents]"
+_NEIGHBOUR_LABELS = re.compile(
+    r"\b(?:next|previous|prev|up|contents|index)\b|[\s:,;|\[\]()»«·-]", re.I
+)
+_NEIGHBOUR_BLOCKS = frozenset({"p", "div", "td", "tr", "table", "li", "ul", "ol"})
+MENU_ITEMS = 3
+MENU_ITEM_WORDS = 6
+"""A list of at least MENU_ITEMS items, each nothing but one link of at most MENU_ITEM_WORDS
+words, is a menu (a site's or a sidebar's), not content."""
 _SKIP_TAGS = frozenset({"head", "title", "meta", "link", "base", "img", "input", "wbr"})
 
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -113,19 +134,90 @@ class HtmlExtractor(Extractor):
         return builder
 
 
+def read_page(text: str, *, chrome: bool = True) -> LexborHTMLParser:
+    """``text`` parsed and cleaned as :class:`HtmlExtractor` cleans a page. ``chrome=False``
+    keeps ``<header>``, ``<footer>`` and ``<aside>`` wherever they are: in a book's chapter
+    they hold its heading and its notes, not a site's page chrome."""
+    tree = LexborHTMLParser(text)
+    _clean(tree, chrome=chrome)
+    return tree
+
+
+def add_page(builder: DocumentBuilder, tree: LexborHTMLParser, *, heading_offset: int = 0) -> None:
+    """Add the elements of a page from :func:`read_page` to ``builder``, after those already
+    there, as :class:`HtmlExtractor` reads a page (its content root, else its body). Every
+    heading's level is moved by ``heading_offset`` (kept within 1-6), so a chapter whose top
+    heading is an ``<h2>`` can sit at the level its book's table of contents gives it."""
+    before = len(builder.elements)
+    root = _content_root(tree)
+    if root is not None:
+        _Walker(builder, heading_offset).walk(root)
+    body = tree.body
+    if (
+        len(builder.elements) == before
+        and body is not None
+        and (root is None or body.mem_id != root.mem_id)
+    ):
+        # The chosen root was empty (an empty <main>, say): read the whole body instead.
+        _Walker(builder, heading_offset).walk(body)
+
+
 # --- cleaning ---------------------------------------------------------------------------------
 
 
-def _clean(tree: LexborHTMLParser) -> None:
-    """Remove what is never content, outermost nodes only (a removed node frees its subtree)."""
+def _clean(tree: LexborHTMLParser, *, chrome: bool = True) -> None:
+    """Remove what is never content, outermost nodes only (a removed node frees its subtree);
+    page chrome too unless ``chrome`` is False."""
     doomed = list(tree.css(_DROP))
-    doomed += [node for node in tree.css(_CHROME) if not _inside_content(node)]
+    if chrome:
+        doomed += [node for node in tree.css(_CHROME) if not _inside_content(node)]
     doomed += [node for node in tree.css("form") if node.css_first(_FORM_CONTENT) is None]
     doomed += [node for node in tree.css("[style]") if _HIDDEN_STYLE.search(_attr(node, "style"))]
+    doomed += [
+        node
+        for node in tree.css("[class], [id]")
+        if node.tag not in ("html", "body", "main", "article")
+        and _CHROME_NAME.search(f"{_attr(node, 'class')} {_attr(node, 'id')}")
+    ]
+    doomed += _neighbour_bars(tree)
+    doomed += [node for node in tree.css("ul, ol") if _is_menu(node)]
     ids = {node.mem_id for node in doomed}
     outermost = [node for node in doomed if not _has_ancestor_in(node, ids)]
     for node in {node.mem_id: node for node in outermost}.values():
         node.decompose()
+
+
+def _neighbour_bars(tree: LexborHTMLParser) -> list[LexborNode]:
+    """The blocks that hold a manual's links to its neighbouring pages and nothing else but
+    their labels ("Next:", "Up:", "[Index]"): the smallest block around each such link."""
+    bars: dict[int, LexborNode] = {}
+    for link in tree.css(_NEIGHBOUR_LINKS):
+        block = link.parent
+        while block is not None and block.tag not in _NEIGHBOUR_BLOCKS:
+            block = block.parent
+        if block is None or block.mem_id in bars:
+            continue
+        outside = _inline_text(block)
+        for inner in block.css("a"):
+            outside = outside.replace(_inline_text(inner), " ", 1)
+        if not _NEIGHBOUR_LABELS.sub("", outside):
+            bars[block.mem_id] = block
+    return list(bars.values())
+
+
+def _is_menu(node: LexborNode) -> bool:
+    """A list of links and nothing else (see :data:`MENU_ITEMS`)."""
+    items = [child for child in node.iter() if child.tag == "li"]
+    if len(items) < MENU_ITEMS:
+        return False
+    for item in items:
+        links = item.css("a")
+        text = _inline_text(item)
+        if len(links) != 1 or text != _inline_text(links[0]):
+            return False
+        if not text or len(text.split()) > MENU_ITEM_WORDS:
+            return False
+    return True
 
 
 def _inside_content(node: LexborNode) -> bool:
@@ -180,8 +272,9 @@ class _Walker:
     list item the whole item is one element; elsewhere a double ``<br>`` splits paragraphs.
     """
 
-    def __init__(self, builder: DocumentBuilder) -> None:
+    def __init__(self, builder: DocumentBuilder, heading_offset: int = 0) -> None:
         self.builder = builder
+        self.heading_offset = heading_offset
         self.run: list[str] = []
         self.kind = ElementKind.PARAGRAPH
 
@@ -206,7 +299,8 @@ class _Walker:
             self.run.append("\n")
         elif tag in _HEADINGS:
             self._flush()
-            self.builder.add(ElementKind.HEADING, _inline_text(node), level=int(tag[1]))
+            level = min(max(int(tag[1]) + self.heading_offset, 1), 6)
+            self.builder.add(ElementKind.HEADING, _inline_text(node), level=level)
         elif tag == "pre":
             self._flush()
             code = node.text(deep=True)

@@ -3,8 +3,10 @@
 pdfium gives each page's text as lines. Lines become paragraphs (blank lines, else a short
 line that ends a sentence), bookmarks become headings on their page, and every element keeps
 its 1-based page. Pages whose text is mostly garbage (fonts without a usable ToUnicode map)
-count as pages without text. Before pdfium parses anything, a byte-level scan bounds what the
-file's Flate streams decompress to (the decompression-bomb guard).
+count as pages without text. Pages without usable text are rendered and read by OCR when it is
+installed and on (:mod:`lorebase.extract.pdf_scans`); their paragraphs take their place among
+the others, with the boxes of their lines. Before pdfium parses anything, a byte-level scan
+bounds what the file's Flate streams decompress to (the decompression-bomb guard).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import pypdfium2 as pdfium
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import DocumentBuilder, Extractor
+from lorebase.extract.ocr_layout import Paragraph
 from lorebase.extract.pdf_layout import page_text
+from lorebase.extract.pdf_scans import PageScans
 from lorebase.types import DocumentKind, ElementKind, Extracted, FailureReason
 
 # pdfium's FPDF_ERR_PASSWORD and FPDF_ERR_SECURITY (an unsupported encryption scheme).
@@ -70,6 +74,7 @@ class PdfExtractor(Extractor):
         page_count = len(pdf)
         bookmarks = _bookmarks(pdf, page_count)
         builder = self.builder(data)
+        scans = PageScans(self.settings)
         saw_text = False
         without_text = 0
         for index in range(page_count):
@@ -78,15 +83,22 @@ class PdfExtractor(Extractor):
                 builder.add(ElementKind.PAGE_BREAK, "", page=page)
             lines, had_text = _page_lines(pdf, index)
             saw_text = saw_text or had_text
+            scanned = scans.read(pdf, index) if lines is None else ()
+            if scanned:
+                _add_scanned_page(builder, scanned, bookmarks.get(index, []), page)
+                continue
             if lines is None:
                 without_text += 1
             _add_page(builder, lines or [], bookmarks.get(index, []), page)
         if without_text == page_count:
-            raise ExtractionFailed(
-                FailureReason.NO_TEXT_LAYER, "no usable text layer" if saw_text else None
-            )
+            raise ExtractionFailed(FailureReason.NO_TEXT_LAYER, scans.failure_detail(saw_text))
         warnings = (f"pages_without_text:{without_text}",) if without_text else ()
-        return builder.build(title=_title(pdf), page_count=page_count, warnings=warnings)
+        return builder.build(
+            title=_title(pdf),
+            page_count=page_count,
+            warnings=warnings + scans.warnings(),
+            metadata=scans.metadata(),
+        )
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -251,6 +263,22 @@ def _add_page(
         builder.add(ElementKind.HEADING, title, level=level, page=page)
         start = first + count
     _add_paragraphs(builder, lines[start:], page)
+
+
+def _add_scanned_page(
+    builder: DocumentBuilder,
+    paragraphs: tuple[Paragraph, ...],
+    headings: list[tuple[int, str]],
+    page: int,
+) -> None:
+    """Add a page read by OCR: its bookmarks first, then its paragraphs with their boxes
+    (a paragraph that only repeats a bookmark's title is left out)."""
+    for level, title in headings:
+        builder.add(ElementKind.HEADING, title, level=level, page=page)
+    titles = {_heading_key(title) for _, title in headings}
+    for paragraph in paragraphs:
+        if _heading_key(paragraph.text) not in titles:
+            builder.add(ElementKind.PARAGRAPH, paragraph.text, page=page, boxes=paragraph.boxes)
 
 
 def _find_heading(lines: list[str], title: str, cursor: int) -> tuple[int, int] | None:

@@ -1,5 +1,5 @@
 """Which extractor reads which file (the one table of formats is
-:mod:`lorebase.extract.formats`), and the one place that turns any failure into a reason.
+:mod:`lorebase.formats`), and the one place that turns any failure into a reason.
 
 Extractors are imported lazily: reading Markdown never imports the PDF library.
 """
@@ -10,7 +10,7 @@ from pathlib import Path, PurePath
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import Extractor
-from lorebase.extract.formats import format_for, is_supported
+from lorebase.formats import format_for, is_supported
 from lorebase.settings import ExtractSettings
 from lorebase.types import Extracted, FailureReason
 

@@ -38,10 +38,10 @@ from types import TracebackType
 from typing import Any
 
 from lorebase.errors import ExtractionFailed
-from lorebase.extract.formats import extractor_modules, is_supported
 from lorebase.extract.registry import extract_bytes
+from lorebase.formats import extractor_modules, is_supported
 from lorebase.settings import MB, ExtractSettings
-from lorebase.types import Element, ElementKind, Extracted, FailureReason
+from lorebase.types import Element, ElementKind, Extracted, FailureReason, Part
 
 _WORKER_CODE = "import sys; from lorebase.extract.sandbox import serve; serve(sys.argv[1:])"
 # The folder lorebase was imported from, put first on the worker's path.
@@ -342,7 +342,19 @@ def _reply(data: bytes, path: PurePath, settings: ExtractSettings, max_result: i
 # An Extracted travels as plain tuples: pickling thousands of frozen dataclasses costs about
 # twice as much, and an element's text is left out when it is the document's text between its
 # offsets (it almost always is). The field lists are pinned by a test.
-_ELEMENT_FIELDS = ("kind", "text", "start", "end", "level", "line", "page", "language", "symbol")
+_ELEMENT_FIELDS = (
+    "kind",
+    "text",
+    "start",
+    "end",
+    "level",
+    "line",
+    "page",
+    "language",
+    "symbol",
+    "boxes",
+    "header",
+)
 _EXTRACTED_FIELDS = (
     "kind",
     "title",
@@ -353,7 +365,10 @@ _EXTRACTED_FIELDS = (
     "language",
     "page_count",
     "warnings",
+    "metadata",
+    "parts",
 )
+_PART_FIELDS = ("name", "size", "content_hash", "extracted", "reason")
 _ELEMENT_KINDS = {kind.value: kind for kind in ElementKind}
 
 
@@ -371,8 +386,20 @@ def pack(extracted: Extracted) -> tuple[Any, ...]:
             e.page,
             e.language,
             e.symbol,
+            e.boxes,
+            e.header,
         )
         for e in extracted.elements
+    ]
+    parts = [
+        (
+            part.name,
+            part.size,
+            part.content_hash,
+            None if part.extracted is None else pack(part.extracted),
+            None if part.reason is None else part.reason.value,
+        )
+        for part in extracted.parts
     ]
     return (
         str(extracted.kind),
@@ -384,12 +411,14 @@ def pack(extracted: Extracted) -> tuple[Any, ...]:
         extracted.language,
         extracted.page_count,
         extracted.warnings,
+        dict(extracted.metadata),
+        parts,
     )
 
 
 def unpack(packed: tuple[Any, ...]) -> Extracted:
     """The :class:`Extracted` that :func:`pack` made ``packed`` from."""
-    kind, title, rows, text, digest, encoding, language, page_count, warnings = packed
+    kind, title, rows, text, digest, encoding, language, page_count, warnings, meta, parts = packed
     kinds = _ELEMENT_KINDS
     elements = tuple(
         Element(
@@ -402,8 +431,10 @@ def unpack(packed: tuple[Any, ...]) -> Extracted:
             page,
             lang,
             symbol,
+            tuple(boxes),
+            header,
         )
-        for k, t, start, end, level, line, page, lang, symbol in rows
+        for k, t, start, end, level, line, page, lang, symbol, boxes, header in rows
     )
     return Extracted(
         kind,
@@ -415,6 +446,17 @@ def unpack(packed: tuple[Any, ...]) -> Extracted:
         language,
         page_count,
         tuple(warnings),
+        meta,
+        tuple(
+            Part(
+                name,
+                size,
+                part_hash,
+                None if inner is None else unpack(inner),
+                None if reason is None else FailureReason(reason),
+            )
+            for name, size, part_hash, inner, reason in parts
+        ),
     )
 
 

@@ -1,25 +1,19 @@
-"""The text family: plain text, reStructuredText, AsciiDoc, Org, LaTeX, logs, CSV/TSV, JSON.
+"""The text family: plain text, reStructuredText, AsciiDoc, Org, LaTeX, logs, JSON, XML.
 
 Prose formats are read line by line: blank lines end paragraphs, and each markup's section
-titles become headings (see :mod:`lorebase.extract.text_markup`). Tabular and data formats are
-read with the standard library's parsers. Every element keeps its first source line.
+titles become headings (see :mod:`lorebase.extract.text_markup`). JSON is one code block, JSON
+Lines one paragraph per record. Every element keeps its first source line. (CSV and TSV are
+tables: :mod:`lorebase.extract.sheets`.)
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import PurePath
 
 from lorebase.extract.base import DocumentBuilder, Extractor
 from lorebase.extract.encoding import decode
 from lorebase.extract.text_markup import Block, dialect_for
 from lorebase.types import DocumentKind, ElementKind, Extracted
-
-TABLE_CELL_SEPARATOR = " | "
-# CSV files are cut into tables of this many rows (each repeats the header row), so that
-# every piece a chunker makes of it still says what its columns mean.
-CSV_ROWS_PER_TABLE = 50
 
 
 class TextExtractor(Extractor):
@@ -29,9 +23,6 @@ class TextExtractor(Extractor):
         suffix = path.suffix.lower()
         decoded = decode(data, markup=suffix == ".xml")
         builder = self.builder(data)
-        if suffix in (".csv", ".tsv"):
-            _add_delimited(builder, decoded.text, "\t" if suffix == ".tsv" else ",")
-            return builder.build(encoding=decoded.encoding)
         if suffix == ".jsonl":
             _add_lines(builder, decoded.text)
             return builder.build(encoding=decoded.encoding)
@@ -62,29 +53,3 @@ def _add_lines(builder: DocumentBuilder, text: str) -> None:
     """JSON Lines: one record, one paragraph."""
     for number, line in enumerate(text.split("\n"), start=1):
         builder.add(ElementKind.PARAGRAPH, line, line=number)
-
-
-def _add_delimited(builder: DocumentBuilder, text: str, delimiter: str) -> None:
-    """CSV/TSV as tables of at most ``CSV_ROWS_PER_TABLE`` rows under the header row."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header: str | None = None
-    rows: list[str] = []
-    first_line = 1
-    line = 1
-    for record in reader:
-        row = TABLE_CELL_SEPARATOR.join(cell.strip() for cell in record)
-        if not row.strip(" |"):
-            line = reader.line_num + 1
-            continue
-        if header is None:
-            header, first_line = row, line
-        else:
-            if not rows:
-                first_line = line
-            rows.append(row)
-            if len(rows) == CSV_ROWS_PER_TABLE:
-                builder.add(ElementKind.TABLE, "\n".join([header, *rows]), line=first_line)
-                rows = []
-        line = reader.line_num + 1
-    if rows or (header is not None and not builder.elements):
-        builder.add(ElementKind.TABLE, "\n".join([header or "", *rows]), line=first_line)

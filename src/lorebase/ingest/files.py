@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.extract.formats import document_kind
+from lorebase.formats import document_kind
 from lorebase.ingest.report import IngestReport
 from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
 

@@ -179,14 +179,13 @@ class Ingestor:
                     continue  # its folder was removed during the pass: nothing of it is read
                 counts.files_read += 1
                 try:
-                    item = reader.read(file, known.get(file.key))
-                    if item is not None and writer.stage(item, identity):
-                        waiting.append(item)
-                        counts.chunks_waiting += len(item.chunks)
+                    for item in reader.read(file, known.get(file.key)):
+                        counts.chunks_total += len(item.chunks)
+                        if writer.stage(item, identity):
+                            waiting.append(item)
+                            counts.chunks_waiting += len(item.chunks)
                 except SourceRemoved:  # removed between the check and the write
                     continue
-                if item is not None:
-                    counts.chunks_total += len(item.chunks)
                 while (
                     waiting
                     and counts.chunks_waiting >= self.lookahead_chunks

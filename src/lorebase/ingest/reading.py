@@ -1,6 +1,12 @@
 """Reading one file of a pass: its bytes within the size limit, screened for what must not be
-indexed, extracted (in the bounded worker pool) and chunked, into a :class:`Pending` document
-for the writes; or, when it cannot be read, its failure recorded."""
+indexed, extracted (in the bounded worker pool) and chunked, into :class:`Pending` documents
+for the writes; or, when it cannot be read, its failure recorded.
+
+A file may hold documents of its own (a mail's attachments, a mailbox's messages:
+:class:`~lorebase.types.Part`): each becomes a document whose path is the file's, then
+:data:`~lorebase.types.CITATION_SEPARATOR`, then its name (``mail.eml › report.pdf``), whose
+``container`` is the file's path. They are read with their container and go with it: a part
+no longer in the file, and every part of a file that failed or left the base, is deleted."""
 
 from __future__ import annotations
 
@@ -14,8 +20,8 @@ from lorebase.chunk import chunk_document
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import content_hash
-from lorebase.extract.formats import document_kind
 from lorebase.extract.registry import extractor_for
+from lorebase.formats import document_kind, holds_parts
 from lorebase.ingest.files import SourceFile, up_to_date
 from lorebase.ingest.report import IngestReport
 from lorebase.ingest.screening import screen
@@ -27,7 +33,7 @@ from lorebase.store.base import (
     KnowledgeBase,
     NewDocument,
 )
-from lorebase.types import Chunk, Extracted, FailureReason
+from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, FailureReason, Part
 
 
 @dataclass(slots=True)
@@ -59,25 +65,26 @@ class FileReader:
     report: IngestReport
     full: bool = field(kw_only=True)
 
-    def read(self, file: SourceFile, existing: DocumentRecord | None) -> Pending | None:
-        """Read, extract and chunk one file; None when unchanged or failed."""
+    def read(self, file: SourceFile, existing: DocumentRecord | None) -> list[Pending]:
+        """Read, extract and chunk one file: its document first, then its parts' (those that
+        changed); empty when it is unchanged or failed."""
         kb, report = self.kb, self.report
         kind = document_kind(file.path)
         kind_name = kind or "other"
         try:
             extractor_for(file.path, self.settings)
             data, mtime = self._bytes(file)
-        except ExtractionFailed as failure:
-            size = file.path.stat().st_size if file.data is None and file.path.exists() else 0
-            self._fail(file, kind_name, size, "", None, failure.reason)
-            return None
+        except ExtractionFailed as failure:  # not read: its size and time say when it changes
+            size, mtime = _stat(file)
+            self._fail(file, kind_name, size, "", mtime, failure.reason)
+            return []
         except OSError:
             self._fail(file, kind_name, 0, "", None, FailureReason.UNREADABLE)
-            return None
+            return []
         left_out = screen(file.path.name, kind, data)
         if left_out is not None:
             self._leave_out(file, existing, left_out)
-            return None
+            return []
         digest = content_hash(data)
         same_content = existing is not None and existing.content_hash == digest
         if (
@@ -89,18 +96,34 @@ class FileReader:
             if existing.mtime != mtime:
                 self.store.touch_document(kb.id, existing.id, mtime)
             report.unchanged += 1
-            return None
+            return []
         self.store.set_document_state(kb.id, file.key, DocumentState.EXTRACTING)
         try:
             extracted = self.extract(data, file.path)
         except ExtractionFailed as failure:
             self._fail(file, kind_name, len(data), digest, mtime, failure.reason)
-            return None
-        chunks = chunk_document(extracted, kb.chunk_settings)
-        document = NewDocument(
-            path=file.key,
+            return []
+        document = self._document(file, extracted, len(data), digest, mtime, container=None)
+        pending = [self._pending(document, extracted, existing, same_content)]
+        if extracted.parts or holds_parts(document.kind):
+            pending += self._parts(file, extracted.parts, mtime)
+        return pending
+
+    def _document(
+        self,
+        file: SourceFile,
+        extracted: Extracted,
+        size: int,
+        digest: str,
+        mtime: float | None,
+        *,
+        container: str | None,
+        path: str | None = None,
+    ) -> NewDocument:
+        return NewDocument(
+            path=path or file.key,
             kind=str(extracted.kind),  # a plain string in the row, whatever the extractor's
-            size=len(data),
+            size=size,
             content_hash=digest,
             mtime=mtime,
             title=extracted.title,
@@ -108,9 +131,20 @@ class FileReader:
             encoding=extracted.encoding,
             text=extracted.text,
             source_id=file.source_id,
-            display_name=file.display_name,
+            display_name=file.display_name if container is None else None,
+            container=container,
+            metadata=dict(extracted.metadata),
         )
-        identity = self.identity
+
+    def _pending(
+        self,
+        document: NewDocument,
+        extracted: Extracted,
+        existing: DocumentRecord | None,
+        same_content: bool,
+    ) -> Pending:
+        kb, identity = self.kb, self.identity
+        chunks = chunk_document(extracted, kb.chunk_settings)
         vectors_only = (
             same_content
             and existing is not None
@@ -123,6 +157,51 @@ class FileReader:
         )
         return Pending(document, chunks, existing, vectors_only)
 
+    def _parts(
+        self, file: SourceFile, parts: tuple[Part, ...], mtime: float | None
+    ) -> list[Pending]:
+        """The parts of a file just read, as documents: those whose content changed to be
+        written, those that failed recorded, those the file no longer holds deleted."""
+        stored = {d.path: d for d in self.store.parts_of(self.kb.id, file.key)}
+        pending: list[Pending] = []
+        seen: set[str] = set()
+        for path, part in flatten_parts(file.key, parts):
+            seen.add(path)
+            existing = stored.get(path)
+            if part.extracted is None:
+                reason = part.reason or FailureReason.CORRUPT
+                if existing is None or existing.reason != reason.value:
+                    kind = document_kind(PurePath(part.name)) or "other"
+                    failed = NewDocument(
+                        path=path,
+                        kind=kind,
+                        size=part.size,
+                        content_hash=part.content_hash,
+                        mtime=mtime,
+                        source_id=file.source_id,
+                        container=file.key,
+                    )
+                    self.report.failed.append((path, reason.value))
+                    self.settled(self.store.record_failure(self.kb.id, failed, reason.value))
+                continue
+            same = existing is not None and existing.content_hash == part.content_hash
+            if same and existing is not None and up_to_date(existing, self.kb, self.identity):
+                continue
+            document = self._document(
+                file,
+                part.extracted,
+                part.size,
+                part.content_hash,
+                mtime,
+                container=file.key,
+                path=path,
+            )
+            pending.append(self._pending(document, part.extracted, existing, same))
+        gone = [d.id for p, d in stored.items() if p not in seen]
+        if gone:
+            self.store.delete_documents(self.kb.id, gone)
+        return pending
+
     def _leave_out(self, file: SourceFile, existing: DocumentRecord | None, reason: str) -> None:
         """A file whose bytes must not be indexed (a secret, a machine-written file): counted
         by reason, never named in a log; a version indexed before (``existing``), or the row
@@ -131,7 +210,7 @@ class FileReader:
         left_out[reason] = left_out.get(reason, 0) + 1
         stored = existing or self.store.get_document(self.kb.id, file.key)
         if stored is not None:
-            self.store.delete_documents(self.kb.id, [stored.id])
+            self.store.delete_documents(self.kb.id, [stored.id])  # its parts go with it
 
     def _bytes(self, file: SourceFile) -> tuple[bytes, float | None]:
         """The file's bytes and mtime; the size limit is checked before reading."""
@@ -155,8 +234,6 @@ class FileReader:
         reason: FailureReason,
     ) -> None:
         self.report.failed.append((file.key, reason.value))
-        if reason is FailureReason.UNSUPPORTED_FORMAT:
-            return
         document = NewDocument(
             path=file.key,
             kind=kind,
@@ -167,3 +244,30 @@ class FileReader:
             display_name=file.display_name,
         )
         self.settled(self.store.record_failure(self.kb.id, document, reason.value))
+        if holds_parts(kind):  # what the file held when it last read goes with it
+            parts = self.store.parts_of(self.kb.id, file.key)
+            if parts:
+                self.store.delete_documents(self.kb.id, [part.id for part in parts])
+
+
+def _stat(file: SourceFile) -> tuple[int, float | None]:
+    """A file's size and modification time, without reading it (an upload has no time)."""
+    if file.data is not None:
+        return 0, None
+    try:
+        stat = file.path.stat()
+    except OSError:
+        return 0, None
+    return stat.st_size, stat.st_mtime
+
+
+def flatten_parts(container: str, parts: tuple[Part, ...]) -> list[tuple[str, Part]]:
+    """Every part of a file, nested ones too, with its path: the container's path, then each
+    name down to it (``mail.eml › forwarded.eml › report.pdf``). Pure."""
+    found: list[tuple[str, Part]] = []
+    for part in parts:
+        path = f"{container}{CITATION_SEPARATOR}{part.name}"
+        found.append((path, part))
+        if part.extracted is not None and part.extracted.parts:
+            found += flatten_parts(path, part.extracted.parts)
+    return found

@@ -169,11 +169,12 @@ class Syncer:
         ]
 
     def _gone(self, kb: KnowledgeBase, source: Source, present: set[str]) -> list[str]:
-        """The documents of this source whose files are no longer there."""
+        """The documents of this source whose files are no longer there (a file's parts go
+        with it: their container is the file's path)."""
         return [
             d.id
             for d in self.store.list_documents(kb.id)
-            if d.source_id == source.id and d.path not in present
+            if d.source_id == source.id and (d.container or d.path) not in present
         ]
 
     def _recorder(

@@ -36,6 +36,14 @@ class ExtractSettings:
     ``max_result_bytes``: bound on the extraction sent back (pickled); past it ``too_large``.
     ``workers``: most worker processes kept warm; they start on first use.
 
+    Documents inside documents (a mail's attachments, a mailbox's messages) are read in the
+    same worker, within the same limits: at most ``max_parts`` of them per file (the rest are
+    left out, with a warning), nested at most ``max_part_depth`` deep (an attachment of an
+    attachment of a mail is depth 2; 0: none is read).
+
+    Images and scanned pages are read by OCR when the ``ocr`` extra is installed and ``ocr``
+    is on; an image over ``max_image_pixels`` pixels is ``too_large`` before it is decoded.
+
     And for one folder source as a whole: past ``max_source_files`` files or
     ``max_source_bytes`` bytes its walk stops adding files (in path order) and the pass says
     how many were left out (``over_source_limit``).
@@ -50,9 +58,15 @@ class ExtractSettings:
     workers: int = 2
     max_source_files: int = 50_000
     max_source_bytes: int = 2 * GB
+    max_parts: int = 100
+    max_part_depth: int = 3
+    ocr: bool = True
+    max_image_pixels: int = 60_000_000
 
     def __post_init__(self) -> None:
         for name in (
+            "max_parts",
+            "max_image_pixels",
             "max_file_bytes",
             "max_expanded_bytes",
             "max_text_chars",
@@ -62,6 +76,8 @@ class ExtractSettings:
         ):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"{name} must be a positive number")
+        if self.max_part_depth < 0:
+            raise InvalidInput("max_part_depth must be 0 (attachments are not read) or more")
         if self.max_memory_bytes < MIN_WORKER_MEMORY:
             raise InvalidInput(f"max_memory_bytes must be at least {MIN_WORKER_MEMORY // MB} MB")
         if not 0 < self.max_seconds <= 24 * 3600:
