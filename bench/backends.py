@@ -320,7 +320,7 @@ def explain_postgres(store: PostgresStore, texts: Sequence[str], embedder: Embed
     with store.database.read() as conn:
         identity_id, dim = conn.execute("SELECT id, dim FROM identities LIMIT 1").fetchone()
     for text in texts:
-        terms = lexical.query_terms(text)
+        terms = lexical.query_terms(text, ["en"])
         sql, params = lexical.keyword_query("bm25", terms, [kb.id], 50, None)
         with store.database.read() as conn:
             plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()
@@ -368,7 +368,8 @@ def ingest_folder(root: Path, documents: int) -> tuple[int, int]:
     """``documents`` synthetic documents as Markdown files (title, sections with headings)."""
     marker = root.with_suffix(".json")  # beside the folder: lorebase would try to index it
     if marker.is_file():
-        return json.loads(marker.read_text())
+        documents, total_bytes = json.loads(marker.read_text())
+        return int(documents), int(total_bytes)
     root.mkdir(parents=True, exist_ok=True)
     total_bytes = 0
     for doc in synthetic.documents(pool(), 10**9, SEED + 7):

@@ -20,6 +20,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lorebase.app import open_lorebase
@@ -28,7 +29,9 @@ from lorebase.settings import Settings
 from serve import WORDS, corpus, percentile, run_clients  # bench/serve.py
 
 
-def during(call, queries: list[str], busy: threading.Thread) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def during(
+    call: Callable[[str], object], queries: list[str], busy: threading.Thread
+) -> dict[str, float]:
     """One client searching back to back for as long as ``busy`` runs."""
     latencies: list[float] = []
     busy.start()

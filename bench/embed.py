@@ -84,7 +84,7 @@ def query_ms(embedder: OnnxEmbedder, queries: list[str]) -> float:
     return statistics.median(times)
 
 
-def measure(args: argparse.Namespace, cache: Path) -> dict[str, object]:
+def measure(args: argparse.Namespace, cache: Path) -> dict[str, Any]:
     paras = paragraphs()
     if not paras:
         raise SystemExit(f"no texts under {TXT}")
@@ -107,7 +107,7 @@ def measure(args: argparse.Namespace, cache: Path) -> dict[str, object]:
     alone = np.stack([int8.embed([t])[0] for t in sample[:50]])
     batch_vs_alone = (alone * a[:50]).sum(axis=1)
 
-    result: dict[str, object] = {
+    result: dict[str, Any] = {
         "quantize_s": round(quantize_s, 2),
         "cosine_int8_fp32": {
             "n": len(sample),

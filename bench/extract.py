@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path, PurePath
 
 from lorebase.chunk import chunk_document
@@ -97,7 +98,7 @@ def raw_parse(path: Path) -> None:
         data.decode("utf-8", "replace")
 
 
-def timed(function, *args) -> float:  # type: ignore[no-untyped-def]
+def timed(function: Callable[..., object], *args: object) -> float:
     start = time.perf_counter()
     with contextlib.suppress(Exception):  # broken files are part of the corpus
         function(*args)

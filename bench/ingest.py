@@ -232,7 +232,7 @@ def measure(
     chunks = chunks_of(corpus.folder)
     every = [c.embed_text for c in chunks]
     unique = list({c.content_hash: c.embed_text for c in chunks}.values())
-    rounds = []
+    rounds: list[dict[str, Any]] = []
     for round_number in range(repeat):
         # Alternate which arm goes first so a slow spell on the shared machine hits both.
         arms: list[tuple[str, Callable[[], dict[str, float]]]] = [
@@ -243,7 +243,7 @@ def measure(
             arms.append(("raw_unique", lambda: raw_pass(unique, embedder, clock)))
         if round_number % 2:
             arms.reverse()
-        result = {name: run() for name, run in arms}
+        result: dict[str, Any] = {name: run() for name, run in arms}
         result.setdefault("raw_unique", result["raw"])
         lb, raw, raw_unique = result["lorebase"], result["raw"], result["raw_unique"]
         if lb["chunks"] != len(every) or lb["embedded"] != len(unique):

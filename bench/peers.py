@@ -85,7 +85,7 @@ def load_set(name: str) -> tuple[list[tuple[str, str]], list[Question]]:
     return docs, [Question(q.id, q.text[:2000], q.relevance) for q in questions]
 
 
-def measure(questions: Sequence[Question], search: Callable[[str], list[str]]) -> dict:
+def measure(questions: Sequence[Question], search: Callable[[str], list[str]]) -> dict[str, Any]:
     """Ask every question (one untimed warm-up first); quality and latency of the answers."""
     search(questions[0].text)
     ndcg, recall, rr, latency = [], [], [], []
@@ -138,7 +138,7 @@ def model_folder() -> Path:
 # -- one child per system --------------------------------------------------------------------
 
 
-def child_vectors(name: str, work: Path) -> dict:
+def child_vectors(name: str, work: Path) -> dict[str, Any]:
     docs, _ = load_set(name)
     embedder = onnx_embedder(work)
     started = time.perf_counter()
@@ -148,9 +148,9 @@ def child_vectors(name: str, work: Path) -> dict:
     return {"embed_s": seconds, "documents": len(docs)}
 
 
-def child_lorebase(name: str, work: Path) -> dict:
+def child_lorebase(name: str, work: Path) -> dict[str, Any]:
     from lorebase.app import open_lorebase
-    from lorebase.embed.base import Embedder
+    from lorebase.embed.base import Embedder, EmbedderIdentity, EmbedKind
     from lorebase.eval.datasets import corpus_id_from_path, materialize
     from lorebase.settings import Settings
 
@@ -162,10 +162,10 @@ def child_lorebase(name: str, work: Path) -> dict:
             self.batch_size = inner.batch_size
 
         @property
-        def identity(self):  # type: ignore[no-untyped-def]
+        def identity(self) -> EmbedderIdentity:
             return self.inner.identity
 
-        def embed_batch(self, texts, kind):  # type: ignore[no-untyped-def]
+        def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
             started = time.perf_counter()
             try:
                 return self.inner.embed_batch(texts, kind)
@@ -193,7 +193,7 @@ def child_lorebase(name: str, work: Path) -> dict:
     return {"embed_s": embed_s, "index_s": total - embed_s, "chunks": report.chunks, "modes": modes}
 
 
-def child_txtai(name: str, work: Path) -> dict:
+def child_txtai(name: str, work: Path) -> dict[str, Any]:
     from txtai import Embeddings
 
     docs, questions = load_set(name)
@@ -230,7 +230,7 @@ def child_txtai(name: str, work: Path) -> dict:
     return {"embed_s": embed_s, "index_s": total - embed_s, "modes": modes}
 
 
-def child_lancedb(name: str, work: Path) -> dict:
+def child_lancedb(name: str, work: Path) -> dict[str, Any]:
     import lancedb
     import pyarrow as pa
     from lancedb.rerankers import RRFReranker
@@ -272,7 +272,7 @@ def child_lancedb(name: str, work: Path) -> dict:
     return {"embed_s": None, "index_s": index_s, "modes": modes}
 
 
-def child_chroma(name: str, work: Path) -> dict:
+def child_chroma(name: str, work: Path) -> dict[str, Any]:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
@@ -305,7 +305,7 @@ def child_chroma(name: str, work: Path) -> dict:
     return {"embed_s": None, "index_s": index_s, "modes": {"dense": measure(questions, search)}}
 
 
-def child_bm25s(name: str, work: Path) -> dict:
+def child_bm25s(name: str, work: Path) -> dict[str, Any]:
     import bm25s
     import Stemmer
 
@@ -345,7 +345,9 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def child_latency_prepare(size: int, vectors: str, work: Path, data_dir: Path, count: int) -> dict:
+def child_latency_prepare(
+    size: int, vectors: str, work: Path, data_dir: Path, count: int
+) -> dict[str, Any]:
     """Build (or reuse) lorebase's store as bench/search.py does, then write the shared files."""
     import dataclasses
 
@@ -377,13 +379,17 @@ def child_latency_prepare(size: int, vectors: str, work: Path, data_dir: Path, c
     return {"store": info, "db": str(db), "load_average": os.getloadavg()}
 
 
-def latency_inputs(folder: Path) -> tuple[dict, dict, np.ndarray, np.ndarray]:
+def latency_inputs(
+    folder: Path,
+) -> tuple[dict[str, Any], dict[str, Any], np.ndarray, np.ndarray]:
     corpus = json.loads((folder / "corpus.json").read_text())
     queries = json.loads((folder / "queries.json").read_text())
     return corpus, queries, np.load(folder / "vectors.npy"), np.load(folder / "query_vectors.npy")
 
 
-def time_queries(texts: Sequence[str], vectors: np.ndarray, search: Callable) -> list[float]:
+def time_queries(
+    texts: Sequence[str], vectors: np.ndarray, search: Callable[[str, np.ndarray], object]
+) -> list[float]:
     """ms per query of ``search(text, vector)``, after one untimed warm-up."""
     search(texts[0], vectors[0])
     out = []
@@ -394,11 +400,12 @@ def time_queries(texts: Sequence[str], vectors: np.ndarray, search: Callable) ->
     return out
 
 
-def child_latency_lorebase(folder: Path) -> dict:
+def child_latency_lorebase(folder: Path) -> dict[str, Any]:
     import search
     from lorebase.embed.base import EmbedderIdentity
     from lorebase.search.query import Mode, SearchRequest
     from lorebase.search.service import SearchService
+    from lorebase.store.ann import ANN_THRESHOLD
     from lorebase.store.sqlite.store import SqliteStore
 
     queries = json.loads((folder / "queries.json").read_text())
@@ -415,7 +422,7 @@ def child_latency_lorebase(folder: Path) -> dict:
     started = time.perf_counter()
     kb = store.get_kb(search.KB)  # with its totals: the chunk count
     service.search(SearchRequest(texts[0], (search.KB,), LATENCY_TOP_K, Mode.HYBRID))
-    if kb.chunks >= search.ANN_THRESHOLD:
+    if kb.chunks >= ANN_THRESHOLD:
         search.wait_for_graph(store, kb.id, started)
     modes = {}
     for mode in (Mode.KEYWORD, Mode.DENSE, Mode.HYBRID):
@@ -436,7 +443,7 @@ def child_latency_lorebase(folder: Path) -> dict:
     }
 
 
-def child_latency_lancedb(folder: Path) -> dict:
+def child_latency_lancedb(folder: Path) -> dict[str, Any]:
     import lancedb
     import pyarrow as pa
     from lancedb.rerankers import RRFReranker
@@ -460,14 +467,17 @@ def child_latency_lancedb(folder: Path) -> dict:
     reranker = RRFReranker(K=RRF_K)
     columns = ["id", "text"]
 
-    def keyword(text: str, _: np.ndarray) -> list:
-        return table.search(text, query_type="fts").limit(LATENCY_TOP_K).select(columns).to_list()
+    def keyword(text: str, _: np.ndarray) -> list[Any]:
+        query = table.search(text, query_type="fts")
+        rows: list[Any] = query.limit(LATENCY_TOP_K).select(columns).to_list()
+        return rows
 
-    def dense(_: str, vector: np.ndarray) -> list:
+    def dense(_: str, vector: np.ndarray) -> list[Any]:
         query = table.search(vector).distance_type("cosine")  # no vector index: a flat scan
-        return query.limit(LATENCY_TOP_K).select(columns).to_list()
+        rows: list[Any] = query.limit(LATENCY_TOP_K).select(columns).to_list()
+        return rows
 
-    def hybrid(text: str, vector: np.ndarray) -> list:
+    def hybrid(text: str, vector: np.ndarray) -> list[Any]:
         query = (
             table.search(query_type="hybrid")
             .vector(vector)
@@ -475,7 +485,8 @@ def child_latency_lancedb(folder: Path) -> dict:
             .distance_type("cosine")
             .rerank(reranker)
         )
-        return query.limit(HYBRID_CANDIDATES).select(columns).to_list()[:LATENCY_TOP_K]
+        rows: list[Any] = query.limit(HYBRID_CANDIDATES).select(columns).to_list()
+        return rows[:LATENCY_TOP_K]
 
     texts = queries["texts"]
     modes = {
@@ -489,7 +500,7 @@ def child_latency_lancedb(folder: Path) -> dict:
     }
 
 
-def child_latency_chroma(folder: Path) -> dict:
+def child_latency_chroma(folder: Path) -> dict[str, Any]:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
@@ -535,7 +546,7 @@ def child_latency_chroma(folder: Path) -> dict:
     }
 
 
-def child_latency_bm25s(folder: Path) -> dict:
+def child_latency_bm25s(folder: Path) -> dict[str, Any]:
     import bm25s
     import Stemmer
 
@@ -565,7 +576,7 @@ def child_latency_bm25s(folder: Path) -> dict:
     }
 
 
-LATENCY_CHILDREN: dict[str, Callable[[Path], dict]] = {
+LATENCY_CHILDREN: dict[str, Callable[[Path], dict[str, Any]]] = {
     "lorebase": child_latency_lorebase,
     "lancedb": child_latency_lancedb,
     "chroma": child_latency_chroma,
@@ -573,7 +584,7 @@ LATENCY_CHILDREN: dict[str, Callable[[Path], dict]] = {
 }
 
 
-def latency_child(system: str, size: int, vectors: str, args: argparse.Namespace) -> dict:
+def latency_child(system: str, size: int, vectors: str, args: argparse.Namespace) -> dict[str, Any]:
     command = [
         sys.executable,
         __file__,
@@ -596,12 +607,12 @@ def latency_child(system: str, size: int, vectors: str, args: argparse.Namespace
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{system} at {size} failed:\n{done.stderr[-4000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     result["load_average"] = {"before": load_before, "after": os.getloadavg()}
     return result
 
 
-def summarise(latency: list[float], embed_ms: np.ndarray | None) -> dict:
+def summarise(latency: list[float], embed_ms: np.ndarray | None) -> dict[str, Any]:
     out = {
         "p50_ms": metrics.percentile(latency, 50),
         "p95_ms": metrics.percentile(latency, 95),
@@ -641,7 +652,7 @@ def run_latency(args: argparse.Namespace) -> None:
         args.json.write_text(json.dumps(report, indent=1))
 
 
-def print_latency(size: int, vectors: str, entry: dict) -> None:
+def print_latency(size: int, vectors: str, entry: dict[str, Any]) -> None:
     embed = entry["query_embed_ms"]
     print(
         f"\n## {size:,} chunks, {vectors} vectors (bundled query embedding p50 "
@@ -686,7 +697,7 @@ def print_latency(size: int, vectors: str, entry: dict) -> None:
             )
 
 
-CHILDREN: dict[str, Callable[[str, Path], dict]] = {
+CHILDREN: dict[str, Callable[[str, Path], dict[str, Any]]] = {
     "vectors": child_vectors,
     "lorebase": child_lorebase,
     "txtai": child_txtai,
@@ -699,7 +710,7 @@ CHILDREN: dict[str, Callable[[str, Path], dict]] = {
 # -- the driver ------------------------------------------------------------------------------
 
 
-def run_child(system: str, name: str, work: Path) -> dict:
+def run_child(system: str, name: str, work: Path) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", system, "--sets", name, "--work", str(work)]
     env = {
         **os.environ,
@@ -711,7 +722,8 @@ def run_child(system: str, name: str, work: Path) -> dict:
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{system} on {name} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def ratio(ours: float | None, theirs: float | None) -> str:
@@ -720,21 +732,25 @@ def ratio(ours: float | None, theirs: float | None) -> str:
     return f"{ours / theirs:.2f}"
 
 
-def embed_seconds(system: str, result: dict, shared_embed_s: float | None) -> float | None:
+def embed_seconds(
+    system: str, result: dict[str, Any], shared_embed_s: float | None
+) -> float | None:
     """Own embedding time, the shared vectors' time for LanceDB and Chroma, None for bm25s."""
     if result["embed_s"] is not None:
-        return result["embed_s"]
+        return float(result["embed_s"])
     return shared_embed_s if system in ("lancedb", "chroma") else None
 
 
-def embed_label(system: str, result: dict, shared_embed_s: float | None) -> str:
+def embed_label(system: str, result: dict[str, Any], shared_embed_s: float | None) -> str:
     seconds = embed_seconds(system, result, shared_embed_s)
     if seconds is None:
         return "-"
     return f"{seconds:.1f}" + ("" if result["embed_s"] is not None else " (shared vectors)")
 
 
-def print_tables(name: str, results: dict[str, dict], shared_embed_s: float | None) -> None:
+def print_tables(
+    name: str, results: dict[str, dict[str, Any]], shared_embed_s: float | None
+) -> None:
     print(f"\n## {name}")
     print("| system | mode | nDCG@10 | recall@100 | MRR@10 | p50 ms | p95 ms |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

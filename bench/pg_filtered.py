@@ -38,8 +38,9 @@ IDENTITY = EmbedderIdentity(model="mixture", digest="c" * 64, dim=DIM)
 
 def mixture(rng: np.random.Generator, count: int, centres: np.ndarray) -> np.ndarray:
     picks = rng.integers(0, len(centres), count)
-    vectors = centres[picks] + rng.normal(0, 0.35, (count, DIM)) / np.sqrt(DIM) * 4
-    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    vectors: np.ndarray = centres[picks] + rng.normal(0, 0.35, (count, DIM)) / np.sqrt(DIM) * 4
+    unit: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit.astype(np.float32)
 
 
 def fill(store: PostgresStore, kb_id: int, vectors: np.ndarray, name: str) -> list[str]:

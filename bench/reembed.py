@@ -312,7 +312,7 @@ def two_models_arm(folder: Path, warmed: OnnxEmbedder, scratch: Path, count: int
                     models = len(set(response.identities.values()))
                     if models != len(scopes[scope]):
                         sys.exit(f"{mode} {scope}: {response.identities} {response.warnings}")
-            result = {}
+            result: dict[str, Any] = {}
             for scope in scopes:
                 p = percentiles(wall[scope])
                 result[scope] = {

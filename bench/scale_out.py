@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
@@ -49,6 +49,9 @@ from lorebase.settings import ServeSettings, Settings
 from lorebase.store.base import Scope
 from lorebase.store.postgres.store import PostgresStore
 from lorebase.vault.keys import DataKey
+
+if TYPE_CHECKING:
+    import psycopg
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 424242
@@ -88,11 +91,18 @@ def postgres_cpu(postmaster: int) -> float:
     return total
 
 
+def one_row(conn: psycopg.Connection[tuple[Any, ...]], sql: str) -> tuple[Any, ...]:
+    """The one row ``sql`` returns."""
+    row = conn.execute(sql).fetchone()
+    assert row is not None, sql
+    return row
+
+
 def postmaster_pid(url: str) -> int:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        backend = int(one_row(conn, "SELECT pg_backend_pid()")[0])
         fields = _stat(backend)  # while the backend lives
     assert fields is not None
     return int(fields[1])
@@ -195,7 +205,7 @@ def ingest_run(
             for name, data in files:
                 lb.upload(kb, name, [data])
         with psycopg.connect(url, autocommit=True) as conn:
-            queued = int(conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
+            queued = int(one_row(conn, "SELECT count(*) FROM jobs")[0])
             env = child_env(url, key)
             load_before = load()
             launched = time.perf_counter()
@@ -215,7 +225,7 @@ def ingest_run(
             try:
                 while left:
                     time.sleep(0.05)
-                    left = int(conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
+                    left = int(one_row(conn, "SELECT count(*) FROM jobs")[0])
                     if first_done is None and left < queued:
                         first_done = (time.perf_counter(), queued - left)
                     if any(p.poll() is not None for p in processes):
@@ -225,10 +235,11 @@ def ingest_run(
                 cpu = meter.stop()
             finally:
                 stop_all(processes)
-            row = conn.execute(
+            row = one_row(
+                conn,
                 "SELECT count(*) FILTER (WHERE state = 'indexed'), count(*), "
-                "coalesce(sum(chunk_count), 0) FROM documents"
-            ).fetchone()
+                "coalesce(sum(chunk_count), 0) FROM documents",
+            )
             indexed, documents, chunks = int(row[0]), int(row[1]), int(row[2])
     assert first_done is not None
     steady_s = finished - first_done[0]

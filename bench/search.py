@@ -448,7 +448,8 @@ def measure_in_child(
     )
     if out.returncode != 0:
         sys.exit(f"measuring {db} failed:\n{out.stderr}")
-    return json.loads(out.stdout)
+    measured: dict[str, Any] = json.loads(out.stdout)
+    return measured
 
 
 def db_bytes(db: Path) -> int:

@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -73,7 +74,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run_clients(call, queries: list[str], clients: int, per_client: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def run_clients(
+    call: Callable[[str], object], queries: list[str], clients: int, per_client: int
+) -> dict[str, float]:
     latencies: list[float] = []
     lock = threading.Lock()
 

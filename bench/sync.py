@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lorebase.app import open_lorebase
+from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import Settings
 
@@ -55,7 +55,7 @@ def write_tree(root: Path, files: int, rng: random.Random) -> list[Path]:
     return paths
 
 
-def timed_sync(lb, kb: str) -> tuple[float, dict[str, int]]:  # type: ignore[no-untyped-def]
+def timed_sync(lb: Lorebase, kb: str) -> tuple[float, dict[str, int]]:
     started = time.perf_counter()
     report = lb.sync(kb)[kb]
     seconds = time.perf_counter() - started

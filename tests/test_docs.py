@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from lorebase.cli.main import app
@@ -38,10 +39,10 @@ def test_ci_runs_the_readme_test_command() -> None:
 def command_paths() -> list[tuple[str, ...]]:
     """Every command, with sub-commands of groups (``("kb", "sources", "add")``)."""
 
-    def walk(group: object, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    def walk(group: TyperGroup, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
         found: list[tuple[str, ...]] = []
-        for name, command in group.commands.items():  # type: ignore[attr-defined]
-            if hasattr(command, "commands"):  # a group
+        for name, command in group.commands.items():
+            if isinstance(command, TyperGroup):  # a group
                 found += walk(command, (*prefix, name))
             else:
                 found.append((*prefix, name))

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_contract import BACKENDS, POSTGRES, Backend
 
+from contract.store_contract import BACKENDS, POSTGRES, Backend
 from lorebase.store.base import Store
 
 

@@ -3,11 +3,13 @@ every backend."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from store_contract import (
+
+from contract.store_contract import (
     DIM,
     IDENTITY,
     OTHER_IDENTITY,
@@ -15,10 +17,16 @@ from store_contract import (
     new_doc,
     put,
 )
-
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import MAX_SOURCES, DocumentVectors, KbState, Scope, Store
+from lorebase.store.base import (
+    MAX_SOURCES,
+    DocumentVectors,
+    KbState,
+    KnowledgeBase,
+    Scope,
+    Store,
+)
 
 
 # -- knowledge bases ---------------------------------------------------------------------------
@@ -57,7 +65,7 @@ def test_names_are_unique_per_scope_not_overall(store: Store) -> None:
     team_1 = store.create_kb("notes", scope=Scope.TEAM, owner="alice", team_id=1)
     team_2 = store.create_kb("notes", scope=Scope.TEAM, owner="bob", team_id=2)
     shared = store.create_kb("notes", scope=Scope.GLOBAL, owner="admin")
-    clashes = [
+    clashes: list[tuple[Callable[[], KnowledgeBase], str]] = [
         (lambda: store.create_kb("notes", owner="alice"), "personal knowledge base of yours"),
         (lambda: store.create_kb("notes"), "administrators"),
         (lambda: store.create_kb("notes", scope=Scope.TEAM, owner="bob", team_id=1), "team"),
@@ -78,11 +86,11 @@ def test_names_are_unique_per_scope_not_overall(store: Store) -> None:
     put(store, bob, "a.md", ["zebra one"])
     assert [kb.documents for kb in store.kbs_named("notes", totals=True)] == [0, 1, 0, 0, 0, 0]
     # The operator's lookup by name refuses to guess, listing every base of the name.
-    with pytest.raises(InvalidInput, match="give the id") as raised:
+    with pytest.raises(InvalidInput, match="give the id") as ambiguous:
         store.get_kb("notes")
     for kb in bases:
-        assert f"{kb.id} (" in str(raised.value)
-    assert "personal, alice" in str(raised.value) and "team 2" in str(raised.value)
+        assert f"{kb.id} (" in str(ambiguous.value)
+    assert "personal, alice" in str(ambiguous.value) and "team 2" in str(ambiguous.value)
     # Once the others are gone, the name is unambiguous again.
     for kb in bases[1:]:
         store.delete_kb(kb.id)
@@ -103,9 +111,19 @@ def test_bases_without_totals_are_the_same_bases_with_zeros(store: Store) -> Non
     put(store, kb, "a.md", ["zebra one", "zebra two"])
     full, bare = store.get_kb("docs"), store.get_kb("docs", totals=False)
     assert (full.documents, full.chunks) == (1, 2)
-    zeros = dict.fromkeys(("documents", "indexed", "failed", "chunks", "bytes", "pending"), 0)
-    zeros |= {"searchable": 0, "embedded": 0, "embedded_chunks": 0}
-    assert replace(full, **zeros) == bare
+    zeros = replace(
+        full,
+        documents=0,
+        indexed=0,
+        failed=0,
+        chunks=0,
+        bytes=0,
+        pending=0,
+        searchable=0,
+        embedded=0,
+        embedded_chunks=0,
+    )
+    assert zeros == bare
     assert store.get_kb_by_id(kb.id, totals=False) == bare
     assert store.list_kbs(totals=False) == [bare]
     with pytest.raises(NotFound):

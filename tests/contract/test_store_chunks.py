@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from store_contract import (
+
+from contract.store_contract import (
     put,
     stored_ids,
 )
-
 from lorebase.errors import NotFound
 from lorebase.store.base import Store
 from lorebase.types import ContentKind, Provenance

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_contract import (
+
+from contract.store_contract import (
     DIM,
     IDENTITY,
     SETTINGS_KEY,
@@ -21,7 +22,6 @@ from store_contract import (
     stored_ids,
     unit,
 )
-
 from lorebase.errors import InvalidInput, NotFound, SourceRemoved
 from lorebase.store.base import DocumentState, Store
 
@@ -307,7 +307,10 @@ def test_a_document_of_a_source_no_longer_followed_is_refused(store: Store, tmp_
 def test_a_files_parts_are_listed_with_it_and_go_with_it(store: Store, backend: Backend) -> None:
     kb = store.create_kb("mail")
     other = store.create_kb("other")
-    metadata = {"from": "ann@example.org", "to": ("bo@example.org", "cy@example.org")}
+    metadata: dict[str, str | tuple[str, ...]] = {
+        "from": "ann@example.org",
+        "to": ("bo@example.org", "cy@example.org"),
+    }
     mail = dataclasses.replace(new_doc("inbox/m.eml", "Hello"), metadata=metadata)
     stored = store.replace_document(kb.id, mail, make_chunks(["hello"]), None, None, SETTINGS_KEY)
     assert stored.metadata == metadata and stored.container is None

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from store_contract import SETTINGS_KEY, make_chunks, new_doc, put
-
+from contract.store_contract import SETTINGS_KEY, make_chunks, new_doc, put
 from lorebase.store.base import Store
 from lorebase.types import ContentKind
 

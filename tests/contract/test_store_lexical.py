@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from store_contract import (
+
+from budget import examples
+from contract.store_contract import (
     BACKENDS,
     Backend,
     ids_of,
     put,
 )
-
-from budget import examples
 from lorebase.store.base import KnowledgeBase, Store
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_contract import IDENTITY, ids_of, put
 
+from contract.store_contract import IDENTITY, ids_of, put
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict
 from lorebase.store.base import Store
@@ -100,7 +100,8 @@ WIDE = EmbedderIdentity(model="wide-model", digest="d" * 64, dim=32)
 
 def _random_units(rng: np.random.Generator, rows: int, dim: int) -> np.ndarray:
     matrix = rng.standard_normal((rows, dim)).astype(np.float32)
-    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    units: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return units
 
 
 def test_the_hnsw_path_finds_what_the_exact_scan_finds(pg: PostgresStore) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from store_contract import (
+
+from contract.store_contract import (
     IDENTITY,
     SETTINGS_KEY,
     Backend,
@@ -16,7 +17,6 @@ from store_contract import (
     stored_ids,
     unit,
 )
-
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.store.base import (
     DocumentRecord,
@@ -129,7 +129,8 @@ def test_awaiting_vectors_refuses_vectors_and_changes_nothing(store: Store) -> N
             awaiting_vectors=True,
         )
     assert len(store.keyword_search([kb.id], "zebra", 10)) == 1
-    assert store.get_document(kb.id, "a.md").state is DocumentState.INDEXED  # type: ignore[union-attr]
+    stored = store.get_document(kb.id, "a.md")
+    assert stored is not None and stored.state is DocumentState.INDEXED
 
 
 def test_vectors_for_a_document_gone_or_rewritten_are_refused(

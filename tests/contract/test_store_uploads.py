@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from store_contract import (
+
+from contract.store_contract import (
     ids_of,
     put,
 )
-
 from lorebase.errors import Conflict, NotFound
 from lorebase.store.base import DocumentState, NewDocument, Store
 
@@ -23,7 +23,8 @@ def test_uploads_are_listed_apart_from_folder_files(store: Store) -> None:
     one = store.create_upload(first.id, sealed)
     two = store.create_upload(second.id, sealed)
     assert one.uploaded and two.uploaded and one.state is DocumentState.PENDING
-    assert not store.get_document(first.id, "uploads/not-an-upload.md").uploaded
+    not_an_upload = store.get_document(first.id, "uploads/not-an-upload.md")
+    assert not_an_upload is not None and not not_an_upload.uploaded
     assert store.list_uploads() == [(first.id, one.id), (second.id, two.id)]
     assert store.find_by_hash(second.id, "c" * 64) == two
     with pytest.raises(Conflict):

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_contract import (
+
+from budget import examples
+from contract.store_contract import (
     DIM,
     IDENTITY,
     OTHER_IDENTITY,
@@ -20,8 +22,6 @@ from store_contract import (
     stored_ids,
     unit,
 )
-
-from budget import examples
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.store.base import Store
@@ -88,7 +88,7 @@ def test_dense_results_after_any_writes_equal_a_fresh_load(
 
     @settings(max_examples=examples(backend.examples(40)), deadline=None)
     @given(operations=OPERATIONS)
-    def check(operations: list) -> None:
+    def check(operations: list[tuple[str, int, int, int]]) -> None:
         folder = tmp_path_factory.mktemp("dense")
         store, other = backend.open(folder), backend.open(folder)
         try:
@@ -165,7 +165,9 @@ def test_a_reused_vector_is_stored_as_it_was_found(store: Store) -> None:
     _, chunks = put(store, kb, "a.md", ["alpha"], vectors=unit(7)[None, :])
     first = store.cached_vectors(IDENTITY, [chunks[0].content_hash])[chunks[0].content_hash]
     put(store, kb, "b.md", ["alpha"], vectors=first[None, :])
-    store.delete_document(kb.id, store.get_document(kb.id, "a.md").id)  # type: ignore[union-attr]
+    stored = store.get_document(kb.id, "a.md")
+    assert stored is not None
+    store.delete_document(kb.id, stored.id)
     again = store.cached_vectors(IDENTITY, [chunks[0].content_hash])[chunks[0].content_hash]
     np.testing.assert_array_equal(again, first)
 

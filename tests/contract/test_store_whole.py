@@ -7,7 +7,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from store_contract import (
+
+from contract.store_contract import (
     IDENTITY,
     Backend,
     ids_of,
@@ -16,7 +17,6 @@ from store_contract import (
     put,
     unit,
 )
-
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.store.base import Store
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lorebase.app import Lorebase
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 
 @dataclass
@@ -15,7 +18,7 @@ class Server:
     keys: dict[str, str] = field(default_factory=dict)
 
 
-def sign_in(page: Any, server: Server, user: str) -> None:
+def sign_in(page: Page, server: Server, user: str) -> None:
     page.goto(server.url + "/")
     page.fill("#key", server.keys[user])
     page.click("#sign-in button[type=submit]")

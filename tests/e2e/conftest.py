@@ -13,13 +13,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pytest
 import uvicorn
-from browsing import Server
 
+from e2e.browsing import Server
 from lorebase.accounts.base import Role
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
@@ -28,6 +28,9 @@ from lorebase.settings import ChatConfig, ServeSettings, Settings
 from lorebase.settings.embedders import EmbedderConfig
 from lorebase.vault.keys import DataKey
 from waiting import wait_until
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Dialog, Page, Route
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -123,7 +126,7 @@ def server(
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser() -> Iterator[Browser]:
     """Chromium for one test module. Not for the whole session: Playwright's sync API keeps an
     event loop running in the main thread while it is open, and later tests call asyncio.run."""
     if not CHROMIUM.is_file():
@@ -154,14 +157,14 @@ def watch() -> Watch:
 
 @pytest.fixture
 def page(
-    browser: Any, watch: Watch, request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[Any]:
+    browser: Browser, watch: Watch, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Page]:
     """A fresh browser context and page: network blocked except 127.0.0.1, dialogs and page
     errors recorded; a screenshot into tmp_path when the test fails."""
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     context.set_default_timeout(WAIT_MS)
 
-    def route(route: Any) -> None:
+    def route(route: Route) -> None:
         host = urlsplit(route.request.url).hostname
         if host == "127.0.0.1":
             route.continue_()
@@ -171,7 +174,12 @@ def page(
 
     context.route("**/*", route)
     opened = context.new_page()
-    opened.on("dialog", lambda dialog: (watch.dialogs.append(dialog.message), dialog.dismiss()))
+
+    def dismiss(dialog: Dialog) -> None:
+        watch.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    opened.on("dialog", dismiss)
     opened.on("pageerror", lambda error: watch.errors.append(str(error)))
     try:
         yield opened

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from browsing import Server, sign_in
+
+from e2e.browsing import Server, sign_in
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -25,7 +29,7 @@ DROPPED = ("owl.md", "# Owls\n\nBarn owls hunt voles by sound in complete darkne
 BROKEN = "broken.pdf"  # bytes that are not a PDF: indexing fails, with a reason
 
 
-def drop_files(page: Any, target: str, files: list[tuple[str, str]]) -> None:
+def drop_files(page: Page, target: str, files: list[tuple[str, str]]) -> None:
     """Drop files on an element as a user dragging them from the desktop would."""
     page.evaluate(
         """([selector, files]) => {
@@ -41,7 +45,7 @@ def drop_files(page: Any, target: str, files: list[tuple[str, str]]) -> None:
     )
 
 
-def test_a_base_from_creation_to_deletion(page: Any, server: Server, tmp_path: Path) -> None:
+def test_a_base_from_creation_to_deletion(page: Page, server: Server, tmp_path: Path) -> None:
     sign_in(page, server, "alice")
     loads = []
     page.on("load", lambda _: loads.append(1))
@@ -129,7 +133,7 @@ def api(server: Server, user: str, method: str, path: str, **kwargs: Any) -> htt
     return httpx.request(method, server.url + path, headers=headers, timeout=5, **kwargs)
 
 
-def test_nobody_sees_another_users_or_teams_base(page: Any, server: Server) -> None:
+def test_nobody_sees_another_users_or_teams_base(page: Page, server: Server) -> None:
     made = {
         "alice-diary": ("alice", {"scope": "personal"}),
         "red-plans": ("alice", {"scope": "team", "team": "red"}),
@@ -158,7 +162,7 @@ HOSTILE_TEXT = (
 HOSTILE_PLAIN = ("notes <b>.txt", "<script>alert(4)</script> heron <img src=x onerror=alert(5)>\n")
 
 
-def test_hostile_names_and_text_render_as_text(page: Any, server: Server) -> None:
+def test_hostile_names_and_text_render_as_text(page: Page, server: Server) -> None:
     answer = api(
         server,
         "alice",
@@ -194,7 +198,7 @@ def test_hostile_names_and_text_render_as_text(page: Any, server: Server) -> Non
 
 
 def test_a_base_is_edited_and_an_admin_follows_a_folder(
-    page: Any, server: Server, tmp_path: Path
+    page: Page, server: Server, tmp_path: Path
 ) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
@@ -219,7 +223,7 @@ def test_a_base_is_edited_and_an_admin_follows_a_folder(
     page.locator('#documents tr[data-state="indexed"]', has_text="wren.md").wait_for(timeout=20_000)
 
 
-def test_search_warnings_are_shown(page: Any, server: Server) -> None:
+def test_search_warnings_are_shown(page: Page, server: Server) -> None:
     kb_id = api(server, "bob", "POST", "/v1/knowledge-bases", json={"name": "b"}).json()["id"]
     files = {"files": ("heron.md", NOTES["heron.md"].encode(), "text/markdown")}
     api(server, "bob", "POST", f"/v1/knowledge-bases/{kb_id}/documents", files=files)
@@ -242,7 +246,7 @@ def test_search_warnings_are_shown(page: Any, server: Server) -> None:
         assert width[0] <= width[1], (view, width)
 
 
-def test_a_hit_opens_its_documents_other_passages(page: Any, server: Server) -> None:
+def test_a_hit_opens_its_documents_other_passages(page: Page, server: Server) -> None:
     """One hit per document; "N more passages in this document" opens the others, each a
     link to the document at that passage."""
     kb_id = api(server, "bob", "POST", "/v1/knowledge-bases", json={"name": "ice"}).json()["id"]

@@ -4,14 +4,17 @@ and only the bases switched on reach the model."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from browsing import Server, sign_in
 
 from chat_stand_in import StandIn, Turn
+from e2e.browsing import Server, sign_in
 from lorebase.agent.profiles import Profiles
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -35,7 +38,7 @@ def chat_url(answers: StandIn) -> str:
 
 
 def test_the_answer_streams_and_its_sources_open(
-    page: Any, server: Server, stand_in: StandIn
+    page: Page, server: Server, stand_in: StandIn
 ) -> None:
     headers = {"Authorization": f"Bearer {server.keys['alice']}"}
     ids = {}

@@ -4,12 +4,15 @@ embedder from the named ones."""
 from __future__ import annotations
 
 import socket
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
-from browsing import Server, sign_in
 
+from e2e.browsing import Server, sign_in
 from lorebase.settings.embedders import EmbedderConfig
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -35,7 +38,7 @@ def named_embedders() -> tuple[EmbedderConfig, ...]:
     )
 
 
-def test_bases_show_their_embedder_and_a_new_one_picks_its_own(page: Any, server: Server) -> None:
+def test_bases_show_their_embedder_and_a_new_one_picks_its_own(page: Page, server: Server) -> None:
     sign_in(page, server, "alice")
     embedder = page.locator("#kb-embedder")
     embedder.locator("option[value='remote']").wait_for(state="attached")
@@ -58,7 +61,7 @@ def test_bases_show_their_embedder_and_a_new_one_picks_its_own(page: Any, server
     assert "not answering" in problem and "127.0.0.1" in problem and "keyword" in problem
 
 
-def test_the_status_page_lists_the_embedders_and_which_answer(page: Any, server: Server) -> None:
+def test_the_status_page_lists_the_embedders_and_which_answer(page: Page, server: Server) -> None:
     sign_in(page, server, "bob")
     page.click("a:text('Status')")
     remote = page.locator("table#embedders tr[data-embedder='remote']")
@@ -67,7 +70,7 @@ def test_the_status_page_lists_the_embedders_and_which_answer(page: Any, server:
     page.locator("table#embedders tr[data-embedder='small'] .reachable").wait_for()
 
 
-def test_a_base_is_moved_to_another_embedder_from_the_page(page: Any, server: Server) -> None:
+def test_a_base_is_moved_to_another_embedder_from_the_page(page: Page, server: Server) -> None:
     server.lb.create_kb("notes", embedder="small")
     sign_in(page, server, "admin")
     row = page.locator("table#bases tr[data-kb]", has_text="notes")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
-from browsing import Server
+
+from e2e.browsing import Server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -15,7 +19,7 @@ def auth() -> bool:
     return False
 
 
-def test_the_page_opens_without_sign_in(page: Any, server: Server) -> None:
+def test_the_page_opens_without_sign_in(page: Page, server: Server) -> None:
     page.goto(server.url + "/")
     page.wait_for_selector("table#bases tbody tr")
     assert page.locator("#sign-in").count() == 0

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
-from browsing import Server, sign_in
+
+from e2e.browsing import Server, sign_in
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 
-def test_the_key_is_not_kept_and_signing_out_ends_the_session(page: Any, server: Server) -> None:
+def test_the_key_is_not_kept_and_signing_out_ends_the_session(page: Page, server: Server) -> None:
     sign_in(page, server, "bob")
     key = server.keys["bob"]
     [cookie] = page.context.cookies()
@@ -30,19 +34,20 @@ def test_the_key_is_not_kept_and_signing_out_ends_the_session(page: Any, server:
     page.reload()
     page.wait_for_selector("#sign-in")
     # The ended session's token no longer works, even if someone kept it.
-    page.context.add_cookies([cookie])
+    # Playwright types the cookies it reads (Cookie) apart from those it sets: the same dict.
+    page.context.add_cookies([cookie])  # type: ignore[list-item]
     page.reload()
     page.wait_for_selector("#sign-in")
 
 
-def test_a_wrong_key_is_refused_in_words(page: Any, server: Server) -> None:
+def test_a_wrong_key_is_refused_in_words(page: Page, server: Server) -> None:
     page.goto(server.url + "/")
     page.fill("#key", "lb_not-a-key")
     page.click("#sign-in button[type=submit]")
     page.locator(".flash.error", has_text="not valid").wait_for()
 
 
-def test_status_shows_the_server_and_manages_own_keys(page: Any, server: Server) -> None:
+def test_status_shows_the_server_and_manages_own_keys(page: Page, server: Server) -> None:
     sign_in(page, server, "carol")
     page.click("nav a:text('Status')")
     page.wait_for_selector("table#keys tbody tr[data-key]")

@@ -5,8 +5,8 @@ with a data key, since a shared store keeps none in the data directory)."""
 from __future__ import annotations
 
 import pytest
-from store_backends import BACKENDS, StoreBackend
 
+from integration.store_backends import BACKENDS, StoreBackend
 from lorebase.vault.keys import DataKey
 
 

@@ -55,8 +55,8 @@ class StoreBackend:
                 conn.close()
         import psycopg
 
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            return conn.execute(sql).fetchall()
+        with psycopg.connect(self.url, autocommit=True) as pg:
+            return pg.execute(sql).fetchall()
 
     def rows_if_ready(self, data_dir: Path, sql: str) -> list[tuple[Any, ...]] | None:
         """:meth:`rows`, or None while the store is not there yet or busy (a poller waits)."""

@@ -69,7 +69,7 @@ def test_stdio_session_lists_and_calls_every_tool(data_dir: Path) -> None:
             assert {tool.name for tool in listed.tools} == TOOLS
             for tool in listed.tools:
                 assert tool.input_schema["additionalProperties"] is False
-                assert tool.annotations.read_only_hint is True
+                assert tool.annotations is not None and tool.annotations.read_only_hint is True
             assert "team" in (client.session.instructions or "")
 
             bases = await client.call_tool("list_knowledge_bases", {})

@@ -7,16 +7,17 @@ import logging
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 from fastapi.testclient import TestClient
-from store_backends import StoreBackend
 
+from integration.store_backends import StoreBackend
 from loopback import client as api_client
-from lorebase.accounts.base import Role
+from lorebase.accounts.base import Role, User
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
@@ -24,6 +25,9 @@ from lorebase.errors import InvalidInput, NotFound
 from lorebase.rerank.fake import FakeReranker
 from lorebase.settings import ServeSettings, Settings
 from lorebase.vault.keys import DataKey
+
+if TYPE_CHECKING:
+    from httpx2 import Response  # what starlette's TestClient answers with
 
 SECRET_NAME = "quarterly-merger-plans.md"
 SECRET_TEXT = "# Merger\n\nThe codename for the merger is BLUEHERON and it closes in May.\n"
@@ -76,14 +80,15 @@ def create_kb(env: Env, user: str, name: str, scope: str, team: str | None = Non
     body = {"name": name, "scope": scope} | ({"team": team} if team else {})
     response = env.client.post("/v1/knowledge-bases", json=body, headers=env.as_(user))
     assert response.status_code == 201, response.text
-    return response.json()["id"]
+    kb_id: int = response.json()["id"]
+    return kb_id
 
 
-def upload(env: Env, user: str, kb_id: int, name: str, data: bytes) -> dict:  # type: ignore[type-arg]
+def upload(env: Env, user: str, kb_id: int, name: str, data: bytes) -> Response:
     files = {"files": (name, io.BytesIO(data), "application/octet-stream")}
     return env.client.post(
         f"/v1/knowledge-bases/{kb_id}/documents", files=files, headers=env.as_(user)
-    )  # type: ignore[return-value]
+    )
 
 
 def test_requests_without_a_valid_key_get_401_problems(env: Env) -> None:
@@ -411,6 +416,7 @@ def test_events_carry_states_not_content() -> None:
     async def scenario() -> list[str]:
         bus = EventBus()
         stream = bus.stream({1})
+        assert isinstance(stream, AsyncGenerator)  # closed below, as a server closes it
         first = await stream.__anext__()
         bus.publish("document", 1, document_id="abc", state="indexed")
         bus.publish("document", 2, document_id="hidden", state="indexed")
@@ -525,7 +531,7 @@ def test_every_role_scope_and_route(env: Env) -> None:
     assert all("matrix" not in entry.target for entry in env.lb.accounts.audit_log())
 
 
-def json_with(body: dict | None, kb_id: int) -> dict | None:  # type: ignore[type-arg]
+def json_with(body: dict[str, Any] | None, kb_id: int) -> dict[str, Any] | None:
     if body is None:
         return None
     return {k: ([kb_id] if v == ["{kb}"] else v) for k, v in body.items()}
@@ -573,7 +579,7 @@ def test_reindexing_a_folder_base_queues_one_pass_and_starts_no_thread(
     # A pass that fails is counted and logged (the class only), not lost on stderr.
     done, failed = env.lb.queue.stats.done, env.lb.queue.stats.failed
 
-    def broken(*args: object, **kwargs: object) -> None:
+    def broken(*args: object, **kwargs: object) -> NoReturn:
         raise sqlite3.OperationalError("disk I/O error while writing Policy number 7")
 
     env.lb.sync = broken  # type: ignore[method-assign]
@@ -720,7 +726,7 @@ def test_a_request_looks_its_key_up_once(env: Env, monkeypatch: pytest.MonkeyPat
     calls = []
     resolve = accounts.resolve_credential
 
-    def counted(key: str, *, session: bool):  # type: ignore[no-untyped-def]
+    def counted(key: str, *, session: bool) -> tuple[User, int] | None:
         calls.append(key)
         return resolve(key, session=session)
 

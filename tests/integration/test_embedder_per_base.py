@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_backends import StoreBackend
 
 from embed_stand_in import MODEL, EmbeddingServer, embedders_file
+from integration.store_backends import StoreBackend
 from loopback import client as api_client
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase
@@ -28,6 +28,7 @@ from lorebase.errors import NotFound, Unavailable
 from lorebase.ingest.embedding import EMBED_BATCH_CHUNKS
 from lorebase.search.query import Hit, SearchResponse
 from lorebase.settings import ServeSettings, Settings
+from lorebase.store.sqlite.store import SqliteStore
 from small_base import write_files
 from waiting import wait_until
 
@@ -128,6 +129,7 @@ def test_two_bases_with_two_models_are_searched_together(
         birds, boats = lb.kb("birds"), lb.kb("boats")
         assert (birds.embedder, boats.embedder) == ("small", "remote")
         assert birds.identity_key == SMALL.identity.key
+        assert boats.identity_key is not None
         assert boats.identity_key.startswith(f"http:{MODEL}@") and boats.identity_key.endswith(
             "/48"
         )
@@ -287,7 +289,7 @@ def test_a_reembed_killed_half_way_resumes_and_never_mixes_two_models(
     with open_at(data, server) as lb:
         kb = lb.kb("notes")
         assert (kb.identity_key, kb.embedder, kb.embedder_next) == (small_key, "small", "remote")
-        with lb.store.database.read() as conn:
+        with _sqlite_store(lb).database.read() as conn:
             by_identity = dict(
                 conn.execute(
                     "SELECT i.key, count(*) FROM vectors v "
@@ -316,7 +318,8 @@ def test_a_reembed_killed_half_way_resumes_and_never_mixes_two_models(
     with open_at(data, server) as lb:
         kb = lb.kb("notes")
         assert (kb.embedder, kb.embedder_next) == ("remote", None)
-        assert kb.identity_key != small_key and kb.identity_key.startswith(f"http:{MODEL}@")
+        assert kb.identity_key != small_key and kb.identity_key is not None
+        assert kb.identity_key.startswith(f"http:{MODEL}@")
         # What the killed run made was kept: the resumed one embedded only the rest.
         distinct = len({c for d in lb.documents("notes") for c in _hashes(lb, d.id)})
         assert server.texts < distinct
@@ -326,8 +329,14 @@ def test_a_reembed_killed_half_way_resumes_and_never_mixes_two_models(
         assert SQLITE.rows(data, DISTINCT_IDENTITIES) == [(kb.identity_key,)]
 
 
+def _sqlite_store(lb: Lorebase) -> SqliteStore:
+    """The SQLite store of ``lb`` (read directly by these tests)."""
+    assert isinstance(lb.store, SqliteStore)
+    return lb.store
+
+
 def _hashes(lb: Lorebase, document_id: str) -> set[str]:
-    with lb.store.database.read() as conn:
+    with _sqlite_store(lb).database.read() as conn:
         rows = conn.execute(
             "SELECT content_hash FROM chunks WHERE document_id = ?", (document_id,)
         ).fetchall()
@@ -486,7 +495,7 @@ def test_a_model_whose_configuration_changed_is_re_embedded_under_the_same_name(
         lb.sync("boats")
         boats = lb.kb("boats")
         assert (boats.embedder, boats.embedder_next) == ("remote", None)
-        assert boats.identity_key.endswith("/truncate:32/32")
+        assert boats.identity_key is not None and boats.identity_key.endswith("/truncate:32/32")
         response = lb.search(query, kb=["birds", "boats"], top_k=4)
         assert response.warnings == [] and len(set(response.identities.values())) == 2
 

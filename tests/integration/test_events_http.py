@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from serve_process import free_port, serve_command, wait_until_ready
 
+from integration.serve_process import free_port, serve_command, wait_until_ready
 from lorebase import events as events_module
 from lorebase.accounts.base import Role
 from lorebase.api.app import serving_app

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_events_http import Live, serve
 
+from integration.test_events_http import Live, serve
 from loopback import client as api_client
 from lorebase.api.app import create_app
 from lorebase.app import Lorebase, open_lorebase

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_process import free_port, serve_command, wait_until_ready
-from test_events_http import Live, serve
 from typer.testing import CliRunner
 
+from integration.serve_process import free_port, serve_command, wait_until_ready
+from integration.test_events_http import Live, serve
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
@@ -145,8 +145,10 @@ def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
         assert _truncate_segments(data)
         searched = _search(base, "heron", "keyword")
         assert process.poll() is None, "the server died"
-        assert searched["warnings"][0].startswith("lexical_index_damaged: ")
-        assert "birds" in searched["warnings"][0]
+        warnings = searched["warnings"]
+        assert isinstance(warnings, list)
+        assert warnings[0].startswith("lexical_index_damaged: ")
+        assert "birds" in warnings[0]
         hybrid = _search(base, "heron river", "hybrid")
         assert hybrid["hits"]  # the other arm answers meanwhile
         # Rebuilt from the database in the background: keyword search finds them all again.
@@ -193,7 +195,12 @@ def test_a_damaged_index_in_a_library_process_is_rebuilt_and_announced(tmp_path:
         seen: list[dict[str, object]] = []
         transport = lb.events.transport
         sending = transport.send
-        transport.send = lambda event: (seen.append(event), sending(event))[1]  # type: ignore[method-assign]
+
+        def send(event: dict[str, object]) -> None:
+            seen.append(event)
+            sending(event)
+
+        transport.send = send  # type: ignore[method-assign]
         assert len(lb.search("heron", kb="birds", mode="keyword").hits) == 10
         _truncate_segments(lb.settings.data_dir)
         response = lb.search("heron", kb="birds", mode="keyword")

@@ -13,16 +13,15 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
+from contract.store_contract import ids_of, make_chunks, put, stored_ids
 from lorebase.errors import Conflict
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite import tantivy_index as ti
 from waiting import wait_until
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "contract"))
-from store_contract import ids_of, make_chunks, put, stored_ids
 
 
 def _check(store: SqliteStore) -> None:
@@ -91,7 +90,7 @@ def test_a_crash_between_the_commit_and_its_record_is_repaired(
         put(store, kb, "d7.md", ["glacier new"])
         original = ti.TantivyIndexes._apply
 
-        def crash_after_commit(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def crash_after_commit(self: ti.TantivyIndexes, *args: Any, **kwargs: Any) -> NoReturn:
             original(self, *args, **kwargs)
             raise RuntimeError("crash after the index committed")
 

@@ -5,6 +5,7 @@ words only, long, an unknown script, one document, an embedder that is down)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ def build(tmp_path: Path, files: dict[str, str], embedder: FakeEmbedder | None =
 
 
 @pytest.fixture
-def lb(tmp_path: Path) -> Lorebase:
+def lb(tmp_path: Path) -> Iterator[Lorebase]:
     with build(tmp_path, {"glaciers.md": GLACIERS, **SHORT}) as instance:
         yield instance
 

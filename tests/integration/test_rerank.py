@@ -19,6 +19,7 @@ from lorebase.errors import InvalidInput
 from lorebase.rerank.fake import FakeReranker
 from lorebase.rerank.http import HttpReranker
 from lorebase.search.gate import rerank_depth
+from lorebase.search.query import StepScore
 from lorebase.settings import RerankSettings, Settings
 
 SECTIONS = {
@@ -47,6 +48,12 @@ def opened(tmp_path: Path, corpus: Path, reranker: FakeReranker | None) -> Loreb
     )
     lb.add([corpus], kb="hr")
     return lb
+
+
+def ranked(step: StepScore) -> int:
+    """The rank a hit has in a step it was ranked in."""
+    assert step.rank is not None
+    return step.rank
 
 
 @pytest.fixture
@@ -98,13 +105,13 @@ def test_only_the_best_candidates_are_reranked_the_rest_follow(
     head, rest = response.hits[:depth], response.hits[depth:]
     assert [h.scores["rerank"].rank for h in head] == list(range(1, depth + 1))
     assert rest and all("rerank" not in h.scores for h in rest)
-    fused = [h.scores["fused"].rank for h in rest]
+    fused = [ranked(h.scores["fused"]) for h in rest]
     assert fused == sorted(fused)  # in fused order
     # One hit per document: the passages are reranked first, then grouped by document.
     collapsed = lb.search("leave", kb="hr", top_k=60, rerank=True)
     documents = [h.provenance.document_id for h in collapsed.hits]
     assert len(documents) == len(set(documents))
-    ranks = [h.scores["rerank"].rank for h in collapsed.hits if "rerank" in h.scores]
+    ranks = [ranked(h.scores["rerank"]) for h in collapsed.hits if "rerank" in h.scores]
     assert ranks == sorted(ranks) and collapsed.hits[0].scores["rerank"].rank == 1
 
 

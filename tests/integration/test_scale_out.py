@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_process import free_port, wait_until_ready
 
+from integration.serve_process import free_port, wait_until_ready
 from lorebase.vault.keys import DataKey
 from waiting import wait_until
 
@@ -194,7 +194,8 @@ def test_two_servers_two_workers_one_killed_every_upload_indexed_once(
             "LEFT JOIN chunks c ON c.document_id = d.id GROUP BY d.id, d.chunk_count"
         ).fetchall()
         assert all(count == expected for _, expected, count in rows), rows
-        assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
+        jobs = conn.execute("SELECT count(*) FROM jobs").fetchone()
+        assert jobs is not None and jobs[0] == 0
 
     # Searches answer through both servers.
     for base in servers:

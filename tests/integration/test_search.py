@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ def make(tmp_path: Path, embedder: FakeEmbedder | None = None) -> Lorebase:
 
 
 @pytest.fixture
-def lb(tmp_path: Path, corpus: Path) -> Lorebase:
+def lb(tmp_path: Path, corpus: Path) -> Iterator[Lorebase]:
     instance = make(tmp_path)
     instance.add([corpus], kb="team")
     yield instance
@@ -208,7 +209,7 @@ def test_bad_requests_are_invalid_input(lb: Lorebase) -> None:
         {"fusion": "magic"},
     ):
         with pytest.raises(InvalidInput):
-            lb.search("vacation", kb="team", **kwargs)  # type: ignore[arg-type]
+            lb.search("vacation", kb="team", **kwargs)
     with pytest.raises(InvalidInput):
         lb.search("   ", kb="team")
     with pytest.raises(NotFound):

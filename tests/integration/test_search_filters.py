@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from store_backends import StoreBackend
 from typer.testing import CliRunner
 
+from integration.store_backends import StoreBackend
 from loopback import client as api_client
 from lorebase.agent.tools import ToolBox
 from lorebase.api.app import create_app
@@ -48,8 +49,8 @@ def lb(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loreb
 
 @pytest.mark.parametrize("mode", ["hybrid", "keyword", "dense"])
 def test_each_filter_and_both_restrict_the_hits(lb: Lorebase, mode: str) -> None:
-    def paths(**filters: str) -> set[str]:
-        response = lb.search(QUERY, top_k=20, mode=mode, **filters)  # type: ignore[arg-type]
+    def paths(path_prefix: str | None = None, language: str | None = None) -> set[str]:
+        response = lb.search(QUERY, top_k=20, mode=mode, path_prefix=path_prefix, language=language)
         return {hit.provenance.path for hit in response.hits}
 
     assert paths() <= ALL and len(paths()) > 2
@@ -70,8 +71,8 @@ def test_the_filters_on_each_backend(corpus: Path, tmp_path: Path, backend: Stor
     ) as instance:
         instance.add([corpus], kb="code")
 
-        def paths(**filters: str) -> list[str]:
-            response = instance.search(QUERY, top_k=20, **filters)  # type: ignore[arg-type]
+        def paths(path_prefix: str | None = None, language: str | None = None) -> list[str]:
+            response = instance.search(QUERY, top_k=20, path_prefix=path_prefix, language=language)
             return sorted(hit.provenance.path for hit in response.hits)
 
         assert paths(path_prefix="repo/lib/") == ["repo/lib/crc.py", "repo/lib/crc.rs"]
@@ -90,8 +91,9 @@ def test_the_filter_applies_before_ranking(lb: Lorebase) -> None:
 
 
 def test_a_filter_that_matches_nothing_says_no_answer(lb: Lorebase) -> None:
-    for filters in ({"path_prefix": "elsewhere/"}, {"language": "cobol"}):
-        response = lb.search(QUERY, **filters)  # type: ignore[arg-type]
+    cases: tuple[dict[str, Any], ...] = ({"path_prefix": "elsewhere/"}, {"language": "cobol"})
+    for filters in cases:
+        response = lb.search(QUERY, **filters)
         assert response.hits == [] and response.no_answer
 
 
@@ -105,9 +107,9 @@ def test_a_filter_that_matches_nothing_says_no_answer(lb: Lorebase) -> None:
         ({"language": "x" * 33}, "language must be a language name"),
     ],
 )
-def test_bad_filters_are_refused(lb: Lorebase, filters: dict[str, str], message: str) -> None:
+def test_bad_filters_are_refused(lb: Lorebase, filters: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
-        lb.search(QUERY, **filters)  # type: ignore[arg-type]
+        lb.search(QUERY, **filters)
 
 
 def test_the_cli_filters(lb: Lorebase) -> None:
@@ -133,10 +135,11 @@ def test_the_cli_filters(lb: Lorebase) -> None:
 def test_the_api_filters(lb: Lorebase) -> None:
     client = api_client(create_app(lb, manage=False))
 
-    def search(**filters: str) -> dict:  # type: ignore[type-arg]
+    def search(**filters: str) -> dict[str, Any]:
         response = client.post("/v1/search", json={"query": QUERY, "top_k": 20, **filters})
         assert response.status_code == 200, response.text
-        return response.json()  # type: ignore[no-any-return]
+        body: dict[str, Any] = response.json()
+        return body
 
     both = search(path_prefix="repo/app/", language="python")
     assert {hit["path"] for hit in both["hits"]} == {"repo/app/checksum.py", "repo/app/verify.py"}

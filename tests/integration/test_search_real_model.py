@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from company_docs import COMPANY_DOCS
 
+from integration.company_docs import COMPANY_DOCS
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.search.floor import NO_FLOOR
 from lorebase.settings import Settings
@@ -23,7 +24,7 @@ PARAPHRASES = {
 
 
 @pytest.fixture(scope="module")
-def lb(onnx_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Lorebase:
+def lb(onnx_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lorebase]:
     root = tmp_path_factory.mktemp("corpus") / "company"
     for name, text in DOCS.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_process import free_port, serve_command, wait_until_ready
+
+from integration.serve_process import free_port, serve_command, wait_until_ready
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -19,6 +20,7 @@ async def mcp_session(url: str, key: str) -> tuple[set[str], str]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.types import TextContent
 
     headers = {"Authorization": f"Bearer {key}"}
     async with (
@@ -27,7 +29,9 @@ async def mcp_session(url: str, key: str) -> tuple[set[str], str]:
     ):
         tools = {tool.name for tool in (await client.list_tools()).tools}
         result = await client.call_tool("list_knowledge_bases", {})
-        return tools, result.content[0].text
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        return tools, block.text
 
 
 def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:

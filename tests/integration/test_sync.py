@@ -6,13 +6,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lorebase.app import Lorebase, open_lorebase
+from lorebase.embed.base import EmbedKind
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import Conflict, InvalidInput, Unavailable
 from lorebase.search.floor import NO_FLOOR
@@ -220,7 +221,7 @@ def test_embedder_down_makes_the_base_wait_and_the_next_pass_resumes(
 ) -> None:
     calls = {"n": 0}
 
-    def flaky(texts: list[str], kind: str) -> None:
+    def flaky(texts: Sequence[str], kind: EmbedKind) -> None:
         calls["n"] += 1
         if calls["n"] > 1:
             raise Unavailable("embedding server did not answer")
@@ -230,7 +231,8 @@ def test_embedder_down_makes_the_base_wait_and_the_next_pass_resumes(
         report = lb.add([folder], kb="notes")
         assert report.stopped and "did not answer" in report.stopped
         kb = lb.kb("notes")
-        assert kb.state is KbState.WAITING and kb.state_reason.startswith("embedder_unavailable")
+        assert kb.state is KbState.WAITING and kb.state_reason is not None
+        assert kb.state_reason.startswith("embedder_unavailable")
         done = {p for p, s in paths(lb).items() if s == "indexed"}
         assert 0 < len(done) < 6
         assert all(s in ("indexed", "pending") for s in paths(lb).values())
@@ -249,7 +251,7 @@ def test_a_new_model_replaces_vectors_without_ever_mixing(tmp_path: Path, folder
 
     calls = {"n": 0}
 
-    def fails_later(texts: list[str], kind: str) -> None:
+    def fails_later(texts: Sequence[str], kind: EmbedKind) -> None:
         calls["n"] += 1
         if calls["n"] > 1:
             raise Unavailable("model-b went away")
@@ -270,7 +272,8 @@ def test_a_new_model_replaces_vectors_without_ever_mixing(tmp_path: Path, folder
         assert any("embedding_identity_mismatch" in w for w in response.warnings)
         lb.sync("notes")
         kb = lb.kb("notes")
-        assert kb.identity_key != old_key and kb.identity_key.startswith("model-b")
+        assert kb.identity_key != old_key and kb.identity_key is not None
+        assert kb.identity_key.startswith("model-b")
         hits = lb.search(
             "note", kb="notes", mode="dense", top_k=20, no_answer_threshold=NO_FLOOR
         ).hits
@@ -321,7 +324,7 @@ def test_a_second_indexer_is_refused_with_a_clear_message(tmp_path: Path, folder
         with pytest.raises(Conflict) as caught:
             second.add([folder], kb="notes")
         assert "is indexing this data directory" in str(caught.value)
-        assert second.search  # searching needs no lock
+        assert second.search  # type: ignore[truthy-function]  # searching needs no lock
     with make(tmp_path / "data") as again:
         assert again.add([folder], kb="notes").added == 6
 
@@ -407,7 +410,7 @@ def test_documents_are_found_by_keyword_before_their_vectors_are_made(
     found by keyword; a hybrid search answers and says how many are keyword-only so far."""
     seen: dict[str, Any] = {}
 
-    def look(texts: list[str], kind: str) -> None:
+    def look(texts: Sequence[str], kind: EmbedKind) -> None:
         if kind != "document" or seen:
             return
         kb = lb.kb("notes")
@@ -440,7 +443,7 @@ def test_documents_are_found_by_keyword_before_their_vectors_are_made(
 def test_a_crash_between_the_two_writes_is_finished_by_the_next_pass(
     tmp_path: Path, folder: Path
 ) -> None:
-    def crash(texts: list[str], kind: str) -> None:
+    def crash(texts: Sequence[str], kind: EmbedKind) -> None:
         if kind == "document":
             raise Crash
 
@@ -469,7 +472,7 @@ def test_a_crash_between_the_two_writes_is_finished_by_the_next_pass(
 def test_a_document_deleted_while_it_waits_for_vectors_stays_deleted(
     tmp_path: Path, folder: Path
 ) -> None:
-    def delete_one(texts: list[str], kind: str) -> None:
+    def delete_one(texts: Sequence[str], kind: EmbedKind) -> None:
         document = lb.store.get_document(lb.kb("notes").id, "notes/note3.md")
         if kind == "document" and document is not None:
             lb.store.delete_document(document.kb_id, document.id)
@@ -507,7 +510,7 @@ def test_a_stop_drains_the_documents_waiting_for_vectors(
     monkeypatch.setattr(embedding, "DRAIN_SECONDS", drain_seconds)
     stop = threading.Event()
 
-    def stop_at_first_call(texts: list[str], kind: str) -> None:
+    def stop_at_first_call(texts: Sequence[str], kind: EmbedKind) -> None:
         stop.set()
 
     with make(tmp_path / "data", FakeEmbedder(hook=stop_at_first_call)) as lb:
@@ -535,7 +538,7 @@ def test_a_stop_while_the_read_documents_are_embedded_ends_the_pass_in_seconds(
     monkeypatch.setattr(embedding, "DRAIN_SECONDS", 0.0)
     stop = threading.Event()
 
-    def stop_at_first_call(texts: list[str], kind: str) -> None:
+    def stop_at_first_call(texts: Sequence[str], kind: EmbedKind) -> None:
         stop.set()
 
     with make(tmp_path / "data", FakeEmbedder(hook=stop_at_first_call)) as lb:
@@ -565,7 +568,7 @@ def test_a_stop_during_a_long_document_leaves_it_to_the_next_pass(
     stop = threading.Event()
     calls = {"n": 0}
 
-    def stop_at_first_call(texts: list[str], kind: str) -> None:
+    def stop_at_first_call(texts: Sequence[str], kind: EmbedKind) -> None:
         calls["n"] += 1
         stop.set()
 

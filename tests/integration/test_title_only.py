@@ -7,18 +7,14 @@ neither search arm could ever return them.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import Settings
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
-from fixtures_office import docx_bytes, text_pdf
+from unit.fixtures_office import docx_bytes, text_pdf
 
 
 def _docx(style: int) -> Callable[[str], bytes]:

@@ -35,6 +35,9 @@ class RawStorage(Protocol):
 
 
 class RawFiles:
+    storage: BlobStorage
+    default: BlobStorage
+
     def __init__(self, root: Path) -> None:
         self.storage = self.default = FileBlobStorage(root)
         self.root = root
@@ -56,6 +59,9 @@ class RawFiles:
 
 
 class RawRows:
+    storage: BlobStorage
+    default: BlobStorage
+
     def __init__(self, storage: BlobStorage) -> None:
         from lorebase.vault.postgres_storage import PostgresBlobStorage
 

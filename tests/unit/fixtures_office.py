@@ -11,6 +11,11 @@ import io
 import zipfile
 import zlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from docx.document import Document
+    from docx.text.paragraph import Paragraph
 
 CORPUS_REASON = "the shared corpus (../shared/data/docs next to the repository) is absent"
 HELVETICA = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
@@ -159,10 +164,10 @@ def private_use_font_pdf(good_pages: int = 0) -> bytes:
 # -- DOCX ----------------------------------------------------------------------------------------
 
 
-def docx_bytes(document: object) -> bytes:
+def docx_bytes(document: Document) -> bytes:
     """Serialize a python-docx ``Document``."""
     buffer = io.BytesIO()
-    document.save(buffer)  # type: ignore[attr-defined]
+    document.save(buffer)
     return buffer.getvalue()
 
 
@@ -237,7 +242,7 @@ _TEXT_BOX_XML = (
 )
 
 
-def add_footnotes(document: object, notes: Sequence[str]) -> None:
+def add_footnotes(document: Document, notes: Sequence[str]) -> None:
     """Give a python-docx document a footnotes part (python-docx has no API for notes),
     with the two separator notes Word always writes and then ``notes``."""
     from docx.opc.constants import CONTENT_TYPE, RELATIONSHIP_TYPE
@@ -249,28 +254,28 @@ def add_footnotes(document: object, notes: Sequence[str]) -> None:
         for number, text in enumerate(notes, start=1)
     )
     blob = _NOTES_XML.format(ns=W_NS, notes=body).encode()
-    main = document.part  # type: ignore[attr-defined]
+    main = document.part
     part = Part(PackURI("/word/footnotes.xml"), CONTENT_TYPE.WML_FOOTNOTES, blob, main.package)
     main.relate_to(part, RELATIONSHIP_TYPE.FOOTNOTES)
 
 
-def add_text_box(paragraph: object, text: str) -> None:
+def add_text_box(paragraph: Paragraph, text: str) -> None:
     """Anchor a text box in ``paragraph`` the way Word writes one: a DrawingML shape with a
     VML fallback that repeats the same text."""
     from docx.oxml.parser import parse_xml
 
     run = parse_xml(_TEXT_BOX_XML.format(w=W_NS, text=text))
-    paragraph._p.append(run)  # type: ignore[attr-defined]
+    paragraph._p.append(run)
 
 
-def add_localized_heading_style(document: object, name: str, outline_level: int) -> str:
+def add_localized_heading_style(document: Document, name: str, outline_level: int) -> str:
     """A paragraph style with a non-English name and id whose only heading mark is its outline
     level, as in a German Word's "Überschrift 1". Returns the style's name."""
     from docx.enum.style import WD_STYLE_TYPE
     from docx.oxml.ns import qn
     from docx.oxml.parser import OxmlElement
 
-    style = document.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)  # type: ignore[attr-defined]
+    style = document.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
     outline = OxmlElement("w:outlineLvl", {qn("w:val"): str(outline_level)})
     style.element.get_or_add_pPr().append(outline)
     return name

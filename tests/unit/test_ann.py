@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plain_documents import plain_document
 
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.store import ann
@@ -18,6 +17,7 @@ from lorebase.store.ann import AnnIndex, GraphSlot, SideFile, build_ann_index, c
 from lorebase.store.sqlite.dense import DenseIndexes
 from lorebase.store.sqlite.store import SqliteStore, connect
 from lorebase.store.vectors import ExactIndex, Int8ExactIndex, Int8Rows
+from unit.plain_documents import plain_document
 
 # usearch is a dependency of lorebase; imported after onnxruntime (see import_usearch).
 assert ann.import_usearch() is not None
@@ -48,7 +48,8 @@ def slot(tmp_path: Path | None = None) -> GraphSlot:
 
 
 def exact_top(matrix: np.ndarray, query: np.ndarray, k: int) -> list[int]:
-    return ExactIndex(matrix).search(query, k)[0].tolist()
+    ids: list[int] = ExactIndex(matrix).search(query, k)[0].tolist()
+    return ids
 
 
 def test_keys_fold_the_chunk_id_and_its_text_hash_into_63_bits() -> None:
@@ -268,7 +269,7 @@ def test_a_build_stops_between_batches_and_the_old_graph_stays() -> None:
     assert len(graph) == ann.ADD_BATCH_ROWS  # one batch went in, then it stopped
     assert slot.stop(timeout=30)
     slot.sync(rows, keys, 2)  # a stopped slot takes no more work
-    assert slot.graph is built and len(built) == ann.ADD_BATCH_ROWS
+    assert slot.graph is built and built is not None and len(built) == ann.ADD_BATCH_ROWS
 
 
 @pytest.mark.parametrize("closes", [True, False])

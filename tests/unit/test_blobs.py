@@ -11,7 +11,6 @@ from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
-from blob_storages import STORAGES, RawFiles, RawStorage
 
 from lorebase.errors import (
     WRONG_KEY_MESSAGE,
@@ -34,6 +33,7 @@ from lorebase.vault.keys import (
     seal_text,
 )
 from lorebase.vault.storage import BlobStorage
+from unit.blob_storages import STORAGES, RawFiles, RawStorage
 
 CHUNK = 16  # small chunks make multi-chunk blobs cheap
 RECORD = NONCE_BYTES + CHUNK + TAG_BYTES
@@ -426,7 +426,7 @@ def test_hostile_ids_are_rejected(store: BlobStore, blob_id: object) -> None:
         check_blob_id(blob_id)  # type: ignore[arg-type]
     for call in (store.get, store.exists, store.delete, store.stream, store.key_id_of):
         with pytest.raises(InvalidInput):
-            call(blob_id)  # type: ignore[operator]
+            call(blob_id)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         store.put(blob_id, b"x")  # type: ignore[arg-type]
     for storage_call in (store.storage.open, store.storage.exists, store.storage.delete):

@@ -15,7 +15,7 @@ from budget import examples
 from lorebase.chunk import Chunker, HeaderChunker, chunk_document, estimate_tokens
 from lorebase.extract.base import DocumentBuilder
 from lorebase.settings import ChunkSettings
-from lorebase.types import Chunk, ContentKind, DocumentKind, ElementKind, Extracted
+from lorebase.types import Chunk, ContentKind, DocumentKind, Element, ElementKind, Extracted
 
 DEFAULT = ChunkSettings()
 SMALL = ChunkSettings(chunk_size=200, max_tokens=1000, overlap=40)
@@ -337,7 +337,7 @@ def test_cjk_text_is_bound_by_tokens() -> None:
         assert chunk.tokens == estimate_tokens(chunk.text) <= DEFAULT.max_tokens
         assert len(chunk.text) <= DEFAULT.max_tokens
         assert chunk.text.endswith("。")
-    covered = set()
+    covered: set[int] = set()
     for chunk in chunks:
         covered.update(range(chunk.position.start, chunk.position.end))
     assert covered == set(range(len(doc.text)))
@@ -381,7 +381,9 @@ def test_line_numbers_count_line_ends_inside_the_first_element() -> None:
     chunks = chunk_document(doc, ChunkSettings(chunk_size=300, overlap=0))
     assert chunks[0].position.line == 3
     for chunk in chunks:
-        number = int(re.match(r"Line (\d+)", chunk.text).group(1))  # type: ignore[union-attr]
+        found = re.match(r"Line (\d+)", chunk.text)
+        assert found is not None
+        number = int(found.group(1))
         assert chunk.position.line == 3 + number
     assert chunk_document(document(para("no lines")), DEFAULT)[0].position.line is None
 
@@ -487,7 +489,9 @@ def chunk_settings(draw: st.DrawFn) -> ChunkSettings:
 def reference_sections(doc: Extracted) -> list[tuple[tuple[str, ...], int, int]]:
     """(trail, body start, body end) per section with text, computed independently: headings
     open sections, and each table is a section of its own."""
-    sections, trail, body = [], [], []
+    sections: list[tuple[tuple[str, ...], int, int]] = []
+    trail: list[tuple[int, str]] = []
+    body: list[Element] = []
     for element in [*doc.elements, None]:
         is_table = element is not None and element.kind is ElementKind.TABLE
         if body and (is_table or body[-1].kind is ElementKind.TABLE) and element is not None:
@@ -528,8 +532,12 @@ def check_properties(doc: Extracted, config: ChunkSettings) -> None:
         assert chunk.text and not chunk.text[0].isspace() and not chunk.text[-1].isspace()
         assert len(chunk.text) <= config.chunk_size
         assert estimate_tokens(chunk.text) == chunk.tokens <= config.max_tokens
-        lines = chunk.position.line, chunk.position.line_end
-        assert lines == (None, None) or lines[1] is None or lines[1] > lines[0]
+        line, line_end = chunk.position.line, chunk.position.line_end
+        assert (
+            (line, line_end) == (None, None)
+            or line_end is None
+            or (line is not None and line_end > line)
+        )
 
     sections = reference_sections(doc)
     for trail, start, end in sections:

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lorebase.accounts.sqlite import SqliteAccounts
 from lorebase.cli.main import app
@@ -19,12 +19,14 @@ runner = CliRunner()
 def test_users_teams_and_keys(tmp_path: Path) -> None:
     base = ["--data-dir", str(tmp_path), "--embedder", "none"]
 
-    def cli(*args: str):  # type: ignore[no-untyped-def]
+    def cli(*args: str) -> Result:
         return runner.invoke(app, [*base, *args])
 
     created = cli("users", "create", "dana", "--admin")
     assert created.exit_code == 0, created.output
-    key = re.search(r"(lb_\S+)", created.output).group(1)  # type: ignore[union-attr]
+    shown = re.search(r"(lb_\S+)", created.output)
+    assert shown is not None
+    key = shown.group(1)
     assert cli("users", "create", "dana").exit_code == 4
     assert cli("teams", "create", "ops").exit_code == 0
     assert cli("teams", "add", "ops", "dana", "--admin").exit_code == 0
@@ -38,7 +40,8 @@ def test_users_teams_and_keys(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "lorebase.db")
     try:
         accounts = SqliteAccounts(store)
-        assert accounts.resolve_key(key).name == "dana"  # type: ignore[union-attr]
+        resolved = accounts.resolve_key(key)
+        assert resolved is not None and resolved.name == "dana"
         assert cli("keys", "revoke", str(keys[0]["id"])).exit_code == 0
         assert accounts.resolve_key(key) is None
         assert cli("keys", "revoke", str(keys[0]["id"])).exit_code == 3

@@ -3,32 +3,39 @@ embedder)."""
 
 import json
 from pathlib import Path
+from typing import Protocol
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lorebase.cli.main import app
 
 runner = CliRunner()
 
 
+class Cli(Protocol):
+    """The ``cli`` fixture: ``lorebase`` run on this test's data directory."""
+
+    def __call__(self, *args: str, input: str | None = None) -> Result: ...
+
+
 @pytest.fixture
-def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
+def cli(tmp_path: Path) -> Cli:
     base = ["--data-dir", str(tmp_path / "data"), "--embedder", "fake"]
 
-    def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    def invoke(*args: str, input: str | None = None) -> Result:
         return runner.invoke(app, [*base, *args], input=input)
 
     return invoke
 
 
-def cited(cli, query: str) -> list[str]:  # type: ignore[no-untyped-def]
+def cited(cli: Cli, query: str) -> list[str]:
     result = cli("search", query, "--mode", "keyword", "--json")
     assert result.exit_code == 0, result.output
     return [hit["path"] for hit in json.loads(result.stdout)["hits"]]
 
 
-def test_a_file_added_on_its_own_leaves_the_index_when_deleted(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_added_on_its_own_leaves_the_index_when_deleted(cli: Cli, tmp_path: Path) -> None:
     single = tmp_path / "s.md"
     single.write_text("# Single\n\nThe walrus migration plan.\n")
     assert cli("add", str(single)).exit_code == 0
@@ -48,7 +55,7 @@ def test_a_file_added_on_its_own_leaves_the_index_when_deleted(cli, tmp_path: Pa
     assert json.loads(cli("kb", "sources", "list", "default", "--json").stdout) == []
 
 
-def test_docs_show_read_and_delete(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_docs_show_read_and_delete(cli: Cli, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "leave.md").write_text("# Leave\n\nYou get 25 vacation days.\n")

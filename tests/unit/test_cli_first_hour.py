@@ -4,9 +4,10 @@ removed or failed, and that its JSON speaks the HTTP API's vocabulary."""
 import json
 import re
 from pathlib import Path
+from typing import Protocol
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from loopback import client as api_client
 from lorebase.api.app import create_app
@@ -19,14 +20,20 @@ from lorebase.settings import ServeSettings, Settings
 runner = CliRunner()
 
 
+class Cli(Protocol):
+    """The ``cli`` fixture: ``lorebase`` run on this test's data directory."""
+
+    def __call__(self, *args: str) -> Result: ...
+
+
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
 @pytest.fixture
-def cli(data: Path):  # type: ignore[no-untyped-def]
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
+def cli(data: Path) -> Cli:
+    def invoke(*args: str) -> Result:
         return runner.invoke(app, ["--data-dir", str(data), "--embedder", "fake", *args])
 
     return invoke
@@ -47,7 +54,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 # -- item 7: deletions -------------------------------------------------------------------------
-def test_sync_summary_reports_removed_files(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_sync_summary_reports_removed_files(cli: Cli, folder: Path) -> None:
     cli("add", str(folder), "--kb", "notes")
     (folder / "other.md").unlink()
     result = cli("sync")
@@ -56,7 +63,7 @@ def test_sync_summary_reports_removed_files(cli, folder: Path) -> None:  # type:
 
 
 # -- item 8: labelled scores, visible neighbours -----------------------------------------------
-def test_search_labels_each_score_with_its_step(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_search_labels_each_score_with_its_step(cli: Cli, folder: Path) -> None:
     cli("add", str(folder), "--kb", "notes")
     labels = {
         "hybrid": r"fused [01]\.\d{3}\]",
@@ -69,7 +76,7 @@ def test_search_labels_each_score_with_its_step(cli, folder: Path) -> None:  # t
         assert re.search(r"\[notes · " + label, result.output), (mode, result.output)
 
 
-def test_search_neighbors_show_the_chunks_around(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_search_neighbors_show_the_chunks_around(cli: Cli, folder: Path) -> None:
     cli("add", str(folder), "--kb", "notes")
     plain = cli("search", "Paragraph 2", "--mode", "keyword", "--top-k", "1").output
     around = cli("search", "Paragraph 2", "--mode", "keyword", "--top-k", "1", "--neighbors", "1")
@@ -95,7 +102,7 @@ def test_search_neighbors_show_the_chunks_around(cli, folder: Path) -> None:  # 
     ],
 )
 def test_read_only_commands_on_a_missing_data_dir_say_so_and_create_nothing(
-    cli,  # type: ignore[no-untyped-def]
+    cli: Cli,
     data: Path,
     command: list[str],
 ) -> None:
@@ -116,7 +123,7 @@ def test_a_local_lorebase_folder_is_hinted(tmp_path: Path, monkeypatch: pytest.M
     assert not (tmp_path / "elsewhere").exists()
 
 
-def test_not_found_names_the_knowledge_base(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_not_found_names_the_knowledge_base(cli: Cli, folder: Path) -> None:
     cli("add", str(folder), "--kb", "notes")
     for command in (["search", "vacation", "--kb", "nosuch"], ["docs", "list", "--kb", "nosuch"]):
         result = cli(*command)
@@ -124,7 +131,7 @@ def test_not_found_names_the_knowledge_base(cli, folder: Path) -> None:  # type:
         assert "'nosuch'" in result.output
 
 
-def test_docs_list_without_kb_lists_every_base(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_docs_list_without_kb_lists_every_base(cli: Cli, folder: Path) -> None:
     cli("add", str(folder), "--kb", "notes")
     result = cli("docs", "list", "--failed")
     assert result.exit_code == 0, result.output
@@ -133,7 +140,7 @@ def test_docs_list_without_kb_lists_every_base(cli, folder: Path) -> None:  # ty
 
 
 # -- item 10: what to do about a failure -------------------------------------------------------
-def test_failure_reasons_come_with_what_to_do(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_failure_reasons_come_with_what_to_do(cli: Cli, folder: Path) -> None:
     hint = "the file is damaged and no text could be recovered"
     added = cli("add", str(folder), "--kb", "notes")
     assert "corrupt" in added.output and hint in added.output
@@ -142,13 +149,13 @@ def test_failure_reasons_come_with_what_to_do(cli, folder: Path) -> None:  # typ
 
 
 # -- item 12: progress, empty results, unwrapped paths, help, headers --------------------------
-def test_a_missing_path_draws_no_progress_bar(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_path_draws_no_progress_bar(cli: Cli, tmp_path: Path) -> None:
     result = cli("add", str(tmp_path / "nonexistent"))
     assert result.exit_code == 3
     assert "Indexing" not in result.output and "files ·" not in result.output
 
 
-def test_the_progress_ends_on_the_summarys_chunk_count(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_progress_ends_on_the_summarys_chunk_count(cli: Cli, folder: Path) -> None:
     """Not on a terminal (as here), progress is plain lines; the last one is the end state."""
     result = cli("add", str(folder), "--kb", "notes")
     assert result.exit_code == 0, result.output
@@ -159,7 +166,7 @@ def test_the_progress_ends_on_the_summarys_chunk_count(cli, folder: Path) -> Non
     assert last[-1] == (summary.group(1),) * 3
 
 
-def test_empty_listings_print_a_sentence(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_empty_listings_print_a_sentence(cli: Cli, folder: Path) -> None:
     assert cli("kb", "create", "empty").exit_code == 0
     docs = cli("docs", "list", "--kb", "empty")
     assert docs.exit_code == 0 and docs.output.strip() == "No documents in empty."
@@ -170,7 +177,7 @@ def test_empty_listings_print_a_sentence(cli, folder: Path) -> None:  # type: ig
     assert cli("keys", "list").output.startswith("No API keys yet")
 
 
-def test_long_paths_are_not_folded_when_output_is_not_a_terminal(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_long_paths_are_not_folded_when_output_is_not_a_terminal(cli: Cli, tmp_path: Path) -> None:
     root = tmp_path / "deep"
     name = "a-rather-long-file-name-that-does-not-fit-in-eighty-columns-" * 2 + "x.pdf"
     (root / "sub").mkdir(parents=True)
@@ -188,7 +195,7 @@ def test_help_shows_no_type_after_flags() -> None:
         assert "--json" in result.output or "--version" in result.output
 
 
-def test_users_list_has_a_header(cli) -> None:  # type: ignore[no-untyped-def]
+def test_users_list_has_a_header(cli: Cli) -> None:
     assert cli("users", "create", "alice").exit_code == 0
     lines = cli("users", "list").output.splitlines()
     assert lines[0].split() == ["name", "role"]
@@ -196,7 +203,7 @@ def test_users_list_has_a_header(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 # -- item 13: one vocabulary for the CLI's and the API's JSON ----------------------------------
-def test_cli_json_names_fields_as_the_api_does(cli, data: Path, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_json_names_fields_as_the_api_does(cli: Cli, data: Path, folder: Path) -> None:
     cli("add", str(folder), "--kb", "notes")
     kbs = json.loads(cli("kb", "list", "--json").stdout)
     docs = json.loads(cli("docs", "list", "--kb", "notes", "--json").stdout)

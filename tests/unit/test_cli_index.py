@@ -2,20 +2,27 @@
 
 import json
 from pathlib import Path
+from typing import Protocol
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lorebase.cli.main import app
 
 runner = CliRunner()
 
 
+class Cli(Protocol):
+    """The ``cli`` fixture: ``lorebase`` run on this test's data directory."""
+
+    def __call__(self, *args: str) -> Result: ...
+
+
 @pytest.fixture
-def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
+def cli(tmp_path: Path) -> Cli:
     base = ["--data-dir", str(tmp_path / "data"), "--embedder", "fake"]
 
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
+    def invoke(*args: str) -> Result:
         return runner.invoke(app, [*base, *args])
 
     return invoke
@@ -30,7 +37,7 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
-def test_add_then_search_cites_the_passage(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_add_then_search_cites_the_passage(cli: Cli, folder: Path) -> None:
     result = cli("add", str(folder), "--kb", "notes")
     assert result.exit_code == 0, result.output
     assert "1 added" in result.output and "corrupt" in result.output
@@ -42,12 +49,12 @@ def test_add_then_search_cites_the_passage(cli, folder: Path) -> None:  # type: 
     assert data["hits"][0]["scores"]["fused"]["rank"] == 1
 
 
-def test_add_json_report(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_add_json_report(cli: Cli, folder: Path) -> None:
     data = json.loads(cli("add", str(folder), "--kb", "notes", "--json").stdout)
     assert data["added"] == 1 and data["failed"] == [["notes/broken.pdf", "corrupt"]]
 
 
-def test_add_counts_what_it_leaves_out_without_naming_secrets(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_add_counts_what_it_leaves_out_without_naming_secrets(cli: Cli, folder: Path) -> None:
     (folder / ".gitignore").write_text("*.log\n")
     (folder / "debug.log").write_text("noise")
     (folder / "build").mkdir()
@@ -61,7 +68,7 @@ def test_add_counts_what_it_leaves_out_without_naming_secrets(cli, folder: Path)
     assert data["left_out"] == {"dependency_or_build": 1, "ignored": 1, "secret": 1}
 
 
-def test_add_can_leave_large_files_for_the_next_pass(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_add_can_leave_large_files_for_the_next_pass(cli: Cli, folder: Path) -> None:
     (folder / "big.md").write_text("# Big\n\n" + "Whales sing long songs. " * 100)
     first = cli("add", str(folder), "--kb", "notes", "--defer-over-kb", "1")
     assert first.exit_code == 0, first.output
@@ -74,7 +81,7 @@ def test_add_can_leave_large_files_for_the_next_pass(cli, folder: Path) -> None:
     assert cli("add", str(folder), "--defer-over-kb", "0").exit_code == 2
 
 
-def test_kb_and_docs_commands(cli, folder: Path) -> None:  # type: ignore[no-untyped-def]
+def test_kb_and_docs_commands(cli: Cli, folder: Path) -> None:
     assert cli("kb", "create", "team", "--description", "Team docs").exit_code == 0
     assert cli("kb", "create", "team").exit_code == 4  # conflict
     cli("add", str(folder), "--kb", "team")
@@ -100,14 +107,14 @@ def test_kb_and_docs_commands(cli, folder: Path) -> None:  # type: ignore[no-unt
     assert cli("search", "vacation", "--kb", "team").exit_code == 3
 
 
-def test_errors_exit_with_their_codes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_errors_exit_with_their_codes(cli: Cli, tmp_path: Path) -> None:
     assert cli("add", str(tmp_path / "missing")).exit_code == 3
     assert cli("search", "anything").exit_code == 3  # no knowledge base yet
     result = runner.invoke(app, ["--data-dir", str(tmp_path), "--embedder", "bogus", "status"])
     assert result.exit_code == 2 and "embedder must be one of" in result.output
 
 
-def test_embedder_down_search_warns(cli, folder: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_embedder_down_search_warns(cli: Cli, folder: Path, tmp_path: Path) -> None:
     cli("add", str(folder), "--kb", "notes")
     down = runner.invoke(
         app, ["--data-dir", str(tmp_path / "data"), "--embedder", "none", "search", "vacation"]
@@ -116,8 +123,8 @@ def test_embedder_down_search_warns(cli, folder: Path, tmp_path: Path) -> None: 
     assert "embedder_unavailable" in down.output and "leave.md" in down.output
 
 
-def test_a_name_several_bases_share_is_refused_and_the_id_works(  # type: ignore[no-untyped-def]
-    cli, folder: Path, tmp_path: Path
+def test_a_name_several_bases_share_is_refused_and_the_id_works(
+    cli: Cli, folder: Path, tmp_path: Path
 ) -> None:
     from lorebase.app import open_lorebase
     from lorebase.service import Caller, Scope
@@ -155,8 +162,8 @@ def test_a_name_several_bases_share_is_refused_and_the_id_works(  # type: ignore
     assert cli("search", "vacation days", "--kb", "notes").exit_code == 0
 
 
-def test_search_gives_a_document_once_and_lists_its_other_passages(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path
+def test_search_gives_a_document_once_and_lists_its_other_passages(
+    cli: Cli, tmp_path: Path
 ) -> None:
     root = tmp_path / "long"
     root.mkdir()

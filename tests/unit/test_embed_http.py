@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from stub_server import Recorder, Reply, running
 
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.embed.http import HttpEmbedder
 from lorebase.errors import InvalidInput, Unavailable
+from unit.stub_server import Recorder, Reply, running
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 

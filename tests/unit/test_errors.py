@@ -3,6 +3,7 @@
 import ast
 import inspect
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,11 @@ from lorebase.errors import (
 )
 
 SRC = Path(errors.__file__).parent
-TABLES = {"http": PROBLEMS, "exit": EXIT_CODES, "tool": TOOL_ERROR_CODES}
+TABLES: dict[str, Mapping[type[LorebaseError], object]] = {
+    "http": PROBLEMS,
+    "exit": EXIT_CODES,
+    "tool": TOOL_ERROR_CODES,
+}
 
 
 def error_classes() -> list[type[LorebaseError]]:

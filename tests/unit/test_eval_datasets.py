@@ -27,7 +27,7 @@ from lorebase.eval.datasets import (
 from lorebase.ingest.sources import is_hidden
 
 
-def write_beir(root: Path, qrels: str, corpus: list[dict] | None = None) -> BeirSet:
+def write_beir(root: Path, qrels: str, corpus: list[dict[str, str]] | None = None) -> BeirSet:
     (root / "qrels").mkdir(parents=True)
     records = corpus or [
         {"_id": "d1", "title": "Wing flutter", "text": "Flutter of swept wings."},

@@ -10,7 +10,13 @@ from pathlib import Path, PurePath
 import docx
 import pytest
 from docx.oxml.ns import qn
-from fixtures_office import (
+
+from lorebase.errors import ExtractionFailed
+from lorebase.extract.containers import check_zip
+from lorebase.extract.registry import extract_bytes
+from lorebase.settings import MB, ExtractSettings
+from lorebase.types import ElementKind, Extracted, FailureReason
+from unit.fixtures_office import (
     CORPUS_REASON,
     add_footnotes,
     add_localized_heading_style,
@@ -21,12 +27,6 @@ from fixtures_office import (
     strict_docx,
     zip_bomb_docx,
 )
-
-from lorebase.errors import ExtractionFailed
-from lorebase.extract.containers import check_zip
-from lorebase.extract.registry import extract_bytes
-from lorebase.settings import MB, ExtractSettings
-from lorebase.types import ElementKind, Extracted, FailureReason
 
 DOCS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "docs"
 DOCX_PATH = PurePath("doc.docx")
@@ -213,7 +213,7 @@ def test_text_box_is_read_once() -> None:
 def test_page_break_element_without_page_numbers() -> None:
     document = docx.Document()
     document.add_paragraph("Before.")
-    document.add_page_break()
+    document.add_page_break()  # type: ignore[no-untyped-call]  # unannotated in python-docx
     document.add_paragraph("After.")
     extracted = extract(docx_bytes(document))
     kinds = [element.kind for element in extracted.elements]

@@ -13,6 +13,7 @@ import struct
 import sys
 import zlib
 from pathlib import Path, PurePath
+from typing import Any
 
 import numpy
 import pytest
@@ -54,8 +55,8 @@ def encoded(image: Image.Image, kind: str, **options: object) -> bytes:
     return buffer.getvalue()
 
 
-def extract(data: bytes, name: str = "picture.png", **settings: object) -> Extracted:
-    return extract_bytes(data, PurePath(name), ExtractSettings(**settings))  # type: ignore[arg-type]
+def extract(data: bytes, name: str = "picture.png", **settings: Any) -> Extracted:
+    return extract_bytes(data, PurePath(name), ExtractSettings(**settings))
 
 
 def failure(data: bytes, name: str = "picture.png", **settings: object) -> ExtractionFailed:
@@ -92,7 +93,9 @@ def test_paragraphs_with_page_and_boxes(notice: Extracted) -> None:
 
 
 def test_confidence_per_page_in_the_metadata(notice: Extracted) -> None:
-    (value,) = notice.metadata["ocr_confidence"]
+    confidences = notice.metadata["ocr_confidence"]
+    assert isinstance(confidences, tuple)
+    (value,) = confidences
     assert re.fullmatch(r"0\.\d{3}|1\.000", value) and float(value) > 0.9
     assert notice.warnings == ()
 

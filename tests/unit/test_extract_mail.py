@@ -11,7 +11,6 @@ from pathlib import Path, PurePath
 
 import docx
 import pytest
-from fixtures_office import docx_bytes, text_pdf, zip_bomb_docx
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.mail import split_mbox
@@ -22,6 +21,7 @@ from lorebase.extract.sandbox import ExtractionPool
 from lorebase.names import unshowable
 from lorebase.settings import MB, ExtractSettings
 from lorebase.types import ElementKind, Extracted, FailureReason, Part
+from unit.fixtures_office import docx_bytes, text_pdf, zip_bomb_docx
 
 SETTINGS = ExtractSettings()
 EML = PurePath("mail.eml")
@@ -460,7 +460,8 @@ def test_clean_name_and_unique_names() -> None:
 def test_inline_images_the_html_shows_are_not_attachments() -> None:
     message = mail("Plain version.")
     message.add_alternative('<p>Logo: <img src="cid:logo123@example"></p>', subtype="html")
-    html = message.get_payload()[1]
+    html = list(message.iter_parts())[1]
+    assert isinstance(html, EmailMessage)
     html.add_related(b"\x89PNG fake", maintype="image", subtype="png", cid="<logo123@example>")
     message.add_attachment(b"real attachment", maintype="text", subtype="plain", filename="a.txt")
     extracted = extract(message.as_bytes())

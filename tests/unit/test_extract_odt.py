@@ -205,7 +205,7 @@ def test_merged_cells_once_and_covered_cells_below_stay_empty() -> None:
     document = OpenDocumentText()
     grid = table.Table(name="Merged")
     grid.addElement(table.TableColumn(numbercolumnsrepeated=3))
-    rows = [
+    rows: list[list[tuple[str, int, int] | None]] = [
         [("Region", 1, 1), ("Sales", 2, 1), None],
         [("North", 1, 2), ("10", 1, 1), ("12", 1, 1)],
         [None, ("11", 1, 1), ("13", 1, 1)],

@@ -6,7 +6,14 @@ from pathlib import Path, PurePath
 
 import pypdfium2 as pdfium
 import pytest
-from fixtures_office import (
+
+from lorebase.errors import ExtractionFailed
+from lorebase.extract.pdf import PdfExtractor, _paragraphs, check_expansion, clean_title
+from lorebase.extract.pdf_layout import page_text
+from lorebase.extract.registry import extract_bytes
+from lorebase.settings import MB, ExtractSettings
+from lorebase.types import ElementKind, Extracted, FailureReason
+from unit.fixtures_office import (
     CORPUS_REASON,
     bomb_pdf,
     columns_pdf,
@@ -19,13 +26,6 @@ from fixtures_office import (
     text_pdf,
     text_stream,
 )
-
-from lorebase.errors import ExtractionFailed
-from lorebase.extract.pdf import PdfExtractor, _paragraphs, check_expansion, clean_title
-from lorebase.extract.pdf_layout import page_text
-from lorebase.extract.registry import extract_bytes
-from lorebase.settings import MB, ExtractSettings
-from lorebase.types import ElementKind, Extracted, FailureReason
 
 DOCS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "docs"
 NO_OCR = ExtractSettings(ocr=False)
@@ -477,7 +477,9 @@ def test_scanned_page_is_read_by_ocr_among_text_pages() -> None:
     assert 0.05 < x0 < x1 < 0.9 and 0.1 < y0 < y1 < 0.3  # near the top left, as drawn
     assert extracted.warnings == ()
     assert extracted.metadata["ocr_pages"] == ("2",)
-    (confidence,) = extracted.metadata["ocr_confidence"]
+    confidences = extracted.metadata["ocr_confidence"]
+    assert isinstance(confidences, tuple)
+    (confidence,) = confidences
     assert float(confidence) > 0.9
 
 

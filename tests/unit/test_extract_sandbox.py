@@ -14,6 +14,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path, PurePath
+from typing import Any
 
 import pytest
 
@@ -285,7 +286,7 @@ def test_lorebase_extract_goes_through_the_workers(tmp_path: Path, pdf_bomb: byt
     "fields",
     [{"workers": 0}, {"max_memory_bytes": 64 * MB}, {"max_seconds": 0}, {"max_result_bytes": 0}],
 )
-def test_limits_are_validated(fields: dict[str, int]) -> None:
+def test_limits_are_validated(fields: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput):
         ExtractSettings(**fields)
 

@@ -12,10 +12,10 @@ import time
 import zipfile
 from pathlib import Path, PurePath
 
-import openpyxl
+import openpyxl  # type: ignore[import-untyped]
 import pytest
-from openpyxl.chart import BarChart
-from openpyxl.comments import Comment
+from openpyxl.chart import BarChart  # type: ignore[import-untyped]
+from openpyxl.comments import Comment  # type: ignore[import-untyped]
 
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed

@@ -17,6 +17,9 @@ from odf import draw, presentation, style, table, text
 from odf.namespaces import PRESENTATIONNS
 from odf.opendocument import OpenDocumentPresentation
 from pptx import Presentation
+from pptx.presentation import Presentation as Deck
+from pptx.shapes.autoshape import Shape
+from pptx.slide import Slide
 from pptx.util import Cm
 
 from lorebase.chunk import chunk_document
@@ -52,9 +55,9 @@ def outline(extracted: Extracted) -> list[tuple[str, int, int | None, str]]:
     return [(e.kind.value, e.level, e.page, e.text) for e in extracted.elements]
 
 
-def pptx_bytes(deck: object) -> bytes:
+def pptx_bytes(deck: Deck) -> bytes:
     buffer = io.BytesIO()
-    deck.save(buffer)  # type: ignore[attr-defined]
+    deck.save(buffer)
     return buffer.getvalue()
 
 
@@ -71,13 +74,13 @@ def replace_entries(data: bytes, entries: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def add_text_box(slide: object, text_: str, *, top: float, left: float = 1) -> object:
-    box = slide.shapes.add_textbox(Cm(left), Cm(top), Cm(10), Cm(2))  # type: ignore[attr-defined]
+def add_text_box(slide: Slide, text_: str, *, top: float, left: float = 1) -> Shape:
+    box = slide.shapes.add_textbox(Cm(left), Cm(top), Cm(10), Cm(2))
     box.text_frame.text = text_
     return box
 
 
-def four_slide_deck() -> Presentation:
+def four_slide_deck() -> Deck:
     """Title slide; a bulleted slide with notes; a slide without a title whose boxes were
     added bottom first; a hidden slide."""
     deck = Presentation()
@@ -186,7 +189,7 @@ def test_explicit_bullets_in_a_text_box_are_list_items() -> None:
     deck = Presentation()
     slide = deck.slides.add_slide(deck.slide_layouts[BLANK])
     box = add_text_box(slide, "Plain words", top=2)
-    item = box.text_frame.add_paragraph()  # type: ignore[attr-defined]
+    item = box.text_frame.add_paragraph()
     item.text = "A bulleted point"
     properties = item._p.get_or_add_pPr()
     properties.append(properties.makeelement(f"{{{properties.nsmap['a']}}}buChar", {"char": "•"}))

@@ -11,6 +11,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path, PurePath
+from typing import Any
 
 import pytest
 
@@ -79,7 +80,7 @@ def test_every_format_names_an_extractor_of_its_own_kind(fmt: Format) -> None:
 def test_every_format_says_where_its_citations_point(fmt: Format) -> None:
     assert citation_locator(fmt.kind) == fmt.locator
     assert not citation_complete(fmt.kind, "folder/file")  # its locator is required
-    where = {
+    where: dict[str, dict[str, Any]] = {
         "page": {"page": 1},
         "slide": {"page": 1},
         "cell": {"page": 1},

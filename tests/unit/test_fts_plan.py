@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plain_documents import plain_document
 
 from lorebase.store.sqlite import fts, search
 from lorebase.store.sqlite.store import SqliteStore, connect
+from unit.plain_documents import plain_document
 
 COMMON = "alpha"  # in every chunk
 SEMI = "gamma"  # in every third chunk

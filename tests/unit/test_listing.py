@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lorebase.errors import InvalidInput
-from lorebase.service.listing import SORT_KEYS, DocumentListing, page_of
+from lorebase.service.listing import SORT_KEYS, DocumentListing, SortKey, page_of
 from lorebase.store.base import DocumentRecord, DocumentState
 
 
@@ -40,13 +40,13 @@ NAMES = st.lists(st.sampled_from(["Plan.md", "plan-b.txt", "Notes.md", "budget.x
 
 @given(NAMES, st.sampled_from([None, *SORT_KEYS]), st.booleans(), st.integers(1, 4))
 def test_pages_partition_what_matches(
-    names: list[str], sort: str | None, descending: bool, limit: int
+    names: list[str], sort: SortKey | None, descending: bool, limit: int
 ) -> None:
     docs = records(names)
-    whole = page_of(docs, DocumentListing(sort=sort, descending=descending), lambda d: d.path)  # type: ignore[arg-type]
+    whole = page_of(docs, DocumentListing(sort=sort, descending=descending), lambda d: d.path)
     pages = []
     for offset in range(0, len(docs) + limit, limit):
-        listing = DocumentListing(sort=sort, descending=descending, limit=limit, offset=offset)  # type: ignore[arg-type]
+        listing = DocumentListing(sort=sort, descending=descending, limit=limit, offset=offset)
         page = page_of(docs, listing, lambda d: d.path)
         assert page.total == len(docs)
         assert len(page.documents) <= limit

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -96,7 +97,9 @@ def test_no_answer_gate() -> None:
         ("other", {}, True),
     ],
 )
-def test_citation_needs_the_locator_of_its_format(kind: str, fields: dict, expected: bool) -> None:
+def test_citation_needs_the_locator_of_its_format(
+    kind: str, fields: dict[str, Any], expected: bool
+) -> None:
     assert citation_complete(kind, "folder/file", **fields) is expected
     assert not citation_complete(kind, "", **fields)
 

@@ -34,7 +34,7 @@ def test_a_library_user_has_what_a_search_needs() -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     try:
-        lorebase.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+        lorebase.NoSuchThing  # noqa: B018
     except AttributeError as error:
         assert "NoSuchThing" in str(error)
     else:

@@ -18,11 +18,11 @@ from email.utils import formatdate
 from typing import Any
 
 import pytest
-from stub_server import Recorder, Reply, running
 
 from lorebase.errors import InvalidInput, Unavailable
 from lorebase.rerank.fake import FakeReranker
 from lorebase.rerank.http import HttpReranker
+from unit.stub_server import Recorder, Reply, running
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 

@@ -3,7 +3,6 @@ from pathlib import Path
 
 import pytest
 
-from lorebase.ingest import sources
 from lorebase.ingest.sources import WalkProblem, iter_files
 
 
@@ -82,7 +81,7 @@ def test_an_unlistable_folder_is_reported_and_skipped(
             raise PermissionError(13, "Permission denied")
         return real_scandir(path)
 
-    monkeypatch.setattr(sources.os, "scandir", scandir)
+    monkeypatch.setattr(os, "scandir", scandir)  # the module sources.py walks with
     problems: list[WalkProblem] = []
     assert names(tmp_path, problems) == ["open.txt"]
     assert [(p.path, p.error) for p in problems] == [(locked.resolve(), "PermissionError")]

@@ -29,7 +29,8 @@ DIM = 16
 def unit_rows(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((n, dim)).astype(np.float32)
-    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit
 
 
 def test_a_stored_vector_is_its_own_top_hit() -> None:
