@@ -3,11 +3,12 @@ more entry) and helpers that write documents through the seam."""
 
 from __future__ import annotations
 
+import collections
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.settings import ChunkSettings
 from lorebase.store import stored_chunk_id
-from lorebase.store.base import KnowledgeBase, NewDocument, Store
+from lorebase.store.base import DocumentRecord, KnowledgeBase, NewDocument, Store
 from lorebase.types import Chunk, ContentKind, Position
 
 if TYPE_CHECKING:
@@ -114,9 +115,9 @@ def _sqlite_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], Non
 
     original = writes.write_vectors
 
-    def hooked(*args: object, **kwargs: object) -> None:
+    def hooked(*args: Any, **kwargs: Any) -> None:
         hook()
-        original(*args, **kwargs)  # type: ignore[arg-type]
+        original(*args, **kwargs)
 
     monkeypatch.setattr(writes, "write_vectors", hooked)
 
@@ -234,11 +235,16 @@ def _postgres_check_index(store: Store) -> None:
     with _postgres(store).database.read() as conn:
         rows = conn.execute(
             "SELECT coalesce(d.title, ''), s.headings, d.path, coalesce(c.symbol, ''), c.text, "
-            "c.lexemes::text, c.lexical_length FROM chunks AS c "
+            "c.lexemes::text, c.lexical_length, c.language, d.id FROM chunks AS c "
             "JOIN documents AS d ON d.id = c.document_id JOIN sections AS s ON s.id = c.section_id"
         ).fetchall()
-        for title, headings, path, symbol, text, lexemes, length in rows:
-            fields = lexical.lexical_fields(title, headings, path, symbol, text)
+        # A document's title and path are read in the language most of its chunks are in.
+        languages: dict[str, collections.Counter[str | None]] = {}
+        for *_, language, document_id in rows:
+            languages.setdefault(document_id, collections.Counter())[language] += 1
+        for title, headings, path, symbol, text, lexemes, length, language, document in rows:
+            main = languages[document].most_common(1)[0][0]
+            fields = lexical.lexical_fields(title, headings, path, symbol, text, language, main)
             assert fields.length == length
             path_body = f"{fields.path} {fields.body}"
             same = conn.execute(
@@ -259,9 +265,9 @@ def _postgres_after_chunks(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], N
 
     original = writes.write_vectors
 
-    def hooked(*args: object, **kwargs: object) -> None:
+    def hooked(*args: Any, **kwargs: Any) -> None:
         hook()
-        original(*args, **kwargs)  # type: ignore[arg-type]
+        original(*args, **kwargs)
 
     monkeypatch.setattr(writes, "write_vectors", hooked)
 
@@ -353,7 +359,7 @@ def put(
     vectors: np.ndarray | None = None,
     identity: EmbedderIdentity | None = None,
     symbol: str | None = None,
-):
+) -> tuple[DocumentRecord, list[Chunk]]:
     chunks = make_chunks(texts, trails, symbol=symbol, salt=path)
     if vectors is not None and identity is None:
         identity = IDENTITY

@@ -1,14 +1,10 @@
+"""Snippets and their marks: the best sentence, bounded and cut at words; the question's words
+marked whole, by the keyword arm's analysis in the passage's language, never stop words."""
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lorebase.search.snippets import (
-    SNIPPET_CHARS,
-    best_sentence,
-    best_sentence_by_words,
-    fold,
-    query_terms,
-    snippet,
-)
+from lorebase.search.snippets import SNIPPET_CHARS, Snippet, snippet, snippets_for
 
 LONG = (
     "The cafeteria opens at eight. Lunch is served between noon and two. "
@@ -16,6 +12,10 @@ LONG = (
     "Parking permits are issued by the facilities office on the first floor. "
     "Unused vacation days carry over to the next year up to a limit of ten days. "
 ) * 2
+
+
+def marked(found: Snippet) -> list[str]:
+    return [found.text[start:end] for start, end in found.marks]
 
 
 def test_short_text_is_returned_whole() -> None:
@@ -30,8 +30,8 @@ def test_snippet_centres_on_the_sentence_with_most_query_words() -> None:
 
 def test_accents_fold_when_matching() -> None:
     text = "Alpha beta gamma. " * 20 + "A configuração do sistema fica aqui. " + "Delta. " * 20
-    assert "configuração" in snippet(text, "configuracao")
-    assert fold("Configuração") == "configuracao"
+    found = snippets_for("configuracao")(text, "pt")
+    assert "configuração" in found.text and marked(found) == ["configuração"]
 
 
 def test_ellipses_mark_cut_ends() -> None:
@@ -39,23 +39,38 @@ def test_ellipses_mark_cut_ends() -> None:
     assert result.startswith("…") or result.endswith("…")
 
 
+def test_whole_words_are_marked_never_a_part_or_a_stop_word() -> None:
+    found = snippets_for("What is missing?")("Missing: the invoice. It is late.", "en")
+    assert marked(found) == ["Missing"]  # not "is" inside "Missing", not the stop word "is"
+    found = snippets_for("indexing documents")("Indexed documents and a document index.", "en")
+    assert marked(found) == ["Indexed", "documents", "document", "index"]
+
+
+def test_words_are_marked_in_the_passages_own_language() -> None:
+    found = snippets_for("Wie viele Häuser?")("Die Häuser und das Haus stehen.", "de")
+    assert marked(found) == ["Häuser", "Haus"]  # "wie" is a German stop word
+    found = snippets_for("防守")("黑豹队的防守很好。", "zh")
+    assert marked(found) == ["防守"]
+    found = snippets_for("守")("黑豹队的防守很好。", "zh")  # one character of a word
+    assert marked(found) == ["守"]
+
+
+def test_a_question_of_stop_words_alone_marks_them() -> None:
+    assert marked(snippets_for("the")("Over the hills.", "en")) == ["the"]
+
+
 words = st.text(alphabet="abcdefghij ÄÖé東.!?\n", min_size=0, max_size=2000)
 
 
-@given(words, st.text(max_size=50))
-def test_snippet_is_bounded_and_comes_from_the_text(text: str, query: str) -> None:
-    result = snippet(text, query)
-    assert len(result) <= SNIPPET_CHARS
+@given(words, st.text(max_size=50), st.sampled_from(["en", "de", "zh", None]))
+def test_snippet_is_bounded_comes_from_the_text_and_marks_words_in_it(
+    text: str, query: str, language: str | None
+) -> None:
+    found = snippets_for(query)(text, language)
+    assert len(found.text) <= SNIPPET_CHARS
     flat = " ".join(text.split())
-    assert result.strip("…") in flat
-
-
-ascii_text = st.text(alphabet="abcdefgh_1 .!?\n", min_size=0, max_size=600)
-
-
-@given(ascii_text, st.text(alphabet="abcdefgh_1 ", max_size=40))
-def test_the_fast_sentence_finder_agrees_with_counting_every_word(text: str, query: str) -> None:
-    flat = " ".join(text.split())
-    terms = frozenset(query_terms(query))
-    stems = frozenset(t[:5] for t in terms if len(t) > 4)
-    assert best_sentence(flat, terms, stems) == best_sentence_by_words(flat, terms, stems)
+    assert found.text.strip("…") in flat
+    for start, end in found.marks:
+        piece = found.text[start:end]
+        assert piece and piece.strip() == piece and "…" not in piece
+    assert list(found.marks) == sorted(found.marks)

@@ -14,9 +14,11 @@ from lorebase.store.terms import MIN_IDF
 
 
 def test_weighted_text_repeats_each_field_by_its_weight() -> None:
-    text = ti.weighted_text(["Title", "", "docs a md", "sym", "body"], (2.0, 2.0, 1.0, 2.0, 1.0))
-    assert text.split("\n") == ["Title", "Title", "docs a md", "sym", "sym", "body"]
-    assert ti.weighted_text(["t", "h", "p", "s", "b"], (0.0, 0.4, 1.0, 1.6, 1.0)).split("\n") == [
+    fields = ["Title", "", "docs a md", "sym", "body"]
+    text = ti.weighted_text(fields, "en", (2.0, 2.0, 1.0, 2.0, 1.0))
+    assert text.split("\n") == ["titl", "titl", "doc a md", "sym", "sym", "bodi"]
+    weights = (0.0, 0.4, 1.0, 1.6, 1.0)
+    assert ti.weighted_text(["t", "h", "p", "s", "b"], "en", weights).split("\n") == [
         "h",
         "p",
         "s",
@@ -25,16 +27,11 @@ def test_weighted_text_repeats_each_field_by_its_weight() -> None:
     ]
 
 
-def test_query_tokens_count_a_stem_once_per_term() -> None:
-    tokens = ti.query_tokens("Retrieval of retrieved documents, e.g. the RETRIEVAL", ti.analyzer())
-    # "retrieval" twice (case-folded duplicates are one term), "retrieved": one stem, 2 terms.
-    assert tokens == {"retriev": 2, "document": 1, "e": 1, "g": 1}
-
-
-def test_query_tokens_fold_accents_and_keep_stop_words_only_when_alone() -> None:
-    assert ti.query_tokens("Configuração", ti.analyzer()) == {"configuracao": 1}
-    assert ti.query_tokens("the", ti.analyzer()) == {"the": 1}
-    assert ti.query_tokens("?! --", ti.analyzer()) == {}
+def test_weighted_text_is_analysed_in_the_chunks_language() -> None:
+    assert ti.weighted_text(["", "", "", "", "Die Häuser liefen"], "de") == "die haus lief"
+    assert ti.weighted_text(["", "", "", "", "黑豹队的防守"], "zh").split() == [
+        *("黑", "豹", "队", "的", "防守", "防", "守")
+    ]
 
 
 @given(st.integers(1, 10_000), st.integers(0, 10_000))

@@ -92,6 +92,7 @@ def _passage(hit: Hit, provenance: Provenance) -> dict[str, Any]:
     return {f.name: getattr(provenance, f.name) for f in fields(provenance)} | {
         "chunk_id": hit.chunk_id,
         "snippet": hit.snippet,
+        "highlights": [list(mark) for mark in hit.highlights],
         "citation": provenance.citation(),
         "scores": hit.scores,
     }

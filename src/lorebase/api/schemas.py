@@ -204,6 +204,10 @@ class PassageOut(BaseModel):
     end: int
     content_kind: str
     snippet: str
+    highlights: list[list[int]] = Field(
+        description="Where the question's words stand in the snippet: [start, end] character "
+        "offsets, whole words in the passage's language, never stop words."
+    )
     citation: str
     scores: dict[str, StepScoreOut] = Field(description=SCORES_DESCRIPTION)
 

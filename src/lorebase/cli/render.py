@@ -285,9 +285,16 @@ def _passage_lines(hit: Hit) -> list[Text]:
     lines = [Text(f"{count} more passage{'s' if count > 1 else ''} in this document:", style="dim")]
     for passage in hit.passages:
         where = terminal_place(passage.provenance)
-        flat = " ".join(passage.snippet.split())
-        lines.append(Text(f"· {where}: ", style="dim") + Text(flat))
+        lines.append(Text(f"· {where}: ", style="dim") + marked_snippet(passage))
     return lines
+
+
+def marked_snippet(hit: Hit) -> Text:
+    """A hit's snippet with the question's words in bold (its ``highlights``)."""
+    text = Text(hit.snippet)
+    for start, end in hit.highlights:
+        text.stylize("bold", start, end)
+    return text
 
 
 def _neighbor_lines(side: str, neighbors: Sequence[Neighbor], wanted: int) -> list[Text]:
@@ -325,7 +332,7 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
             f"  [{hit.provenance.knowledge_base} · {score_label(step, best.score)}]", style="dim"
         )
         out.print(line)
-        body = [Text(" ".join(hit.snippet.split()))]
+        body = [marked_snippet(hit)]
         if neighbors:
             body = [
                 *_neighbor_lines("before", hit.before, neighbors),

@@ -50,6 +50,7 @@ from lorebase.ingest.files import SourceFile, placeholders, to_read
 from lorebase.ingest.reading import FileReader, Pending
 from lorebase.ingest.report import STOP_REQUESTED, IngestReport, PassCounts, Progress
 from lorebase.ingest.writing import DocumentWriter
+from lorebase.languages import LanguageDetector
 from lorebase.settings import ExtractSettings
 from lorebase.store.base import Catalogue, DocumentRecord, Documents, KnowledgeBase, Vectors
 from lorebase.types import Extracted
@@ -87,6 +88,7 @@ class Ingestor:
         self.batch_chunks = batch_chunks
         self.lookahead_chunks = lookahead_chunks
         self.on_document = on_document
+        self.detector = LanguageDetector()  # its model loads with the first passage told
         self._pool: ExtractionPool | None = None
         self._pool_lock = threading.Lock()
 
@@ -157,6 +159,7 @@ class Ingestor:
             identity,
             report,
             full=full,
+            detector=self.detector,
         )
         writer = DocumentWriter(self.store, kb, report, counts, settled)
         embedding = BatchEmbedder(

@@ -11,7 +11,7 @@ no longer in the file, and every part of a file that failed or left the base, is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
 import numpy as np
@@ -25,6 +25,7 @@ from lorebase.formats import document_kind, holds_parts
 from lorebase.ingest.files import SourceFile, up_to_date
 from lorebase.ingest.report import IngestReport
 from lorebase.ingest.screening import screen
+from lorebase.languages import LanguageDetector, document_language, passage_language
 from lorebase.settings import ExtractSettings
 from lorebase.store.base import (
     DocumentRecord,
@@ -33,7 +34,7 @@ from lorebase.store.base import (
     KnowledgeBase,
     NewDocument,
 )
-from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, FailureReason, Part
+from lorebase.types import CITATION_SEPARATOR, Chunk, ContentKind, Extracted, FailureReason, Part
 
 
 @dataclass(slots=True)
@@ -64,6 +65,7 @@ class FileReader:
     identity: EmbedderIdentity | None
     report: IngestReport
     full: bool = field(kw_only=True)
+    detector: LanguageDetector = field(kw_only=True)
 
     def read(self, file: SourceFile, existing: DocumentRecord | None) -> list[Pending]:
         """Read, extract and chunk one file: its document first, then its parts' (those that
@@ -145,6 +147,7 @@ class FileReader:
     ) -> Pending:
         kb, identity = self.kb, self.identity
         chunks = chunk_document(extracted, kb.chunk_settings)
+        chunks = with_languages(chunks, extracted.text, self.detector)
         vectors_only = (
             same_content
             and existing is not None
@@ -248,6 +251,28 @@ class FileReader:
             parts = self.store.parts_of(self.kb.id, file.key)
             if parts:
                 self.store.delete_documents(self.kb.id, [part.id for part in parts])
+
+
+def with_languages(chunks: list[Chunk], text: str, detector: LanguageDetector) -> list[Chunk]:
+    """The chunks with the language each passage is written in (a passage of source code
+    keeps its programming language; a code block that names none takes its document's): the
+    keyword arm analyses it in that language, and a search may be narrowed to it."""
+    pending = [c for c in chunks if c.position.language is None]
+    if not pending:
+        return chunks
+    document = document_language(text, detector)
+    languages = {
+        c.id: document
+        if c.position.content_kind is ContentKind.CODE
+        else passage_language(c.text, document, detector)
+        for c in pending
+    }
+    return [
+        replace(c, position=replace(c.position, language=languages[c.id]))
+        if c.id in languages
+        else c
+        for c in chunks
+    ]
 
 
 def _stat(file: SourceFile) -> tuple[int, float | None]:

@@ -146,6 +146,9 @@ class Hit:
     before: tuple[Neighbor, ...] = ()
     after: tuple[Neighbor, ...] = ()
     passages: tuple[Hit, ...] = ()
+    highlights: tuple[tuple[int, int], ...] = ()
+    """Where the question's words stand in ``snippet``: ``(start, end)`` character offsets
+    (whole words, never stop words; see :mod:`lorebase.search.snippets`)."""
 
     @property
     def best_step(self) -> str:

@@ -323,12 +323,13 @@ class SearchService:
         """Cut to top_k; snippets (only for what is returned, passages included) and
         neighbours."""
         cut = snippets_for(request.query)
+
+        def with_snippet(hit: Hit) -> Hit:
+            found = cut(hit.text, hit.provenance.language)
+            return replace(hit, snippet=found.text, highlights=found.marks)
+
         hits = [
-            replace(
-                hit,
-                snippet=cut(hit.text),
-                passages=tuple(replace(p, snippet=cut(p.text)) for p in hit.passages),
-            )
+            replace(with_snippet(hit), passages=tuple(map(with_snippet, hit.passages)))
             for hit in hits[: request.top_k]
         ]
         if request.neighbors:

@@ -1,109 +1,101 @@
-"""Snippets: at most 240 characters around the sentence that holds most query words."""
+"""Snippets: at most 240 characters around the sentence that holds most of the question's
+words, and where those words stand in it (``marks``), told by the analysis the keyword arm
+uses (:mod:`lorebase.analysis`) in the passage's language: a word is marked when it is a word
+of the question — the same term after stemming and folding (``indexed`` for ``indexing``,
+``configuração`` for ``configuracao``) — whole, never a part of a word (``is`` in
+``Missing``), never a stop word unless the question is nothing else, in every script (a
+Chinese word, or one character of it that the question names)."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
-from bisect import bisect_right
 from collections.abc import Callable
-from functools import lru_cache
+from dataclasses import dataclass
 
-from lorebase.stopwords import ENGLISH_STOP_WORDS
+from lorebase.analysis import Analysis, analysis, words
 
 SNIPPET_CHARS = 240
-_WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
-# Words this short say little about where the answer is.
-_MIN_WORD = 2
 _ELLIPSIS = "…"
 
-
-def fold(text: str) -> str:
-    """Lower-case and strip accents, as the lexical index does."""
-    if text.isascii():
-        return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+Mark = tuple[int, int]
+"""``(start, end)``: where a word of the question stands in a snippet."""
 
 
-def query_terms(query: str) -> set[str]:
-    terms = {fold(w) for w in _WORD.findall(query)}
-    kept = {t for t in terms if len(t) >= _MIN_WORD and t not in ENGLISH_STOP_WORDS}
-    return kept or terms
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    """A passage's snippet and where the question's words stand in it."""
+
+    text: str
+    marks: tuple[Mark, ...] = ()
 
 
-# Words sharing their first letters count as the same word ("indexing" ~ "indexed"), like
-# the stemmed lexical index; only for terms longer than this.
-_STEM_CHARS = 5
-
-
-def snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
+def snippet(text: str, query: str, language: str | None = None, limit: int = SNIPPET_CHARS) -> str:
     """The window of ``text`` (≤ ``limit`` chars) centred on its best sentence, cut at word
     boundaries, with an ellipsis where text was left out."""
-    return snippets_for(query, limit)(text)
+    return snippets_for(query, limit)(text, language).text
 
 
-def snippets_for(query: str, limit: int = SNIPPET_CHARS) -> Callable[[str], str]:
-    """:func:`snippet` for many texts and one query: the query's words folded once."""
-    terms = query_terms(query)
-    words = frozenset(terms)
-    stems = frozenset(t[:_STEM_CHARS] for t in terms if len(t) > _STEM_CHARS - 1)
+def snippets_for(query: str, limit: int = SNIPPET_CHARS) -> Callable[[str, str | None], Snippet]:
+    """:func:`snippet` with its marks, for many passages (each in its language) and one
+    question: the question is analysed once per language."""
+    terms: dict[str, frozenset[str]] = {}
 
-    def cut(text: str) -> str:
+    def cut(text: str, language: str | None) -> Snippet:
+        lang = analysis(language)
+        wanted = terms.get(lang.language)
+        if wanted is None:
+            wanted = terms[lang.language] = frozenset(lang.query_terms(query))
         flat = " ".join(text.split())
+        found = matches(flat, lang, wanted)
         if len(flat) <= limit:
-            return flat
-        find = best_sentence if flat.isascii() else best_sentence_by_words
-        start, end = find(flat, words, stems)
-        return _window(flat, start, end, limit)
+            return Snippet(flat, tuple(found))
+        start, end = best_sentence(flat, found, lang, wanted)
+        return _window(flat, start, end, limit, found)
 
     return cut
 
 
-def best_sentence(flat: str, terms: frozenset[str], stems: frozenset[str]) -> tuple[int, int]:
-    """Where the first sentence holding the most distinct query words is, in ASCII text
-    (folding keeps offsets). One regular-expression pass over the text finds the query words
-    (``terms`` whole, or words starting with one of ``stems``); only those are counted, never
-    every word of every sentence: 4× faster than :func:`best_sentence_by_words`, the same
-    answer (a property test holds them together)."""
-    sentences = [(m.start(), m.end()) for m in _SENTENCE.finditer(flat)]
-    if not sentences:
-        return 0, 0
-    words: dict[int, set[str]] = {}
-    pattern = _words_pattern(terms, stems)
-    if pattern is not None:
-        starts = [start for start, _ in sentences]
-        for match in pattern.finditer(flat.lower()):
-            words.setdefault(bisect_right(starts, match.start()) - 1, set()).add(match.group())
-    best = max(range(len(sentences)), key=lambda i: (len(words.get(i, ())), -i))
-    return sentences[best]
+def matches(text: str, lang: Analysis, wanted: frozenset[str]) -> list[Mark]:
+    """Where the words of ``text`` whose terms are ``wanted`` stand: whole words, a stop word
+    only when the question was nothing but stop words."""
+    if not wanted:
+        return []
+    found: list[Mark] = []
+    for word in words(text, lang.language):
+        term = lang.term(word.text)
+        if term in wanted and not (lang.is_stop_word(word.text) and not _only_stop(wanted, lang)):
+            found.append((word.start, word.end))
+        elif len(word.text) > 1:  # a script without spaces: a character the question names
+            for offset, char in enumerate(word.text):
+                if char in wanted:
+                    found.append((word.start + offset, word.start + offset + 1))
+    return found
 
 
-def best_sentence_by_words(
-    flat: str, terms: frozenset[str], stems: frozenset[str]
+def _only_stop(wanted: frozenset[str], lang: Analysis) -> bool:
+    return all(term in lang.stop_words for term in wanted)
+
+
+def best_sentence(
+    flat: str, found: list[Mark], lang: Analysis, wanted: frozenset[str]
 ) -> tuple[int, int]:
-    """:func:`best_sentence` for any text: every sentence folded and its words counted."""
+    """The first sentence holding the most distinct words of the question."""
     best_start, best_end, best_score = 0, 0, -1
     for match in _SENTENCE.finditer(flat):
-        words = set(_WORD.findall(fold(match.group())))
-        score = sum(1 for w in words if w in terms or w[:_STEM_CHARS] in stems)
-        if score > best_score:
-            best_start, best_end, best_score = match.start(), match.end(), score
+        inside = {
+            lang.term(flat[start:end]) or flat[start:end]
+            for start, end in found
+            if match.start() <= start < match.end()
+        }
+        if len(inside) > best_score:
+            best_start, best_end, best_score = match.start(), match.end(), len(inside)
     return best_start, best_end
 
 
-@lru_cache(maxsize=256)
-def _words_pattern(terms: frozenset[str], stems: frozenset[str]) -> re.Pattern[str] | None:
-    """Whole words that are a term, or that start with a stem (and so are at least that
-    long), as :data:`_WORD` splits words."""
-    choices = [re.escape(t) for t in sorted(terms)] + [re.escape(s) + r"\w*" for s in sorted(stems)]
-    if not choices:
-        return None
-    return re.compile(r"(?<!\w)(?:" + "|".join(choices) + r")(?!\w)")
-
-
-def _window(text: str, start: int, end: int, limit: int) -> str:
-    """Grow [start, end) to ``limit`` characters around its centre, then trim to words."""
+def _window(text: str, start: int, end: int, limit: int, found: list[Mark]) -> Snippet:
+    """Grow [start, end) to ``limit`` characters around its centre, then trim to words; the
+    marks inside it, moved to the snippet's offsets."""
     budget = limit - 2  # room for an ellipsis on each side
     if end - start > budget:
         end = start + budget
@@ -118,5 +110,12 @@ def _window(text: str, start: int, end: int, limit: int) -> str:
     if end < len(text):
         space = text.rfind(" ", start, end)
         end = space if space > start else end
-    piece = text[start:end].strip()
-    return (_ELLIPSIS if start > 0 else "") + piece + (_ELLIPSIS if end < len(text) else "")
+    piece = text[start:end]
+    stripped = piece.strip()
+    first = start + (len(piece) - len(piece.lstrip()))
+    prefix = _ELLIPSIS if start > 0 else ""
+    shift = len(prefix) - first
+    marks = tuple(
+        (a + shift, b + shift) for a, b in found if first <= a and b <= first + len(stripped)
+    )
+    return Snippet(prefix + stripped + (_ELLIPSIS if end < len(text) else ""), marks)

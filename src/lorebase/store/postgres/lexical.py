@@ -1,13 +1,15 @@
 """The keyword arm over PostgreSQL full-text search, as pure functions: the text search
 configuration, what a chunk's ``tsvector`` holds, and the SQL that ranks chunks by BM25.
 
-**Text.** Each field is reduced to its runs of letters and digits (:func:`lexical_text`), as
-FTS5's ``unicode61`` tokenizer splits text, before PostgreSQL parses it: PostgreSQL's parser
-would otherwise keep ``docs/handbook.docx`` or ``ERR_4711`` whole (as a file name, a word
-with an underscore) where SQLite finds ``handbook`` and ``err 4711``. The ``lorebase``
-configuration maps every word and number to ``unaccent`` then an English Snowball stemmer
-*without* a stop-word list: stop words are indexed (as FTS5 indexes them) so that lengths
-count every token, and a query leaves them out itself (:func:`lorebase.store.terms.search_terms`).
+**Text.** Each field is analysed by :mod:`lorebase.analysis` in the chunk's language — the
+same terms the Tantivy index beside SQLite holds: ICU words in every script, the language's
+Snowball stemmer, accents folded where the language allows — and handed to PostgreSQL as terms
+one space apart, which the ``lorebase_terms`` configuration only splits and lower-cases (the
+``simple`` dictionary, no stop words: stop words are indexed so that lengths count every term,
+and a question leaves them out itself). A question is analysed as each language the selected
+bases hold (:func:`query_terms`). Databases from before kept the ``lorebase`` configuration
+(``unaccent`` then English Snowball) for their older rows: for English text it gives the same
+terms.
 
 **Fields.** A chunk's ``lexemes`` concatenate its fields under weight labels: A the document's
 title, B the heading trail, C the code symbol, D the path and the body. Path and body share a
@@ -32,11 +34,11 @@ normalised): cheaper, not BM25; kept so its cost and quality can be measured bes
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from lorebase.analysis import analysis, merged, query_variants
 from lorebase.store.terms import (
     ANCHOR_SHARE,
     BM25_B,
@@ -44,10 +46,12 @@ from lorebase.store.terms import (
     FIELD_WEIGHTS,
     LEXICAL_FIELDS,
     SPLIT_FROM_ROWS,
-    search_terms,
 )
 
 TS_CONFIG = "lorebase"
+"""The configuration of migration 2 (English analysis inside PostgreSQL), kept for the record."""
+TERMS_CONFIG = "lorebase_terms"
+"""What chunks and questions are read with now: terms lorebase analysed, split and lower-cased."""
 TS_DICTIONARY = "lorebase_english"
 TOKEN_TYPES = ("asciiword", "word", "numword", "uint", "int")
 """What PostgreSQL's parser finds in text reduced to letters, digits and spaces."""
@@ -81,15 +85,14 @@ RANK_WEIGHTS = [LABEL_WEIGHTS.get(label, 0.0) / WEIGHT_SCALE for label in LABELS
 multiplied back by :data:`WEIGHT_SCALE`."""
 
 
-def tokens(text: str) -> list[str]:
-    """The runs of letters and digits of ``text`` (NFC first, so a letter and its combining
-    accent stay one run)."""
-    return _TOKEN.findall(unicodedata.normalize("NFC", text))
+def tokens(text: str, language: str | None = None) -> list[str]:
+    """The terms of ``text`` in ``language`` (see :mod:`lorebase.analysis`)."""
+    return analysis(language).terms(text)
 
 
-def lexical_text(text: str) -> str:
-    """``text`` as PostgreSQL's parser should see it: its tokens, one space apart."""
-    return " ".join(tokens(text))
+def lexical_text(text: str, language: str | None = None) -> str:
+    """``text`` as PostgreSQL's parser should see it: its terms, one space apart."""
+    return " ".join(tokens(text, language))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +107,24 @@ class LexicalFields:
     length: int
 
 
-def lexical_fields(title: str, headings: str, path: str, symbol: str, body: str) -> LexicalFields:
-    reduced = [tokens(field) for field in (title, headings, path, symbol, body)]
+def lexical_fields(
+    title: str,
+    headings: str,
+    path: str,
+    symbol: str,
+    body: str,
+    language: str | None,
+    document_language: str | None,
+) -> LexicalFields:
+    """A chunk's fields as terms: its own in its ``language``, its document's title and path
+    in the language most of the document's chunks are in (``document_language``)."""
+    reduced = [
+        tokens(title, document_language),
+        tokens(headings, language),
+        tokens(path, document_language),
+        tokens(symbol, language),
+        tokens(body, language),
+    ]
     t, h, p, s, b = (" ".join(field) for field in reduced)
     return LexicalFields(t, h, p, s, b, length=sum(len(field) for field in reduced))
 
@@ -130,16 +149,30 @@ def lexemes_sql(title: str, headings: str, symbol: str, path_body: str) -> str:
         (path_body, FIELD_LABELS["body"]),
     )
     return " || ".join(
-        f"setweight(to_tsvector('{TS_CONFIG}', {expression}), '{label}')"
+        f"setweight(to_tsvector('{TERMS_CONFIG}', {expression}), '{label}')"
         for expression, label in parts
     )
 
 
-def query_terms(text: str) -> list[str]:
-    """The terms of raw user text (see :func:`search_terms`), each reduced like the fields;
-    terms that reduce to nothing are left out."""
-    reduced = (lexical_text(term) for term in search_terms(text))
-    return [term for term in reduced if term]
+def terms_config_sql() -> tuple[str, ...]:
+    """The configuration chunks and questions are read with since migration 7 (never edit:
+    a released migration runs it)."""
+    return (
+        f"CREATE TEXT SEARCH CONFIGURATION {TERMS_CONFIG} (PARSER = default)",
+        f"ALTER TEXT SEARCH CONFIGURATION {TERMS_CONFIG} ADD MAPPING FOR {', '.join(TOKEN_TYPES)} "
+        "WITH simple",
+    )
+
+
+def query_terms(text: str, languages: Iterable[str]) -> list[str]:
+    """The terms of raw user text analysed as each of ``languages`` (the analyses of the
+    selected bases' chunks), each term as often as the most words of one analysis give it."""
+    return expanded(merged(query_variants(text, languages)))
+
+
+def expanded(terms: dict[str, int]) -> list[str]:
+    """Each term as many times as it counts (the SQL scores each entry as a term). Pure."""
+    return [term for term, count in terms.items() for _ in range(count)]
 
 
 _TERMS_CTE = (
@@ -188,7 +221,7 @@ def bm25_sql(*, with_documents: bool, anchored: bool = False, prefilter: bool = 
         frequency = "count(*) OVER (PARTITION BY t.i) AS df "
     return (
         "WITH "
-        + _TERMS_CTE.format(config=TS_CONFIG)
+        + _TERMS_CTE.format(config=TERMS_CONFIG)
         + ", "
         + selector
         + shortest
@@ -247,9 +280,9 @@ def term_counts_sql() -> str:
     ``cap`` (parameters: ``terms``, ``kbs``, ``cap``)."""
     return (
         "WITH "
-        + _TERMS_CTE.format(config=TS_CONFIG).partition("), any_term")[0]
+        + _TERMS_CTE.format(config=TERMS_CONFIG).partition("), any_term")[0]
         + ") SELECT t.i, tsvector_to_array(to_tsvector('"
-        + TS_CONFIG
+        + TERMS_CONFIG
         + "', u.term)), (SELECT count(*) FROM (SELECT 1 FROM chunks AS c "
         "WHERE c.kb_id = ANY(%(kbs)s) AND c.lexemes @@ t.q LIMIT %(cap)s) AS capped) "
         "FROM terms AS t JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, i) "
@@ -262,7 +295,7 @@ def term_count_sql() -> str:
     ``term``, ``kbs``, ``cap``)."""
     return (
         "SELECT count(*) FROM (SELECT 1 FROM chunks AS c WHERE c.kb_id = ANY(%(kbs)s) "
-        f"AND c.lexemes @@ phraseto_tsquery('{TS_CONFIG}', %(term)s) LIMIT %(cap)s) AS capped"
+        f"AND c.lexemes @@ phraseto_tsquery('{TERMS_CONFIG}', %(term)s) LIMIT %(cap)s) AS capped"
     )
 
 
@@ -322,7 +355,7 @@ def ts_rank_cd_sql(*, with_documents: bool) -> str:
     documents = " AND c.document_id = ANY(%(documents)s)" if with_documents else ""
     return (
         "WITH "
-        + _TERMS_CTE.format(config=TS_CONFIG)
+        + _TERMS_CTE.format(config=TERMS_CONFIG)
         + " SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.lexemes, a.q, "
         f"{TS_RANK_CD_NORMALIZATION}) AS score FROM chunks AS c CROSS JOIN any_term AS a "
         f"WHERE c.kb_id = ANY(%(kbs)s) AND c.lexemes @@ (SELECT q FROM any_term){documents} "

@@ -205,6 +205,20 @@ _DOCUMENT_PARTS = (
     "CREATE INDEX documents_container ON documents (kb_id, container) WHERE container IS NOT NULL",
 )
 
+_ANALYSES = (
+    # The analyses (lorebase.analysis) a base's passages were indexed with, so a question is
+    # analysed as each of them; passages written before languages were told are English.
+    """CREATE TABLE kb_languages (
+        kb_id bigint NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        language text NOT NULL,
+        PRIMARY KEY (kb_id, language)
+    )""",
+    "INSERT INTO kb_languages (kb_id, language) SELECT DISTINCT kb_id, 'en' FROM chunks",
+    # Chunks are analysed by lorebase (every language the same way as beside SQLite) and
+    # handed to PostgreSQL as terms: this configuration only splits and lower-cases them.
+    *lexical.terms_config_sql(),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
@@ -212,6 +226,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "the documents awaiting vectors", _KEYWORD_ONLY),
     Migration(5, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
     Migration(6, "documents inside documents; metadata", _DOCUMENT_PARTS),
+    Migration(7, "the languages of a base's passages; analysed terms", _ANALYSES),
 )
 
 

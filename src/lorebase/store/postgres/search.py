@@ -6,11 +6,12 @@ Functions here take an open connection and run inside the read snapshot the stor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from lorebase.analysis import query_variants
 from lorebase.store.base import Scored
 from lorebase.store.postgres import dense, lexical
 from lorebase.store.postgres.lexical import Ranking
@@ -35,17 +36,25 @@ class FullText:
         query: str,
         limit: int,
         document_ids: Sequence[str] | None,
+        languages: Mapping[int, frozenset[str]],
     ) -> Scored:
-        """Ranked hits for raw user text; nothing is queried when no searchable term is left."""
-        terms = lexical.query_terms(query)
+        """Ranked hits for raw user text analysed as the selected bases' languages; nothing is
+        queried when no searchable term is left."""
+        terms = lexical.query_terms(query, _union(languages))
         if not terms:
             return []
         plan = anchor_plan(conn, terms, kb_ids) if self.ranking == "bm25" else None
         sql, params = lexical.keyword_query(self.ranking, terms, kb_ids, limit, document_ids, plan)
         return [(str(chunk_id), float(score)) for chunk_id, score in conn.execute(sql, params)]
 
-    def ceiling(self, conn: Any, kb_ids: Sequence[int], query: str) -> float:
-        return keyword_ceiling(conn, kb_ids, query)
+    def ceiling(
+        self,
+        conn: Any,
+        kb_ids: Sequence[int],
+        query: str,
+        languages: Mapping[int, frozenset[str]],
+    ) -> float:
+        return keyword_ceiling(conn, kb_ids, query, _union(languages))
 
     def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
         return {}
@@ -60,13 +69,25 @@ its idf at the floor: the ceiling errs low, so keyword evidence is judged lenien
 more strictly. Below 20k chunks every count is exact."""
 
 
-def keyword_ceiling(conn: Any, kb_ids: Sequence[int], query: str) -> float:
+def _union(languages: Mapping[int, frozenset[str]]) -> frozenset[str]:
+    """The analyses of every selected base (their statistics are pooled)."""
+    return frozenset().union(*languages.values())
+
+
+def keyword_ceiling(
+    conn: Any, kb_ids: Sequence[int], query: str, languages: Iterable[str] = ()
+) -> float:
     """The most a chunk could score for raw user text (see
     :func:`lorebase.store.terms.bm25_ceiling`), from the statistics :meth:`FullText.search`
-    ranks by: the selected bases' chunks, each term's matching chunks among them."""
-    terms = lexical.query_terms(query)
-    if not terms:
+    ranks by: the selected bases' chunks, each term's matching chunks among them. A chunk
+    matches the terms of its own language's analysis: the least of the analyses' ceilings."""
+    variants = query_variants(query, languages)
+    if not variants:
         return 0.0
+    return min(_ceiling(conn, kb_ids, lexical.expanded(terms)) for terms in variants)
+
+
+def _ceiling(conn: Any, kb_ids: Sequence[int], terms: list[str]) -> float:
     row = conn.execute(lexical.SELECTED_ROWS_SQL, (list(kb_ids),)).fetchone()
     rows = int(row[0]) if row is not None else 0
     cap = min(max(int(CEILING_COUNT_SHARE * rows), CEILING_COUNT_MIN), rows // 2) + 1

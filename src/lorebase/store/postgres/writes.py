@@ -10,6 +10,7 @@ PostgreSQL store keeps no in-memory index to refresh.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,8 +79,11 @@ def write_chunks(conn: Any, written: DocumentChunks, document: NewDocument) -> i
         ),
     ).fetchall()
     section_of_run = dict(section_rows)
-    title = lexical.lexical_text(document.title or "")
-    path = lexical.lexical_text(document.path)
+    # The document's title and path are read in the language most of its chunks are in.
+    languages = Counter(chunk.position.language for chunk in chunks)
+    main = languages.most_common(1)[0][0] if languages else None
+    title = lexical.lexical_text(document.title or "", main)
+    path = lexical.lexical_text(document.path, main)
     columns: dict[str, list[Any]] = {name: [] for name, _ in _CHUNK_ARRAYS}
     total = 0
     for run, (trail, positions) in enumerate(runs):
@@ -88,7 +92,13 @@ def write_chunks(conn: Any, written: DocumentChunks, document: NewDocument) -> i
             chunk = chunks[position]
             where = chunk.position
             fields = lexical.lexical_fields(
-                document.title or "", headings, document.path, where.symbol or "", chunk.text
+                document.title or "",
+                headings,
+                document.path,
+                where.symbol or "",
+                chunk.text,
+                where.language,
+                main,
             )
             total += fields.length
             for name, value in (

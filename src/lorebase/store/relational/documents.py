@@ -124,6 +124,7 @@ class DocumentsMixin(RelationalRole):
             stored_ids = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
             written = DocumentChunks(kb_id, document_id, chunks, stored_ids)
             self._write_chunks(tx, written, document)
+            rows.record_languages(tx, kb_id, chunks)
             if matrix is not None and identity_id is not None:
                 self._write_vectors(tx, written, matrix, identity_id)
             self._changed(tx, kb_id, [document_id])

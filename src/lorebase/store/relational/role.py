@@ -48,9 +48,14 @@ class KeywordEngine(Protocol):
         query: str,
         limit: int,
         document_ids: Sequence[str] | None,
-    ) -> Scored: ...
+        languages: Mapping[int, frozenset[str]],
+    ) -> Scored:
+        """``languages``: the analyses each base's passages were indexed with."""
+        ...
 
-    def ceiling(self, conn: Any, kb_ids: Sequence[int], query: str) -> float:
+    def ceiling(
+        self, conn: Any, kb_ids: Sequence[int], query: str, languages: Mapping[int, frozenset[str]]
+    ) -> float:
         """See :meth:`lorebase.store.base.LexicalIndex.keyword_ceiling`."""
         ...
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from lorebase.analysis import analysis_language
 from lorebase.errors import Conflict, InvalidInput, NotFound, SourceRemoved
 from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
 from lorebase.store.base import new_document_id as new_id
@@ -28,7 +29,7 @@ from lorebase.store.records import (
     refuses_vectors,
 )
 from lorebase.store.relational.dialect import Bound, Lock
-from lorebase.types import EmbedderIdentity
+from lorebase.types import Chunk, EmbedderIdentity
 
 NO_KB = "no such knowledge base; list them to see the names"
 NO_DOCUMENT = "no such document in this knowledge base; list its documents to see their ids"
@@ -257,3 +258,24 @@ def parts_within(tx: Bound, kb_id: int, document_ids: Sequence[str]) -> list[str
         (kb_id, dialect.ids(document_ids), dialect.ids(document_ids)),
     )
     return [str(row[0]) for row in rows]
+
+
+def record_languages(tx: Bound, kb_id: int, chunks: Sequence[Chunk]) -> None:
+    """Remember the analyses these chunks are indexed with (see :mod:`lorebase.analysis`), so
+    a question asked of the base is analysed as each of them."""
+    codes = sorted({analysis_language(chunk.position.language) for chunk in chunks})
+    tx.many(
+        "INSERT INTO kb_languages (kb_id, language) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        [(kb_id, code) for code in codes],
+    )
+
+
+def kb_languages(tx: Bound, kb_ids: Sequence[int]) -> dict[int, frozenset[str]]:
+    """The analyses each base's chunks were indexed with (a base without chunks: none)."""
+    found: dict[int, set[str]] = {kb_id: set() for kb_id in kb_ids}
+    for kb_id, language in tx.all(
+        f"SELECT kb_id, language FROM kb_languages WHERE {tx.dialect.any_of('kb_id')}",
+        (tx.dialect.ids(list(kb_ids)),),
+    ):
+        found.setdefault(int(kb_id), set()).add(str(language))
+    return {kb_id: frozenset(codes) for kb_id, codes in found.items()}

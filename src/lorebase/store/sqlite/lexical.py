@@ -13,13 +13,14 @@ with the other engine drops or rebuilds it; both are derived from the chunks tab
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
 from lorebase.errors import InvalidInput
 from lorebase.settings import LEXICAL_ENGINES
+from lorebase.store.base import Scored
 from lorebase.store.relational.role import KeywordEngine
 from lorebase.store.sqlite import fts, search
 
@@ -45,10 +46,30 @@ class LexicalEngine(KeywordEngine, Protocol):
 
 
 class Fts5Engine:
-    """FTS5 inside the database, maintained by the write transactions themselves."""
+    """FTS5 inside the database, maintained by the write transactions themselves. Its own
+    tokenizer analyses every text as English (Porter stemming over ``unicode61``): the
+    languages of a base's passages are not used (see docs/languages.md; Tantivy, the default,
+    analyses each passage in its language)."""
 
-    ceiling = staticmethod(search.keyword_ceiling)
-    search = staticmethod(search.keyword_search)
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        kb_ids: Sequence[int],
+        query: str,
+        limit: int,
+        document_ids: Sequence[str] | None,
+        languages: Mapping[int, frozenset[str]],
+    ) -> Scored:
+        return search.keyword_search(conn, kb_ids, query, limit, document_ids)
+
+    def ceiling(
+        self,
+        conn: sqlite3.Connection,
+        kb_ids: Sequence[int],
+        query: str,
+        languages: Mapping[int, frozenset[str]],
+    ) -> float:
+        return search.keyword_ceiling(conn, kb_ids, query)
 
     def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
         """Inside the database, the index is as sound as the file: nothing of its own."""

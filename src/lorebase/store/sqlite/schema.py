@@ -346,6 +346,17 @@ _DOCUMENT_PARTS: tuple[Step, ...] = (
     "CREATE INDEX documents_container ON documents (kb_id, container) WHERE container IS NOT NULL",
 )
 
+_ANALYSES: tuple[Step, ...] = (
+    # The analyses (lorebase.analysis) a base's passages were indexed with, so a question is
+    # analysed as each of them; passages written before languages were told are English.
+    """CREATE TABLE kb_languages (
+        kb_id INTEGER NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        language TEXT NOT NULL,
+        PRIMARY KEY (kb_id, language)
+    )""",
+    "INSERT INTO kb_languages (kb_id, language) SELECT DISTINCT kb_id, 'en' FROM chunks",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -359,6 +370,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "the documents awaiting vectors", _KEYWORD_ONLY),
     Migration(11, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
     Migration(12, "documents inside documents; metadata", _DOCUMENT_PARTS),
+    Migration(13, "the languages of a base's passages", _ANALYSES),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

@@ -49,12 +49,13 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
+from lorebase.analysis import merged, query_variants
 from lorebase.errors import Conflict
 from lorebase.private import narrow_files, private_file, private_folder
 from lorebase.store.base import Scored
@@ -70,7 +71,6 @@ from lorebase.store.sqlite.tantivy_schema import (
     ceiling,
     hit_ids,
     id_words,
-    query_tokens,
     schema,
     tantivy,
     weighted_text,
@@ -99,7 +99,7 @@ Reader = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 
 _CHUNK_FIELDS_SQL = (
-    "SELECT c.id, c.document_id, coalesce(d.title, ''), s.headings, "
+    "SELECT c.id, c.document_id, c.language, coalesce(d.title, ''), s.headings, "
     f"{PATH_TEXT_SQL}, coalesce(c.symbol, ''), c.text "
     "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
     "JOIN sections AS s ON s.id = c.section_id "
@@ -251,14 +251,18 @@ class TantivyIndexes:
         query: str,
         limit: int,
         document_ids: Sequence[str] | None,
+        languages: Mapping[int, frozenset[str]],
     ) -> Scored:
-        """BM25 hits over these bases, merged by score, for raw user text; ``conn`` is the
-        search's read transaction (the snapshot every index is brought to)."""
-        tokens = query_tokens(query, self._analyzer)
-        if not tokens or limit <= 0 or not kb_ids or document_ids == []:
+        """BM25 hits over these bases, merged by score, for raw user text analysed as each
+        base's languages; ``conn`` is the search's read transaction (the snapshot every index
+        is brought to)."""
+        if limit <= 0 or not kb_ids or document_ids == []:
             return []
         per_base: list[Scored] = []
-        for index in self.indexes_for(conn, kb_ids):
+        for kb_id, index in self.indexes_for(conn, kb_ids, with_ids=True):
+            tokens = merged(query_variants(query, languages.get(kb_id, ())))
+            if not tokens:
+                continue
             searcher = index.searcher()
             query_of_base = base_query(self._schema, searcher, tokens, document_ids)
             found = searcher.search(query_of_base, limit, count=False).hits
@@ -266,19 +270,42 @@ class TantivyIndexes:
             per_base.append([(i, float(score)) for i, (score, _) in zip(ids, found, strict=True)])
         return merge_top(per_base, limit)
 
-    def ceiling(self, conn: sqlite3.Connection, kb_ids: Sequence[int], query: str) -> float:
+    def ceiling(
+        self,
+        conn: sqlite3.Connection,
+        kb_ids: Sequence[int],
+        query: str,
+        languages: Mapping[int, frozenset[str]],
+    ) -> float:
         """The most a chunk could score for ``query`` in any of these bases (each ranks by its
         own statistics), caught up to ``conn``'s snapshot as :meth:`search` is."""
-        tokens = query_tokens(query, self._analyzer)
-        if not tokens or not kb_ids:
+        if not kb_ids:
             return 0.0
-        searchers = [index.searcher() for index in self.indexes_for(conn, kb_ids)]
-        return max((ceiling(searcher, tokens) for searcher in searchers), default=0.0)
+        return max(
+            (
+                ceiling(index.searcher(), query_variants(query, languages.get(kb_id, ())))
+                for kb_id, index in self.indexes_for(conn, kb_ids, with_ids=True)
+            ),
+            default=0.0,
+        )
 
-    def indexes_for(self, conn: sqlite3.Connection, kb_ids: Sequence[int]) -> list[Any]:
-        """The index of each base, caught up to the generation ``conn`` sees; a base whose
-        index is damaged is left out (see :meth:`damaged`) and its index rebuilt."""
-        indexes = []
+    @overload
+    def indexes_for(
+        self, conn: sqlite3.Connection, kb_ids: Sequence[int], *, with_ids: Literal[False] = ...
+    ) -> list[Any]: ...
+
+    @overload
+    def indexes_for(
+        self, conn: sqlite3.Connection, kb_ids: Sequence[int], *, with_ids: Literal[True]
+    ) -> list[tuple[int, Any]]: ...
+
+    def indexes_for(
+        self, conn: sqlite3.Connection, kb_ids: Sequence[int], *, with_ids: bool = False
+    ) -> list[Any]:
+        """The index of each base (with ``with_ids``: its base's id beside it), caught up to
+        the generation ``conn`` sees; a base whose index is damaged is left out (see
+        :meth:`damaged`) and its index rebuilt."""
+        indexes: list[Any] = []
         for kb_id, generation, created_at in base_generations(conn, kb_ids):
             if kb_id in self._damaged:
                 continue
@@ -293,7 +320,7 @@ class TantivyIndexes:
                     slot = self._catch_up(conn, kb_id, generation, created_at)
                 if self._quarantined(kb_id, slot):
                     continue
-            indexes.append(slot.index)
+            indexes.append((kb_id, slot.index) if with_ids else slot.index)
         return indexes
 
     def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
@@ -450,10 +477,11 @@ class TantivyIndexes:
                 writer.delete_documents_by_term("document", document_id)
             for start in range(0, len(changed), WRITE_BATCH_DOCUMENTS):
                 batch = changed[start : start + WRITE_BATCH_DOCUMENTS]
-                for chunk_id, document_id, *fields in conn.execute(
+                for chunk_id, document_id, language, *fields in conn.execute(
                     _CHUNK_FIELDS_SQL, (json.dumps(batch),)
                 ):
-                    document = t.Document(document=document_id, text=weighted_text(fields))
+                    text = weighted_text(fields, language)
+                    document = t.Document(document=document_id, text=text)
                     words = id_words(chunk_id)
                     if words is None:
                         document.add_text("chunk", chunk_id)

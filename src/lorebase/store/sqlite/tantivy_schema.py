@@ -3,12 +3,13 @@ the ``tantivy`` module (the index's life cycle is in :mod:`.tantivy_index`).
 
 Ranking: one text field holding the chunk's title, headings, path, symbol and body, each
 repeated by its integer weight of :data:`lorebase.store.terms.FIELD_WEIGHTS` (a word in a
-title counts twice, as FTS5's column weights make it), analysed as FTS5's tokenizer does
-(Unicode words, lower-cased, accents folded, English stemming — Snowball rather than Porter).
-Queries are the shared :func:`~lorebase.store.terms.search_terms`, each analysed the same way
-and OR-ed; BM25 with Tantivy's k1 = 1.2, b = 0.75, the values FTS5 uses. A stem that several
-query terms share counts once per term, and each term's idf is FTS5's, from the base's own
-statistics (:func:`query_tokens`, :func:`idf_boost`).
+title counts twice, as FTS5's column weights make it), analysed by :mod:`lorebase.analysis` in
+the chunk's language (ICU words in every script, the language's Snowball stemmer, accents folded
+where the language allows it) and handed to Tantivy as terms, which it only splits at spaces.
+A question is analysed as each language the base's chunks are in
+(:func:`~lorebase.analysis.query_variants`) and its terms OR-ed; BM25 with Tantivy's k1 = 1.2,
+b = 0.75, the values FTS5 uses. A stem that several words of a question share counts once per
+word, and each term's idf is FTS5's, from the base's own statistics (:func:`idf_boost`).
 """
 
 from __future__ import annotations
@@ -18,16 +19,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from lorebase.analysis import ANALYSIS_VERSION, index_text
 from lorebase.store import STORED_CHUNK_ID_HEX_CHARS
-from lorebase.store.terms import FIELD_WEIGHTS, bm25_ceiling, bm25_idf, search_terms
+from lorebase.store.terms import FIELD_WEIGHTS, bm25_ceiling, bm25_idf
 
-LAYOUT_VERSION = 4
-"""Of the schema, analyser and field composition below: an index of another version is
-rebuilt."""
+LAYOUT_VERSION = 100 + ANALYSIS_VERSION
+"""Of the schema, analyser and field composition below (and of the analysis of
+:mod:`lorebase.analysis`): an index of another version is rebuilt."""
 ANALYZER = "lorebase"
-MAX_TOKEN_BYTES = 40
-"""Longer tokens (hashes, base64, minified code) are dropped from the index, as Tantivy's
-default analyser does; nobody types them as search words."""
 
 
 def tantivy() -> Any:
@@ -38,17 +37,9 @@ def tantivy() -> Any:
 
 
 def analyzer() -> Any:
-    """Unicode words (Tantivy's simple tokenizer), long tokens dropped, lower-cased, accents
-    folded to ASCII, English stemming."""
+    """Terms one space apart: the text was analysed before it reached Tantivy."""
     t = tantivy()
-    return (
-        t.TextAnalyzerBuilder(t.Tokenizer.simple())
-        .filter(t.Filter.remove_long(MAX_TOKEN_BYTES))
-        .filter(t.Filter.lowercase())
-        .filter(t.Filter.ascii_fold())
-        .filter(t.Filter.stemmer("english"))
-        .build()
-    )
+    return t.TextAnalyzerBuilder(t.Tokenizer.whitespace()).build()
 
 
 def schema() -> Any:
@@ -66,13 +57,17 @@ def schema() -> Any:
     return builder.build()
 
 
-def weighted_text(fields: Sequence[str], weights: Sequence[float] = FIELD_WEIGHTS) -> str:
-    """The one indexed text of a chunk: each field repeated by its weight (rounded, at least
-    once when the weight is positive), on lines of their own. Pure."""
+def weighted_text(
+    fields: Sequence[str], language: str | None, weights: Sequence[float] = FIELD_WEIGHTS
+) -> str:
+    """The one indexed text of a chunk: each field's terms (analysed in the chunk's
+    ``language``) repeated by its weight (rounded, at least once when the weight is
+    positive), on lines of their own."""
     parts: list[str] = []
     for text, weight in zip(fields, weights, strict=True):
-        if text:
-            parts.extend([text] * max(1, round(weight)) if weight > 0 else [])
+        terms = index_text(text, language) if text else ""
+        if terms:
+            parts.extend([terms] * max(1, round(weight)) if weight > 0 else [])
     return "\n".join(parts)
 
 
@@ -91,27 +86,22 @@ def idf_boost(frequency: int, rows: int) -> float:
     return bm25_idf(frequency, rows) / math.log1p(ratio)
 
 
-def query_tokens(text: str, analyse: Any) -> dict[str, int]:
-    """The analysed tokens of raw user text's search terms, in order, each with the number of
-    terms it came from. A term of several tokens (``don't``, ``e.g.``) contributes each of
-    them; two terms with one stem (``retrieval``, ``retrieved``) count that stem twice, as
-    FTS5 scores each term as a phrase of its own. Leaving the count out cost .03 keyword
-    nDCG@10 on CISI's long questions (.330 against .360), nothing on Cranfield's."""
-    tokens: dict[str, int] = {}
-    for term in search_terms(text):
-        for token in analyse.analyze(term):
-            tokens[token] = tokens.get(token, 0) + 1
-    return tokens
-
-
-def ceiling(searcher: Any, tokens: dict[str, int]) -> float:
-    """The most a chunk of this index can score for these tokens (see
-    :func:`~lorebase.store.terms.bm25_ceiling`), from the index's own statistics."""
+def ceiling(searcher: Any, variants: Sequence[dict[str, int]]) -> float:
+    """The most a chunk of this index can score for a question (see
+    :func:`~lorebase.store.terms.bm25_ceiling`), from the index's own statistics: a chunk
+    matches the terms of its own language's variant, so the least of the variants' ceilings
+    (the ceiling errs low: keyword evidence is judged leniently, never more strictly)."""
     rows = searcher.num_docs
-    frequencies = [
-        searcher.doc_freq("text", token) for token, count in tokens.items() for _ in range(count)
-    ]
-    return bm25_ceiling(frequencies, rows)
+    return min(
+        (
+            bm25_ceiling(
+                [searcher.doc_freq("text", t) for t, count in terms.items() for _ in range(count)],
+                rows,
+            )
+            for terms in variants
+        ),
+        default=0.0,
+    )
 
 
 def id_words(chunk_id: str) -> tuple[int, int] | None:

@@ -2,7 +2,7 @@
 // passage marked, and the chunks the index holds around it; opened without one, its first
 // chunks (what lorebase understood of the file) and its text from the start.
 import { api } from "./api.js";
-import { fill, h, marked, queryWords } from "./dom.js";
+import { fill, h, marked } from "./dom.js";
 import { reasonWords } from "./documents.js";
 
 const WINDOW_CHARS = 6000;
@@ -15,7 +15,8 @@ export async function documentView(view, route) {
   const doc = await api("GET", `/v1/documents/${id}`);
   const at = Number(p.get("at") || 0);
   const end = Number(p.get("end") || at);
-  const words = queryWords(p.get("q") || "");
+  // The words the search marked in the passage's snippet (whole words, never stop words).
+  const words = (p.get("w") || "").split("\n").filter(Boolean);
   // From the start when the passage is near enough (so line numbers are the file's own).
   const from = end + WINDOW_CHARS <= MAX_CHARS ? 0 : Math.max(0, at - WINDOW_CHARS / 3);
   const size = from === 0 ? Math.min(MAX_CHARS, Math.max(WINDOW_CHARS, end + WINDOW_CHARS)) : WINDOW_CHARS;

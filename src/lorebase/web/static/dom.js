@@ -28,20 +28,45 @@ export function fill(el, ...children) {
   return append(el, children);
 }
 
-/** The words of a query worth marking (letters and digits, two or more). */
-export function queryWords(query) {
-  return [...new Set((query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) || []))];
+/** ``text`` as text nodes with the spans ``[start, end]`` (the server's ``highlights``: the
+ * question's words, whole, in the passage's language, never stop words; offsets count
+ * characters — code points — as the server does) wrapped in <mark>. */
+export function highlighted(text, spans) {
+  const out = document.createDocumentFragment();
+  const chars = Array.from(text);
+  let last = 0;
+  for (const [start, end] of spans || []) {
+    if (start < last || end > chars.length) continue;
+    if (start > last) out.append(chars.slice(last, start).join(""));
+    out.append(h("mark", {}, chars.slice(start, end).join("")));
+    last = end;
+  }
+  if (last < chars.length) out.append(chars.slice(last).join(""));
+  return out;
 }
 
-/** ``text`` as text nodes with each query word wrapped in <mark> (split, never parsed). */
+/** The words the server marked in a snippet (to mark them again in the whole passage). */
+export function highlightedWords(text, spans) {
+  const chars = Array.from(text);
+  return [...new Set((spans || []).map(([start, end]) => chars.slice(start, end).join("")))];
+}
+
+// Scripts written without spaces: a word of them stands inside a run of letters.
+const UNSPACED = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]+$/u;
+
+/** ``text`` as text nodes with each of ``words`` wrapped in <mark> where it stands as a
+ * whole word (never inside another word; split, never parsed). */
 export function marked(text, words) {
   const out = document.createDocumentFragment();
   if (!words.length) {
     out.append(text);
     return out;
   }
-  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  const pattern = new RegExp(`(${escaped.join("|")})`, "giu");
+  const whole = (w) => {
+    const escaped = w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    return UNSPACED.test(w) ? escaped : `(?<![\\p{L}\\p{M}\\p{N}])${escaped}(?![\\p{L}\\p{M}\\p{N}])`;
+  };
+  const pattern = new RegExp(words.map(whole).join("|"), "gu");
   let last = 0;
   for (const match of text.matchAll(pattern)) {
     if (match.index > last) out.append(text.slice(last, match.index));

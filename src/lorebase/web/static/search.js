@@ -4,7 +4,7 @@
 // step's measure) and the timings. Warnings and notes are shown; a search that found nothing
 // relevant says so.
 import { api } from "./api.js";
-import { fill, flash, h, marked, queryWords } from "./dom.js";
+import { fill, flash, h, highlighted, highlightedWords } from "./dom.js";
 
 // Each step scores on its own scale: a score compares only with the same step's scores.
 const MEASURES = { keyword: "keyword (BM25)", dense: "dense (cosine)", fused: "fused", rerank: "rerank" };
@@ -15,7 +15,8 @@ function scoreText(s) {
 }
 
 function passageLink(hit, passage, query) {
-  return `#/doc/${hit.document_id}?chunk=${passage.chunk_id}&at=${passage.start}&end=${passage.end}&q=${encodeURIComponent(query)}`;
+  const words = highlightedWords(passage.snippet, passage.highlights).join("\n");
+  return `#/doc/${hit.document_id}?chunk=${passage.chunk_id}&at=${passage.start}&end=${passage.end}&q=${encodeURIComponent(query)}&w=${encodeURIComponent(words)}`;
 }
 
 export async function searchView(view, route) {
@@ -40,14 +41,14 @@ export async function searchView(view, route) {
     if (base.value) body.knowledge_bases = [Number(base.value)];
     fill(results, h("p", { class: "muted" }, "Searching…"));
     try {
-      show(await api("POST", "/v1/search", body), queryWords(query.value));
+      show(await api("POST", "/v1/search", body));
     } catch (error) {
       fill(results);
       flash(error.message, "error");
     }
   }
 
-  function show(answer, words) {
+  function show(answer) {
     const timings = Object.entries(answer.timings_ms).map(([step, ms]) => `${step} ${ms.toFixed(1)} ms`).join(", ");
     fill(results,
       answer.warnings.map((w) => h("p", { class: "warning", role: "alert" }, w)),
@@ -62,10 +63,10 @@ export async function searchView(view, route) {
           h("summary", {}, `${more} more passage${more > 1 ? "s" : ""} in this document`),
           h("ol", {}, hit.passages.map((p) => h("li", { class: "passage", dataset: { chunk: p.chunk_id } },
             h("a", { class: "citation", href: passageLink(hit, p, query.value) }, p.citation),
-            h("p", { class: "snippet" }, marked(p.snippet, words)))))) : null;
+            h("p", { class: "snippet" }, highlighted(p.snippet, p.highlights)))))) : null;
         return h("li", { class: "hit", dataset: { chunk: hit.chunk_id } },
           h("a", { class: "citation", href: passageLink(hit, hit, query.value) }, hit.citation),
-          h("p", { class: "snippet" }, marked(hit.snippet || hit.text, words)),
+          h("p", { class: "snippet" }, hit.snippet ? highlighted(hit.snippet, hit.highlights) : hit.text),
           passages,
           h("p", { class: "muted" }, `in ${hit.knowledge_base}`, " · ",
             h("button", { type: "button", class: "link", onclick: () => { scores.hidden = !scores.hidden; } }, "scores")),

@@ -1,0 +1,346 @@
+"""How text becomes keyword terms, per language: one analysis that every lexical index (Tantivy,
+PostgreSQL full text) and the snippets share, so a word is found the same way everywhere.
+
+**Words.** ICU's word break rules (icu4py, with ICU's dictionaries inside the wheel) split text
+in every script: at spaces and punctuation where a script has them, and by dictionary where it
+has none (Chinese, Japanese, Thai, Lao, Khmer, Burmese). Each ICU word is then cut into its runs
+of letters, combining marks and digits, so ``e.g.``, ``3.14`` and ``snake_case`` give the
+pieces a reader would type (``e`` ``g``, ``3`` ``14``, ``snake`` ``case``) and a Thai or Hindi
+word keeps its vowel signs. Words longer than :data:`MAX_TERM_BYTES` (hashes, base64) are no
+search terms.
+
+**Terms.** A word is lower-cased, stemmed by the Snowball stemmer of its language (PyStemmer:
+Arabic to Yiddish, :data:`STEMMERS`) and, where the language allows it, folded to ASCII letters
+(:data:`FOLDED`: ``configuracao`` finds ``Configuração``; Turkish, the Nordic languages or
+Vietnamese are not folded, their accents make other letters). Words of scripts without spaces
+are also indexed one character at a time (:data:`UNIGRAM_SCRIPTS`), so a question of one
+character, or one the dictionary cuts differently, still finds the word. A language with no
+stemmer (or none told) gets the neutral analysis: lower-cased words, nothing else, exact
+words still found.
+
+**Stop words** are indexed (lengths count every word) and left out of a *query* when it has
+other words: the Snowball lists of :data:`STOP_WORD_LANGUAGES` (English: :mod:`lorebase.stopwords`).
+
+**Queries** are analysed once per language the searched bases hold (:func:`query_variants`):
+an English question asked of a base of German and English passages looks for its English
+terms and its German terms; each passage was indexed in its own language, so each finds what
+its analysis makes of the question.
+"""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lorebase.stopwords import ENGLISH_STOP_WORDS, stop_word_key
+
+ANALYSIS_VERSION = 1
+"""Of the word splitting, stemming and folding below: an index made by another is rebuilt."""
+
+MAX_TERM_BYTES = 40
+"""Longer words (hashes, base64, minified code) are left out, as Tantivy's default analyser
+does; nobody types them as search words."""
+
+MAX_QUERY_WORDS = 32
+"""Words of a question beyond this many (after its stop words) are not searched for: an OR
+query's cost grows with every term."""
+
+NEUTRAL = "und"
+"""The analysis of a text whose language is not known (ISO 639-2 "undetermined")."""
+
+DEFAULT_LANGUAGE = "en"
+"""The analysis of passages indexed before languages were told (and of source code, whose
+comments and names are English far more often than not)."""
+
+STEMMERS: dict[str, str] = {
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "cs": "czech",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "eo": "esperanto",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ms": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "fa": "persian",
+    "pl": "polish",
+    "pt": "portuguese",
+    "gl": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "bs": "serbian",
+    "hr": "serbian",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+    "yi": "yiddish",
+}
+"""ISO 639-1 code (what :mod:`lorebase.languages` detects) -> PyStemmer's Snowball stemmer.
+Close languages share one where Snowball has none of their own (Galician: Portuguese;
+Bosnian, Croatian: Serbian, whose stemmer reads Latin and Cyrillic script alike)."""
+
+FOLDED = frozenset({"en", "fr", "es", "pt", "gl", "it", "ca", "nl", "ro", "ga", "id", "ms", "eu"})
+"""Languages whose accents a reader may leave out when typing (``resume`` for ``résumé``):
+their terms are folded to ASCII letters. German needs no folding (its stemmer maps ä, ö, ü to
+a, o, u itself); in Turkish, Swedish, Finnish, Hungarian or Vietnamese an accent makes another
+letter, so they keep theirs."""
+
+STOP_WORD_LANGUAGES: dict[str, str] = {
+    "da": "danish",
+    "nl": "dutch",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "hu": "hungarian",
+    "it": "italian",
+    "ne": "nepali",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "pt": "portuguese",
+    "ru": "russian",
+    "es": "spanish",
+    "sv": "swedish",
+    "tr": "turkish",
+}
+"""The Snowball project's stop-word lists shipped in ``analysis/stopwords`` (the files
+PostgreSQL's full-text search ships), by language; English's is :mod:`lorebase.stopwords`."""
+
+UNIGRAM_SCRIPTS = (
+    (0x3040, 0x30FF),  # hiragana, katakana
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x3FFFF),  # CJK extensions B-H
+)
+"""Scripts written without spaces whose single characters carry meaning: their words are
+indexed one character at a time too."""
+
+_WORD_CATEGORIES = frozenset("LMN")
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A word of a text and where it stands: ``text[start:end]``."""
+
+    text: str
+    start: int
+    end: int
+
+
+def words(text: str, language: str | None = None) -> list[Word]:
+    """The words of ``text`` in order, with their offsets (see the module's docstring). Pure."""
+    return [word for _, pieces in _segments(text, language) for word in pieces]
+
+
+def _segments(text: str, language: str | None) -> Iterator[tuple[str, list[Word]]]:
+    """ICU's words of ``text`` (``don't``, ``e.g``), each with the words lorebase makes of it
+    (``don`` ``t``, ``e`` ``g``); spaces and punctuation give none."""
+    offset = 0
+    for segment in _breaker()(text, _icu_locale(language)):
+        start, offset = offset, offset + len(segment)
+        if segment.isalnum():
+            yield segment, [Word(segment, start, offset)]
+        elif not segment.isspace():
+            pieces = list(_pieces(segment, start))
+            if pieces:
+                yield segment, pieces
+
+
+def _pieces(segment: str, start: int) -> Iterator[Word]:
+    """The runs of letters, marks and digits of one ICU segment."""
+    begin: int | None = None
+    for index, char in enumerate(segment):
+        inside = unicodedata.category(char)[0] in _WORD_CATEGORIES
+        if inside and begin is None:
+            begin = index
+        elif not inside and begin is not None:
+            yield Word(segment[begin:index], start + begin, start + index)
+            begin = None
+    if begin is not None:
+        yield Word(segment[begin:], start + begin, start + len(segment))
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """How one language's words become terms (see the module's docstring)."""
+
+    language: str
+    stemmer: str | None
+    fold: bool
+    stop_words: frozenset[str]
+
+    def term(self, word: str) -> str | None:
+        """The term one word is indexed and searched by; None for a word too long to be one."""
+        term = word.lower()
+        if self.fold:  # before stemming: a word typed without its accents stems alike
+            term = fold(term)
+        if self.stemmer is not None:
+            term = _stemmer(self.stemmer).stemWord(term)
+        return term if len(term.encode("utf-8")) <= MAX_TERM_BYTES else None
+
+    def terms(self, text: str) -> list[str]:
+        """Every term of ``text``, in order (a word of a script without spaces adds its
+        characters too): what an index holds of it."""
+        out: list[str] = []
+        for word in words(text, self.language):
+            term = self.term(word.text)
+            if term is not None:
+                out.append(term)
+            if len(word.text) > 1 and _unigram_script(word.text[0]):
+                out.extend(char for char in word.text if _unigram_script(char))
+        return out
+
+    def is_stop_word(self, word: str) -> bool:
+        return stop_word_key(word) in self.stop_words
+
+    def query_terms(self, text: str, stop_words: frozenset[str] | None = None) -> dict[str, int]:
+        """The terms a question searches for, each with how many of its words give it: its
+        words without stop words (this language's, or ``stop_words``; unless nothing else is
+        left), analysed. Two words with one stem (``retrieval``, ``retrieved``) count it
+        twice, and so does a word given twice: the question's own term frequency, as BM25
+        weighs it (bench/README.md, "Languages": on CISI's long questions it is worth .04)."""
+        stops = self.stop_words if stop_words is None else stop_words
+        found = list(_segments(text, self.language))
+        kept = [pieces for segment, pieces in found if stop_word_key(segment) not in stops]
+        counts: dict[str, int] = {}
+        for pieces in (kept or [pieces for _, pieces in found])[:MAX_QUERY_WORDS]:
+            for word in pieces:
+                for term in self._word_terms(word.text):
+                    counts[term] = counts.get(term, 0) + 1
+        return counts
+
+    def _word_terms(self, word: str) -> list[str]:
+        term = self.term(word)
+        if len(word) == 1 and _unigram_script(word):
+            return [word]  # one character: it is its own term, and its unigram
+        return [] if term is None else [term]
+
+
+@cache
+def analysis(language: str | None) -> Analysis:
+    """The analysis of passages in ``language`` (an ISO 639-1 code; a programming language's
+    name or None: :data:`DEFAULT_LANGUAGE`; a language with no stemmer: the neutral one)."""
+    code = analysis_language(language)
+    return Analysis(code, STEMMERS.get(code), code in FOLDED, _stop_words(code))
+
+
+def analysis_language(language: str | None) -> str:
+    """The analysis a passage of ``language`` gets, as its code: a language lorebase stems or
+    has stop words for, a language of a script without spaces (segmented by dictionary), or
+    :data:`NEUTRAL`. None and programming languages (``python``): :data:`DEFAULT_LANGUAGE`."""
+    if not language or len(language) > 3 or not language.isalpha():
+        return DEFAULT_LANGUAGE  # unknown (indexed before languages), or source code
+    code = language.lower()
+    if code in STEMMERS or code in STOP_WORD_LANGUAGES or code in _SEGMENTED:
+        return code
+    return NEUTRAL
+
+
+def query_variants(text: str, languages: Iterable[str | None]) -> list[dict[str, int]]:
+    """The question analysed once per analysis the passages of ``languages`` get (each once,
+    in a stable order); variants that find no term are left out. A word that is a stop word
+    in any of these languages is left out of every variant (``what`` of an English question
+    would otherwise be a search word of its German variant, found in every English passage)."""
+    codes = sorted({analysis_language(language) for language in languages} or {DEFAULT_LANGUAGE})
+    stops = frozenset().union(*(analysis(code).stop_words for code in codes))
+    variants = [analysis(code).query_terms(text, stops) for code in codes]
+    return [variant for variant in variants if variant]
+
+
+def merged(variants: Sequence[dict[str, int]]) -> dict[str, int]:
+    """One query of several variants: each term once, at the most words any variant gives it.
+    Pure."""
+    out: dict[str, int] = {}
+    for variant in variants:
+        for term, count in variant.items():
+            out[term] = max(out.get(term, 0), count)
+    return out
+
+
+def index_text(text: str, language: str | None) -> str:
+    """What a lexical index reads of ``text``: its terms, one space apart."""
+    return " ".join(analysis(language).terms(text))
+
+
+def fold(term: str) -> str:
+    """``term`` without its accents (``configuração`` -> ``configuracao``), when that leaves
+    ASCII letters; a term of another script is kept as it is."""
+    if term.isascii():
+        return term
+    stripped = "".join(
+        char for char in unicodedata.normalize("NFKD", term) if not unicodedata.combining(char)
+    )
+    return stripped.replace("ß", "ss").replace("æ", "ae").replace("œ", "oe").replace("ø", "o")
+
+
+_SEGMENTED = frozenset({"zh", "ja", "th", "lo", "km", "my", "wuu", "yue", "ko", "bo", "dz"})
+"""Languages of scripts with no spaces between words (or, Korean, few enough that particles
+stick to words), segmented by ICU's dictionaries; no stemmer."""
+
+
+def _unigram_script(char: str) -> bool:
+    code = ord(char)
+    return any(first <= code <= last for first, last in UNIGRAM_SCRIPTS)
+
+
+def _icu_locale(language: str | None) -> str:
+    return language if language and language.isalpha() and len(language) <= 3 else "en"
+
+
+@cache
+def _breaker() -> Any:
+    """ICU's word breaker, imported on first use."""
+    from icu4py.breakers import WordBreaker
+
+    return WordBreaker
+
+
+_STEMMERS = threading.local()
+
+
+def _stemmer(name: str) -> Any:
+    """This thread's Snowball stemmer for ``name`` (a PyStemmer object is not thread-safe)."""
+    held: dict[str, Any] | None = getattr(_STEMMERS, "by_name", None)
+    if held is None:
+        held = _STEMMERS.by_name = {}
+    stemmer = held.get(name)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = held[name] = Stemmer.Stemmer(name)
+    return stemmer
+
+
+@cache
+def _stop_words(code: str) -> frozenset[str]:
+    if code == "en":
+        return ENGLISH_STOP_WORDS
+    name = STOP_WORD_LANGUAGES.get(code)
+    if name is None:
+        return frozenset()
+    listed = resources.files(__package__).joinpath("stopwords", f"{name}.stop").read_text("utf-8")
+    return frozenset(stop_word_key(word) for word in listed.split())

