@@ -76,3 +76,23 @@ def test_a_path_prefix_is_text_not_a_pattern(store: Store) -> None:
     _put_code(store, kb.id, "aXb/y.py", "python", ["def y"])
     assert store.matching_documents([kb.id], path_prefix="a_b/x%") == [under]
     assert store.matching_documents([kb.id], path_prefix="a_") == [under]
+
+
+def _put_prose(store: Store, kb_id: int, path: str, languages: list[str | None]) -> str:
+    chunks = [
+        replace(chunk, position=replace(chunk.position, language=language))
+        for chunk, language in zip(make_chunks(["text"] * len(languages), salt=path), languages)
+    ]
+    record = store.replace_document(kb_id, new_doc(path, "text"), chunks, None, None, SETTINGS_KEY)
+    return record.id
+
+
+def test_a_natural_language_finds_documents_with_passages_in_it(store: Store) -> None:
+    kb = store.create_kb("docs")
+    german = _put_prose(store, kb.id, "de.md", ["de", "de"])
+    mixed = _put_prose(store, kb.id, "quote.md", ["de", "en"])
+    older = _put_prose(store, kb.id, "old.md", [None])  # indexed before languages: English
+    _put_code(store, kb.id, "a.py", "python", ["def a"])
+    assert set(store.matching_documents([kb.id], language="de")) == {german, mixed}
+    assert set(store.matching_documents([kb.id], language="EN")) == {mixed, older}
+    assert store.matching_documents([kb.id], language="zh") == []

@@ -155,7 +155,8 @@ SPECS: tuple[ToolSpec, ...] = (
                         "minLength": 1,
                         "maxLength": MAX_LANGUAGE_CHARS,
                         "description": "Search only source files in this programming language "
-                        "(e.g. python, rust).",
+                        "(e.g. python, rust), or documents with passages in this language (an "
+                        "ISO 639-1 code: de, es, zh).",
                     }
                 ),
             },

@@ -150,8 +150,9 @@ class SearchIn(Strict):
         None,
         min_length=1,
         max_length=MAX_LANGUAGE_CHARS,
-        description="Only source files in this language (`python`; case-insensitive): every "
-        "passage of the document is code in it.",
+        description="Only source files in this programming language (`python`; "
+        "case-insensitive: every passage of the document is code in it), or documents with "
+        "passages in this natural language (an ISO 639-1 code: `de`, `es`, `zh`).",
     )
     collapse: bool = Field(
         True,

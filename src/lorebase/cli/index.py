@@ -110,8 +110,9 @@ def search(
         str | None,
         typer.Option(
             "--language",
-            help="Only source files in this language (python, rust, ...; case-insensitive); "
-            "a Markdown page with a fenced example is not one.",
+            help="Only source files in this language (python, rust, ...; case-insensitive; "
+            "a Markdown page with a fenced example is not one), or documents with passages in "
+            "this natural language (de, es, zh: ISO 639-1).",
         ),
     ] = None,
     as_json: JsonOption = False,

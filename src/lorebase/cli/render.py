@@ -328,8 +328,11 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
         step, best = best_step(hit)
         cited = terminal_citation(hit.provenance)
         line = Text(f"{rank}. ", style="bold") + Text(cited, style="bold cyan")
+        language = hit.provenance.language
+        told = f" · {language}" if language and language not in ("en", "und") else ""
         line += Text(
-            f"  [{hit.provenance.knowledge_base} · {score_label(step, best.score)}]", style="dim"
+            f"  [{hit.provenance.knowledge_base}{told} · {score_label(step, best.score)}]",
+            style="dim",
         )
         out.print(line)
         body = [marked_snippet(hit)]

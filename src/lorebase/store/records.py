@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.formats import CODE_LANGUAGES
 from lorebase.settings import ChunkSettings
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import (
@@ -408,23 +409,42 @@ def document_list(document_ids: Sequence[str] | None) -> list[str] | None:
 _CODE_LANGUAGE = "coalesce(CASE WHEN c.content_kind = 'code' THEN lower(c.language) END, '')"
 
 
+# A passage's natural language; passages written before languages were told are English.
+_TEXT_LANGUAGE = "coalesce(lower(c.language), 'en')"
+
+
+def is_programming_language(language: str) -> bool:
+    """Whether a language filter names a programming language (``python``) rather than a
+    natural one (``de``: an ISO 639 code). Pure."""
+    return language.lower() in _PROGRAMMING_LANGUAGES
+
+
+_PROGRAMMING_LANGUAGES = frozenset(CODE_LANGUAGES.values())
+
+
 def matching_documents_sql(
-    kb_clause: str, mark: str, *, prefix_length: int | None, language: bool
+    kb_clause: str, mark: str, *, prefix_length: int | None, language: str | None
 ) -> str:
     """The ids (in order) of the documents whose ``kb_id`` passes ``kb_clause`` (``= ANY(%s)``,
     ``IN (SELECT value FROM json_each(?))``) and, with ``prefix_length``, whose stored path
-    starts with a prefix of that many characters; with ``language``, whose indexed chunks are
-    all code (content kind) in that language (lowercase): a source file in it, not a page with
-    a fenced example. Parameters in order: the kb ids, [the prefix], [the kb ids, the
-    language twice]."""
+    starts with a prefix of that many characters; with a programming ``language``, whose
+    indexed chunks are all code (content kind) in it (lowercase): a source file in it, not a
+    page with a fenced example; with a natural language, that have passages in it (a German
+    page quoting English is found by ``de`` and by ``en``). Parameters in order: the kb ids,
+    [the prefix], [the kb ids, the language once or twice]."""
     sql = f"SELECT d.id FROM documents AS d WHERE d.kb_id {kb_clause}"
     if prefix_length is not None:
         sql += f" AND substr(d.path, 1, {int(prefix_length)}) = {mark}"
-    if language:
+    if language is not None and is_programming_language(language):
         sql += (
             f" AND d.id IN (SELECT c.document_id FROM chunks AS c WHERE c.kb_id {kb_clause} "
             "GROUP BY c.document_id "
             f"HAVING min({_CODE_LANGUAGE}) = {mark} AND max({_CODE_LANGUAGE}) = {mark})"
+        )
+    elif language is not None:
+        sql += (
+            f" AND d.id IN (SELECT c.document_id FROM chunks AS c WHERE c.kb_id {kb_clause} "
+            f"AND c.content_kind <> 'code' AND {_TEXT_LANGUAGE} = {mark})"
         )
     return sql + " ORDER BY d.id"
 
@@ -438,7 +458,8 @@ def matching_documents_params(
     if path_prefix is not None:
         params.append(path_prefix)
     if language is not None:
-        params.extend([kb_ids, language.lower(), language.lower()])
+        code = is_programming_language(language)
+        params.extend([kb_ids, *[language.lower()] * (2 if code else 1)])
     return params
 
 

@@ -103,7 +103,7 @@ class ChunksMixin(RelationalRole):
                 dialect.any_of("").strip(),
                 "?",
                 prefix_length=None if path_prefix is None else len(path_prefix),
-                language=language is not None,
+                language=language,
             )
             params = matching_documents_params(dialect.ids(kbs), path_prefix, language)
             return [str(row[0]) for row in tx.all(sql, params)]
