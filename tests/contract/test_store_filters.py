@@ -81,7 +81,9 @@ def test_a_path_prefix_is_text_not_a_pattern(store: Store) -> None:
 def _put_prose(store: Store, kb_id: int, path: str, languages: list[str | None]) -> str:
     chunks = [
         replace(chunk, position=replace(chunk.position, language=language))
-        for chunk, language in zip(make_chunks(["text"] * len(languages), salt=path), languages)
+        for chunk, language in zip(
+            make_chunks(["text"] * len(languages), salt=path), languages, strict=True
+        )
     ]
     record = store.replace_document(kb_id, new_doc(path, "text"), chunks, None, None, SETTINGS_KEY)
     return record.id
