@@ -20,7 +20,7 @@ The model is loaded when first asked (0.6 s), once per :class:`LanguageDetector`
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,10 +76,10 @@ class LanguageDetector:
             return self._identifier
 
 
-DETECTED_CHARS = 500
-"""A passage's language is told from its first this many characters (0.25 ms; the whole of a
-long passage costs twice as much and tells the same)."""
-DOCUMENT_CHARS = 4000
+DETECTED_CHARS = 300
+"""A passage's language is told from its first this many characters (0.2 ms; on XQuAD's German
+paragraphs 200 characters already tell every one, with a mean belief of .996)."""
+DOCUMENT_CHARS = 1500
 """A document's language (what its passages in no clear language get) is told from this many
 characters of its text."""
 PASSAGE_CONFIDENT = 0.5
@@ -94,10 +94,10 @@ def document_language(text: str, detector: LanguageDetector) -> str:
     return _told(detector.detect(text[:DOCUMENT_CHARS])) or UNDETERMINED
 
 
-def passage_language(text: str, document: str, detector: LanguageDetector) -> str:
+def passage_language(text: str, document: Callable[[], str], detector: LanguageDetector) -> str:
     """The language of one passage: its own when the detector is sure of it, else its
-    document's (``document``, from :func:`document_language`)."""
-    return _told(detector.detect(text[:DETECTED_CHARS])) or document
+    document's (``document()``, :func:`document_language`, asked only then)."""
+    return _told(detector.detect(text[:DETECTED_CHARS])) or document()
 
 
 def _told(detected: Detected) -> str | None:

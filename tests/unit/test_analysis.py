@@ -70,6 +70,7 @@ def test_a_language_without_a_stemmer_gets_the_neutral_analysis() -> None:
     assert analysis_language("sw") == NEUTRAL
     assert analysis("sw").terms("Habari za asubuhi") == ["habari", "za", "asubuhi"]
     assert analysis_language(None) == DEFAULT_LANGUAGE  # passages from before languages
+    assert analysis_language("und") == DEFAULT_LANGUAGE  # a language not told
     assert analysis_language("python") == DEFAULT_LANGUAGE  # source code
     assert analysis_language("zh") == "zh" and analysis_language("ja") == "ja"
 
@@ -107,3 +108,15 @@ def test_a_question_is_analysed_as_each_language_of_the_passages() -> None:
     assert all("the" not in v and "did" not in v for v in variants)
     assert merged([{"a": 1, "b": 2}, {"b": 1, "c": 1}]) == {"a": 1, "b": 2, "c": 1}
     assert query_variants("anything", []) == [analysis("en").query_terms("anything")]
+
+
+LATIN = st.characters(max_codepoint=0x2FF, categories=["Lu", "Ll", "Nd", "Zs", "Po", "Pd", "Cc"])
+
+
+@given(st.text(alphabet=LATIN, max_size=300))
+def test_latin_text_is_split_alike_by_the_fast_path_and_by_icu(text: str) -> None:
+    """Letters, digits, spaces and punctuation (not every symbol: ICU cuts ``0¼`` in two)."""
+    from lorebase.analysis import _segments
+
+    icu = [word for _, pieces in _segments(text, "en") for word in pieces]
+    assert words(text) == icu

@@ -425,3 +425,11 @@ def test_share_buttons_breadcrumbs_and_menus_are_left_out() -> None:
         "Download the PDF",  # two links are not yet a menu
         "Read online",
     ]
+
+
+def test_a_table_with_header_cells_names_its_header_row() -> None:
+    rows = "".join(f"<tr><td>widget {n}</td><td>{n}</td></tr>" for n in range(3))
+    named = extract(page(f"<table><tr><th>Item</th><th>Count</th></tr>{rows}</table>"))
+    assert [e.header for e in of_kind(named, ElementKind.TABLE)] == ["Item | Count"]
+    plain = extract(page(f"<table>{rows}</table>"))
+    assert [e.header for e in of_kind(plain, ElementKind.TABLE)] == [None]

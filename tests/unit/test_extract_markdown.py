@@ -298,3 +298,9 @@ def test_corpus_gruber_setext_headings() -> None:
     assert ("Overview", 2) in [(h.text, h.level) for h in headings]
     assert ("Philosophy", 3) in [(h.text, h.level) for h in headings]
     assert extracted.title == "Markdown: Syntax"
+
+
+def test_a_tables_first_row_is_its_header() -> None:
+    extracted = extract("| Item | Count |\n| --- | --- |\n| widget | 3 |\n| bolt | 9 |\n")
+    (table,) = [e for e in extracted.elements if e.kind is ElementKind.TABLE]
+    assert table.header == "Item | Count" and table.text.startswith("Item | Count\n")

@@ -204,7 +204,9 @@ def _add_blocks(walk: _Walk, container: etree._Element) -> None:
         if child.tag == _P:
             _add_paragraph(walk, child)
         elif child.tag == _TBL:
-            walk.builder.add(ElementKind.TABLE, _table_text(child))
+            text = _table_text(child)
+            rows = text.split("\n")  # its first row names the columns, as in most tables
+            walk.builder.add(ElementKind.TABLE, text, header=rows[0] if len(rows) > 1 else None)
         elif child.tag in (_SDT, _CUSTOM_XML):
             content = child.find(_SDT_CONTENT) if child.tag == _SDT else child
             if content is not None:

@@ -220,6 +220,15 @@ def _is_menu(node: LexborNode) -> bool:
     return True
 
 
+def _has_ancestor_tag(node: LexborNode, tag: str) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.tag == tag:
+            return True
+        parent = parent.parent
+    return False
+
+
 def _inside_content(node: LexborNode) -> bool:
     parent = node.parent
     while parent is not None:
@@ -347,8 +356,15 @@ class _Walker:
             self.builder.add(ElementKind.PARAGRAPH, _inline_text(caption))
         # Empty cells are dropped: they are spacing in most real tables (financial filings pad
         # every number with empty cells), and a row of values reads better without them.
-        lines = [" | ".join(c for c in row if c) for row in cells]
-        self.builder.add(ElementKind.TABLE, "\n".join(line for line in lines if line))
+        lines = [line for line in (" | ".join(c for c in row if c) for row in cells) if line]
+        # A first row of header cells (<th>, or in <thead>) names the columns: every piece of
+        # a long table repeats it.
+        first = table.css_first("tr")
+        named = first is not None and (
+            first.css_first("th") is not None or _has_ancestor_tag(first, "thead")
+        )
+        header = lines[0] if named and len(lines) > 1 else None
+        self.builder.add(ElementKind.TABLE, "\n".join(lines), header=header)
 
     def _flush(self) -> None:
         """Turn the collected run into elements: one list item, or paragraphs split at blank

@@ -289,8 +289,9 @@ class _Walker:
             elif token.type == "inline" and rows:
                 rows[-1].append(" ".join(_inline_text(token.children or []).split()))
             i += 1
-        text = "\n".join(" | ".join(row) for row in rows if any(row))
-        self.builder.add(ElementKind.TABLE, text, line=line)
+        lines = [" | ".join(row) for row in rows if any(row)]
+        header = lines[0] if len(lines) > 1 and rows and any(rows[0]) else None
+        self.builder.add(ElementKind.TABLE, "\n".join(lines), line=line, header=header)
         return i + 1
 
 

@@ -260,9 +260,15 @@ def with_languages(chunks: list[Chunk], text: str, detector: LanguageDetector) -
     pending = [c for c in chunks if c.position.language is None]
     if not pending:
         return chunks
-    document = document_language(text, detector)
+    told: list[str] = []  # the document's language, told once, when a passage needs it
+
+    def document() -> str:
+        if not told:
+            told.append(document_language(text, detector))
+        return told[0]
+
     languages = {
-        c.id: document
+        c.id: document()
         if c.position.content_kind is ContentKind.CODE
         else passage_language(c.text, document, detector)
         for c in pending
