@@ -26,6 +26,8 @@ from lorebase.extract.sandbox import ExtractionPool
 from lorebase.settings import ExtractSettings
 from lorebase.types import ElementKind, Extracted, FailureReason
 
+pytestmark = pytest.mark.slow  # real OCR: seconds a page (not in the fast lane)
+
 NOTICE = [
     "Harbour notice for the spring",
     "",

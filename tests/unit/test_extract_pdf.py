@@ -148,6 +148,7 @@ def test_user_password_means_encrypted() -> None:
     assert failure(encrypted_pdf("secret")).reason is FailureReason.ENCRYPTED
 
 
+@pytest.mark.slow
 def test_image_only_pdf_has_no_text_layer() -> None:
     error = failure(image_only_pdf(), NO_OCR)
     assert error.reason is FailureReason.NO_TEXT_LAYER
@@ -158,6 +159,7 @@ def test_image_only_pdf_has_no_text_layer() -> None:
     assert error.detail == "OCR found no text"
 
 
+@pytest.mark.slow
 def test_garbage_font_text_is_no_usable_text_layer() -> None:
     error = failure(private_use_font_pdf(), NO_OCR)
     assert error.reason is FailureReason.NO_TEXT_LAYER
@@ -461,6 +463,7 @@ def scanned_pdf(pages: list[list[str] | str], bookmarks: dict[int, str] | None =
     return bytes(pdf.output())
 
 
+@pytest.mark.slow
 def test_scanned_page_is_read_by_ocr_among_text_pages() -> None:
     pages: list[list[str] | str] = [LONG, SCAN_LINES, "The last page has a text layer."]
     extracted = extract(scanned_pdf(pages, bookmarks={1: "Minutes of the harbour board"}))
@@ -483,6 +486,7 @@ def test_scanned_page_is_read_by_ocr_among_text_pages() -> None:
     assert float(confidence) > 0.9
 
 
+@pytest.mark.slow
 def test_scanned_pdf_in_a_worker_within_its_limits() -> None:
     from lorebase.extract.sandbox import ExtractionPool
 
@@ -558,6 +562,7 @@ def scans() -> dict[str, Extracted]:
 
 @pytest.mark.corpus
 @corpus
+@pytest.mark.slow
 def test_corpus_scan_is_read_within_five_percent_cer(scans: dict[str, Extracted]) -> None:
     import importlib.util
 
@@ -577,6 +582,7 @@ def test_corpus_scan_is_read_within_five_percent_cer(scans: dict[str, Extracted]
 
 @pytest.mark.corpus
 @corpus
+@pytest.mark.slow
 def test_corpus_scans_yield_their_text(scans: dict[str, Extracted]) -> None:
     chapter = scans["c02-22.pdf"].text  # Huckleberry Finn, chapter II, with a picture
     assert "went tip-toeing along a path amongst" in chapter
@@ -590,6 +596,7 @@ def test_corpus_scans_yield_their_text(scans: dict[str, Extracted]) -> None:
 
 @pytest.mark.corpus
 @corpus
+@pytest.mark.slow
 def test_corpus_sideways_scan_is_read_upright() -> None:
     """cardinal.pdf holds one page four ways round; its second page lies on its side."""
     source = pdfium.PdfDocument(DOCS / "pdf_scanned" / "cardinal.pdf")

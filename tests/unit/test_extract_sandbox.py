@@ -130,6 +130,7 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+@pytest.mark.slow
 def test_pdf_bomb_the_pattern_guard_misses_is_too_large_in_the_worker(pdf_bomb: bytes) -> None:
     assert len(pdf_bomb) < 4096
     check_expansion(pdf_bomb, 64 * MB)  # the spelling walks around the scan...
@@ -150,6 +151,7 @@ def test_docx_with_100_mb_of_xml_is_too_large(docx_bomb: bytes) -> None:
     assert _peak_rss() - peak < 64 * MB
 
 
+@pytest.mark.slow
 def test_a_file_over_the_cpu_limit_is_a_timeout(docx_bomb: bytes) -> None:
     settings = ExtractSettings(max_memory_bytes=2048 * MB, max_seconds=1)
     with ExtractionPool(settings) as pool:
@@ -247,6 +249,7 @@ def test_failures_keep_their_reason_and_unsupported_needs_no_worker() -> None:
         assert pool.worker_pids() != []
 
 
+@pytest.mark.slow
 def test_a_pass_indexes_the_other_documents_next_to_bombs(
     tmp_path: Path, pdf_bomb: bytes, docx_bomb: bytes
 ) -> None:
@@ -272,6 +275,7 @@ def test_a_pass_indexes_the_other_documents_next_to_bombs(
     assert _peak_rss() - peak < 64 * MB
 
 
+@pytest.mark.slow
 def test_lorebase_extract_goes_through_the_workers(tmp_path: Path, pdf_bomb: bytes) -> None:
     (tmp_path / "bomb.pdf").write_bytes(pdf_bomb)
     (tmp_path / "notes.md").write_bytes(GOOD_MD)

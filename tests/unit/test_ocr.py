@@ -18,6 +18,8 @@ from lorebase.extract import ocr
 from lorebase.extract.ocr_layout import Line, join_lines, paragraphs, reading_order
 from lorebase.types import FailureReason
 
+pytestmark = pytest.mark.slow  # real OCR: seconds a page (not in the fast lane)
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "ocr.py"
 
 
