@@ -4,7 +4,6 @@ frames, the title and metadata, and the ways a package fails."""
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import Path, PurePath
 
 import pytest
@@ -16,6 +15,7 @@ from lorebase.extract.odf import paragraph_text, table_rows
 from lorebase.extract.registry import extract_bytes
 from lorebase.settings import MB, ExtractSettings
 from lorebase.types import ElementKind, Extracted
+from unit.fixtures_office import replace_zip_entries
 
 ODT = PurePath("notes.odt")
 TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -42,18 +42,6 @@ def outline(extracted: Extracted) -> list[tuple[str, int, str]]:
 def odt_bytes(document: OpenDocumentText) -> bytes:
     buffer = io.BytesIO()
     document.write(buffer)
-    return buffer.getvalue()
-
-
-def replace_entries(data: bytes, entries: dict[str, bytes]) -> bytes:
-    source = zipfile.ZipFile(io.BytesIO(data))
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            if info.filename not in entries:
-                target.writestr(info, source.read(info.filename))
-        for name, content in entries.items():
-            target.writestr(name, content)
     return buffer.getvalue()
 
 
@@ -318,7 +306,7 @@ def test_a_truncated_document_is_corrupt() -> None:
 
 
 def test_a_package_of_another_kind_is_corrupt() -> None:
-    data = replace_entries(
+    data = replace_zip_entries(
         small_document(),
         {
             "content.xml": b'<office:document-content xmlns:office="urn:oasis:names:tc:'
@@ -330,7 +318,9 @@ def test_a_package_of_another_kind_is_corrupt() -> None:
 
 
 def test_damaged_content_xml_is_corrupt() -> None:
-    assert failure(replace_entries(small_document(), {"content.xml": b"<office:doc"})) == "corrupt"
+    assert (
+        failure(replace_zip_entries(small_document(), {"content.xml": b"<office:doc"})) == "corrupt"
+    )
 
 
 def test_entities_are_not_expanded() -> None:
@@ -341,12 +331,12 @@ def test_entities_are_not_expanded() -> None:
         b'xmlns:text:1.0"><office:body><office:text><text:p>&c;</text:p></office:text>'
         b"</office:body></office:document-content>"
     )
-    data = replace_entries(small_document(), {"content.xml": laughs})
+    data = replace_zip_entries(small_document(), {"content.xml": laughs})
     assert failure(data) == "empty"
 
 
 def test_a_zip_bomb_is_too_large() -> None:
-    data = replace_entries(small_document(), {"Pictures/pad.bin": bytes(50 * MB)})
+    data = replace_zip_entries(small_document(), {"Pictures/pad.bin": bytes(50 * MB)})
     assert failure(data, ExtractSettings(max_expanded_bytes=10 * MB)) == "too_large"
     assert failure(data) == "too_large"
 
@@ -362,7 +352,7 @@ def test_an_encrypted_package_is_encrypted() -> None:
         b'/2001/04/xmlenc#aes256-cbc" manifest:initialisation-vector="AA=="/>'
         b"</manifest:encryption-data></manifest:file-entry></manifest:manifest>"
     )
-    data = replace_entries(
+    data = replace_zip_entries(
         small_document(), {"META-INF/manifest.xml": manifest, "content.xml": bytes(range(256))}
     )
     assert failure(data) == "encrypted"

@@ -29,6 +29,7 @@ from lorebase.extract.sandbox import ExtractionPool
 from lorebase.extract.slides import deck_title
 from lorebase.settings import MB, ChunkSettings, ExtractSettings
 from lorebase.types import ElementKind, Extracted, FailureReason, Position, Provenance
+from unit.fixtures_office import replace_zip_entries
 
 PPTX = PurePath("deck.pptx")
 ODP = PurePath("deck.odp")
@@ -58,19 +59,6 @@ def outline(extracted: Extracted) -> list[tuple[str, int, int | None, str]]:
 def pptx_bytes(deck: Deck) -> bytes:
     buffer = io.BytesIO()
     deck.save(buffer)
-    return buffer.getvalue()
-
-
-def replace_entries(data: bytes, entries: dict[str, bytes]) -> bytes:
-    """A copy of a zip with ``entries`` added or replaced."""
-    source = zipfile.ZipFile(io.BytesIO(data))
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            if info.filename not in entries:
-                target.writestr(info, source.read(info.filename))
-        for name, content in entries.items():
-            target.writestr(name, content)
     return buffer.getvalue()
 
 
@@ -262,7 +250,7 @@ def test_strict_open_xml_deck_reads_like_transitional() -> None:
                 rb"http://purl.oclc.org/ooxml/\1/\2",
                 source.read(name),
             )
-    strict = replace_entries(data, renamed)
+    strict = replace_zip_entries(data, renamed)
     assert b"purl.oclc.org" in zipfile.ZipFile(io.BytesIO(strict)).read("_rels/.rels")
     assert outline(extract(strict)) == outline(extract(data))
 
@@ -290,7 +278,7 @@ def test_a_zip_that_is_no_deck_is_corrupt() -> None:
 
 
 def test_a_zip_bomb_is_too_large() -> None:
-    data = replace_entries(pptx_bytes(four_slide_deck()), {"ppt/media/pad.bin": bytes(50 * MB)})
+    data = replace_zip_entries(pptx_bytes(four_slide_deck()), {"ppt/media/pad.bin": bytes(50 * MB)})
     assert failure(data, settings=ExtractSettings(max_expanded_bytes=10 * MB)) == "too_large"
     assert failure(data) == "too_large"  # the compression ratio gives it away too
 
@@ -380,7 +368,7 @@ def many_blank_slides(count: int) -> bytes:
     entries["ppt/presentation.xml"] = main.replace(
         b"</p:sldIdLst>", b"".join(ids) + b"</p:sldIdLst>"
     )
-    return replace_entries(data, entries)
+    return replace_zip_entries(data, entries)
 
 
 def test_thousands_of_empty_slides_end_quickly_as_empty() -> None:
@@ -399,7 +387,7 @@ def test_thousands_of_slides_with_text_keep_their_numbers() -> None:
     deck = Presentation()
     add_text_box(deck.slides.add_slide(deck.slide_layouts[BLANK]), "The very last slide", top=3)
     with_text = zipfile.ZipFile(io.BytesIO(pptx_bytes(deck))).read("ppt/slides/slide1.xml")
-    data = replace_entries(many_blank_slides(2000), {"ppt/slides/slide2000.xml": with_text})
+    data = replace_zip_entries(many_blank_slides(2000), {"ppt/slides/slide2000.xml": with_text})
     extracted = extract(data)
     assert extracted.page_count == 2000
     assert outline(extracted) == [
@@ -534,7 +522,7 @@ def test_odp_truncated_is_corrupt() -> None:
 
 
 def test_odp_zip_bomb_is_too_large() -> None:
-    data = replace_entries(odp_bytes(odp_deck()), {"Pictures/pad.bin": bytes(50 * MB)})
+    data = replace_zip_entries(odp_bytes(odp_deck()), {"Pictures/pad.bin": bytes(50 * MB)})
     assert failure(data, ODP, ExtractSettings(max_expanded_bytes=10 * MB)) == "too_large"
 
 
@@ -547,7 +535,7 @@ def test_odp_encrypted_package_is_encrypted() -> None:
         b'manifest:initialisation-vector="AA=="/></manifest:encryption-data>'
         b"</manifest:file-entry></manifest:manifest>"
     )
-    data = replace_entries(
+    data = replace_zip_entries(
         odp_bytes(odp_deck()), {"META-INF/manifest.xml": manifest, "content.xml": b"\x8f\x02"}
     )
     assert failure(data, ODP) == "encrypted"

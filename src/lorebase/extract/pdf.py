@@ -21,7 +21,7 @@ import pypdfium2 as pdfium
 
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import DocumentBuilder, Extractor
-from lorebase.extract.ocr_layout import Paragraph
+from lorebase.extract.ocr_layout import Paragraph, join_lines
 from lorebase.extract.pdf_layout import page_text
 from lorebase.extract.pdf_scans import PageScans
 from lorebase.types import DocumentKind, ElementKind, Extracted, FailureReason
@@ -305,7 +305,7 @@ def _heading_key(text: str) -> str:
 
 def _add_paragraphs(builder: DocumentBuilder, lines: list[str], page: int) -> None:
     for paragraph in _paragraphs(lines):
-        builder.add(ElementKind.PARAGRAPH, _join_lines(paragraph), page=page)
+        builder.add(ElementKind.PARAGRAPH, join_lines(paragraph), page=page)
 
 
 def _paragraphs(lines: list[str]) -> list[list[str]]:
@@ -367,26 +367,6 @@ def _is_title_line(line: str, typical: int) -> bool:
         and line[:1].isupper()
         and not line.endswith((".", ",", ";"))
     )
-
-
-def _join_lines(lines: list[str]) -> str:
-    """One paragraph's lines joined by spaces. A word hyphenated across lines is rejoined
-    (without its hyphen when it goes on in lowercase); CJK lines join without a space."""
-    text = lines[0]
-    for line in lines[1:]:
-        if text.endswith("\u00ad"):
-            text = text[:-1] + line
-        elif len(text) > 1 and text[-1] == "-" and text[-2].isalpha():
-            text = (text[:-1] if line[:1].islower() else text) + line
-        elif _is_cjk(text[-1]) and _is_cjk(line[0]):
-            text += line
-        else:
-            text += " " + line
-    return text
-
-
-def _is_cjk(char: str) -> bool:
-    return "\u2e80" <= char <= "\u9fff" or "\uf900" <= char <= "\uffef"
 
 
 # -- document ------------------------------------------------------------------------------------
