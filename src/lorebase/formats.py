@@ -33,8 +33,11 @@ class Format:
     """One format: the document ``kind`` it gives (stored, shown, filtered on), its
     ``label`` in messages and docs, the lower-cased ``extensions`` that select it, its
     ``extractor`` as ``"module:Class"`` of a module in ``lorebase.extract`` (imported on
-    first use), where its citations point (``locator``) and whether a file of it may hold
-    documents of its own (``parts``: a mail's attachments, a mailbox's messages)."""
+    first use), where its citations point (``locator``), whether a file of it may hold
+    documents of its own (``parts``: a mail's attachments, a mailbox's messages) and the
+    ``version`` of its extractor: raise it when the extractor reads the same bytes into other
+    elements, and every document of the format becomes stale (read again by the next pass,
+    its unchanged chunks keeping their vectors; see :mod:`lorebase.ingest.versions`)."""
 
     kind: str
     label: str
@@ -42,6 +45,7 @@ class Format:
     extractor: str
     locator: Locator
     parts: bool = False
+    version: int = 1
 
     @property
     def module(self) -> str:
@@ -111,11 +115,20 @@ TEXT_EXTENSIONS = (
 )
 
 FORMATS: tuple[Format, ...] = (
-    Format("md", "Markdown", (".md", ".markdown", ".mdx"), "markdown:MarkdownExtractor", "line"),
-    Format("txt", "text", TEXT_EXTENSIONS, "text:TextExtractor", "line"),
-    Format("html", "HTML", (".html", ".htm", ".xhtml"), "html:HtmlExtractor", "trail"),
-    Format("pdf", "PDF", (".pdf",), "pdf:PdfExtractor", "page"),
-    Format("docx", "Word (.docx)", (".docx",), "docx:DocxExtractor", "trail"),
+    # Version 2: these extractors changed in the release that began recording versions, so
+    # what an older release made of these files is read again.
+    Format(
+        "md",
+        "Markdown",
+        (".md", ".markdown", ".mdx"),
+        "markdown:MarkdownExtractor",
+        "line",
+        version=2,
+    ),
+    Format("txt", "text", TEXT_EXTENSIONS, "text:TextExtractor", "line", version=2),
+    Format("html", "HTML", (".html", ".htm", ".xhtml"), "html:HtmlExtractor", "trail", version=2),
+    Format("pdf", "PDF", (".pdf",), "pdf:PdfExtractor", "page", version=2),
+    Format("docx", "Word (.docx)", (".docx",), "docx:DocxExtractor", "trail", version=2),
     Format("xlsx", "Excel workbooks", (".xlsx", ".xlsm"), "sheets:XlsxExtractor", "row"),
     Format("ods", "OpenDocument spreadsheets", (".ods",), "sheets:OdsExtractor", "row"),
     Format("csv", "CSV/TSV tables", (".csv", ".tsv"), "sheets:CsvExtractor", "row"),
@@ -135,7 +148,7 @@ FORMATS: tuple[Format, ...] = (
         "image:ImageExtractor",
         "trail",
     ),
-    Format("code", "source code", tuple(CODE_LANGUAGES), "code:CodeExtractor", "line"),
+    Format("code", "source code", tuple(CODE_LANGUAGES), "code:CodeExtractor", "line", version=2),
 )
 """Every format, one line each (see the module docstring)."""
 
@@ -179,6 +192,13 @@ def citation_locator(kind: str) -> Locator | None:
     """Where a citation of a document of ``kind`` points (None: an unknown kind)."""
     found = format_of_kind(kind)
     return None if found is None else found.locator
+
+
+def extractor_version(kind: str) -> int:
+    """The version of the extractor that gives documents of ``kind`` (0: a kind no format
+    gives, such as a file that was not read)."""
+    found = format_of_kind(kind)
+    return 0 if found is None else found.version
 
 
 def holds_parts(kind: str) -> bool:

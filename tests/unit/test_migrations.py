@@ -320,12 +320,12 @@ def test_names_per_scope_rebuilds_the_table_keeping_rows_ids_and_cascades(
         with store.database.read() as read:
             # Every column, in order, every row with its id and values (and the columns the
             # later migrations add, empty).
-            later = ["embedder", "embedder_next"]
+            later = ["embedder", "embedder_next", "progress_rate", "progress_left"]
             assert [row[1] for row in read.execute("PRAGMA table_info(knowledge_bases)")] == (
                 columns + later
             )
             after = read.execute("SELECT * FROM knowledge_bases ORDER BY id").fetchall()
-            assert after == [(*row, None, None) for row in before]
+            assert after == [(*row, *[None] * len(later)) for row in before]
             assert read.execute("PRAGMA foreign_key_check").fetchall() == []
             assert read.execute("SELECT count(*) FROM documents").fetchone() == (3,)
             references = {

@@ -1,16 +1,17 @@
 """The files a pass is given, and what it decides about them before reading a byte: which
-stored documents need no work, which files changed by size or mtime, and the row a new path
-gets up front."""
+stored documents need no work, which files changed by size or mtime (or hold a document an
+older version made: :mod:`lorebase.ingest.versions`), and the row a new path gets up front."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lorebase.embed.base import EmbedderIdentity
 from lorebase.formats import document_kind
 from lorebase.ingest.report import IngestReport
+from lorebase.ingest.versions import running_versions
 from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
 
 
@@ -37,11 +38,18 @@ def placeholders(files: Iterable[SourceFile]) -> list[NewDocument]:
 
 
 def up_to_date(
-    document: DocumentRecord, kb: KnowledgeBase, identity: EmbedderIdentity | None
+    document: DocumentRecord,
+    kb: KnowledgeBase,
+    identity: EmbedderIdentity | None,
+    *,
+    stale: bool = True,
 ) -> bool:
     """Whether a stored document needs no work while its content stays the same: indexed
     with the current chunking and embedding identity, or failed (not retried until its
-    content changes). Pure."""
+    content changes); and, unless ``stale`` is False (a pass that leaves stale documents to
+    the server's background), made by the running versions. Pure."""
+    if stale and running_versions().stale(document):
+        return False
     if document.state is DocumentState.FAILED:
         return True
     if document.state is not DocumentState.INDEXED:
@@ -50,23 +58,39 @@ def up_to_date(
     return same_identity and document.settings_key == kb.chunk_settings.key
 
 
+def stale_containers(known: Iterable[DocumentRecord]) -> frozenset[str]:
+    """The paths of the files holding a stale part (an attachment an older extractor read):
+    the file is read again, whatever its own versions, to read its parts again. Pure."""
+    running = running_versions()
+    return frozenset(d.container for d in known if d.container and running.stale(d))
+
+
 def to_read(
     kb: KnowledgeBase,
     files: Sequence[SourceFile],
-    known: dict[str, DocumentRecord],
+    known: Mapping[str, DocumentRecord],
     identity: EmbedderIdentity | None,
     full: bool,
     report: IngestReport,
+    *,
+    stale: bool = True,
+    containers: Collection[str] = (),
 ) -> list[SourceFile]:
-    """Files whose size or mtime differ from what was indexed (all of them when ``full``);
-    the others are counted unchanged in ``report`` without being read."""
+    """Files whose size or mtime differ from what was indexed (all of them when ``full``),
+    and, with ``stale``, those whose document is stale or holds a stale part (its path in
+    ``containers``); the others are counted unchanged in ``report`` without being read."""
     todo = []
     for file in files:
         existing = known.get(file.key)
         if file.data is not None:  # uploads have no mtime: the content hash decides
             todo.append(file)
             continue
-        if existing is not None and not full and up_to_date(existing, kb, identity):
+        if (
+            existing is not None
+            and not full
+            and up_to_date(existing, kb, identity, stale=stale)
+            and not (stale and file.key in containers)
+        ):
             try:
                 stat = file.path.stat()
             except OSError:

@@ -1,8 +1,10 @@
 """Processing files into a knowledge base: extract, chunk, write (searchable by keyword), embed
 (reusing vectors), write the vectors.
 
-A file is left alone without being read when its size and mtime match what was indexed;
-otherwise its content hash decides. A document is written in two steps, each one transaction:
+A file is left alone without being read when its size and mtime match what was indexed and
+its document was made by the running versions (:mod:`lorebase.ingest.versions`; a stale one is
+read again, its unchanged chunks keeping their vectors); otherwise its content hash decides.
+A document is written in two steps, each one transaction:
 
 1. As soon as it is extracted and chunked, its chunks replace whatever the path held (the old
    version's vectors go with its chunks): the document is found by keyword from now on, whole,
@@ -46,7 +48,7 @@ from lorebase.embed.registry import Embedders, kb_embedders
 from lorebase.errors import LorebaseError, SourceRemoved, Unavailable
 from lorebase.extract.sandbox import ExtractionPool
 from lorebase.ingest.embedding import EMBED_BATCH_CHUNKS, BatchEmbedder, OutOfTime, Stop
-from lorebase.ingest.files import SourceFile, placeholders, to_read
+from lorebase.ingest.files import SourceFile, placeholders, stale_containers, to_read
 from lorebase.ingest.reading import FileReader, Pending
 from lorebase.ingest.report import STOP_REQUESTED, IngestReport, PassCounts, Progress
 from lorebase.ingest.writing import DocumentWriter
@@ -118,9 +120,11 @@ class Ingestor:
         full: bool = False,
         stop: threading.Event | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        stale: bool = True,
     ) -> IngestReport:
         """Bring these files' documents up to date. ``full`` reads every file (no size+mtime
-        shortcut) and retries failed ones."""
+        shortcut) and retries failed ones; ``stale`` (the default) reads documents an older
+        version made again, False leaves them (a server re-reads them in the background)."""
         started = time.perf_counter()
         report = IngestReport(files=len(files))
         kb = self.store.get_kb_by_id(kb.id, totals=False)  # as it is now, not when queued
@@ -136,7 +140,8 @@ class Ingestor:
             self.store.switch_kb_embedder(kb.id, identity, name)
             kb = self.store.get_kb_by_id(kb.id)
         known = self._known(kb, files)
-        todo = to_read(kb, files, known, identity, full, report)
+        containers = stale_containers(known.values()) if stale else frozenset()
+        todo = to_read(kb, files, known, identity, full, report, stale=stale, containers=containers)
         self.store.mark_pending(kb.id, placeholders(f for f in todo if f.key not in known))
         counts = PassCounts(started, len(files), files_done=report.unchanged)
 
@@ -160,6 +165,8 @@ class Ingestor:
             report,
             full=full,
             detector=self.detector,
+            stale=stale,
+            containers=containers,
         )
         writer = DocumentWriter(self.store, kb, report, counts, settled)
         embedding = BatchEmbedder(
@@ -221,12 +228,13 @@ class Ingestor:
         self.store.switch_kb_embedder(kb.id, identity, name)
 
     def _known(self, kb: KnowledgeBase, files: Sequence[SourceFile]) -> dict[str, DocumentRecord]:
-        """What is stored for these files: one query for the whole base on a pass, one per
-        file for a handful (an upload)."""
+        """What is stored for these files and their parts: one query for the whole base on a
+        pass, two per file for a handful (an upload)."""
         if len(files) > FEW_FILES:
             return {d.path: d for d in self.store.list_documents(kb.id)}
-        found = (self.store.get_document(kb.id, f.key) for f in files)
-        return {d.path: d for d in found if d is not None}
+        found = [d for f in files if (d := self.store.get_document(kb.id, f.key)) is not None]
+        parts = [p for d in found for p in self.store.parts_of(kb.id, d.path)]
+        return {d.path: d for d in [*found, *parts]}
 
 
 class _Followed:

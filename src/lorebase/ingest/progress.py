@@ -8,6 +8,11 @@ by keyword) faster than the model embeds, and a rate from the start would promis
 The chunks still to do are those of the files read, plus, for the files not read yet, as many
 per file as the read ones had. Until a rate has been measured over ``MIN_SPAN_S`` the estimate
 says so instead of guessing.
+
+A pass records its rate and the chunks it still expects beside its base's progress
+(:meth:`~lorebase.store.base.Catalogue.set_kb_progress`), so ``lorebase status``, the API, the
+events, the metrics and the page say the same time left (:func:`pass_seconds_left`) from
+another process.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lorebase.ingest.report import Progress
+from lorebase.store.base import KbState, KnowledgeBase
 
 RATE_WINDOW_S = 60.0
 """The rate is measured over the last this many seconds of reports: chunks differ in length,
@@ -61,14 +67,35 @@ def expected_chunks(progress: Progress) -> int:
     return max(progress.chunks_total + round(per_file * left), progress.chunks_done)
 
 
+def seconds_left(work_left: float, rate: float | None) -> float | None:
+    """The seconds ``work_left`` (chunks) takes at ``rate`` (chunks per second): None until
+    there is a rate (none, or not above zero), never negative (work done beyond what was
+    expected leaves none), and more work left never takes less time. Pure."""
+    if rate is None or not rate > 0:
+        return None
+    return max(0.0, work_left) / rate
+
+
 def estimate(progress: Progress, rate: float | None) -> Estimate:
     expected = expected_chunks(progress)
     remaining = expected - progress.chunks_done
     if remaining <= 0 and progress.files_done >= progress.files_total:
         return Estimate(rate, expected, 0.0)
-    if rate is None or rate <= 0:
-        return Estimate(None, expected, None)
-    return Estimate(rate, expected, max(0, remaining) / rate)
+    left = seconds_left(remaining, rate)
+    return Estimate(rate if left is not None else None, expected, left)
+
+
+def chunks_left(progress: Progress, guess: Estimate) -> int:
+    """The chunks a pass still expects to do (never negative). Pure."""
+    return max(0, guess.chunks_expected - progress.chunks_done)
+
+
+def pass_seconds_left(kb: KnowledgeBase) -> float | None:
+    """The time left of the pass running over ``kb``, from the rate and the chunks left it
+    last recorded; None when no pass runs or its rate is still being measured."""
+    if kb.state is not KbState.INDEXING or kb.progress_left is None:
+        return None
+    return seconds_left(kb.progress_left, kb.progress_rate)
 
 
 def duration(seconds: float) -> str:

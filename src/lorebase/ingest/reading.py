@@ -25,6 +25,7 @@ from lorebase.formats import document_kind, holds_parts
 from lorebase.ingest.files import SourceFile, up_to_date
 from lorebase.ingest.report import IngestReport
 from lorebase.ingest.screening import screen
+from lorebase.ingest.versions import running_versions, versions_of
 from lorebase.languages import LanguageDetector, document_language, passage_language
 from lorebase.settings import ExtractSettings
 from lorebase.store.base import (
@@ -55,7 +56,8 @@ class Pending:
 class FileReader:
     """Reads the files of one pass over ``kb``. ``extract`` runs an extractor on a file's
     bytes (the pass's worker pool); ``settled`` is told each document that failed; ``full``
-    reads a file whose stored version failed again."""
+    reads a file whose stored version failed again; ``stale`` reads a document an older
+    version made again (and a file of ``containers``: one holding such a part)."""
 
     store: Documents
     settings: ExtractSettings
@@ -66,6 +68,8 @@ class FileReader:
     report: IngestReport
     full: bool = field(kw_only=True)
     detector: LanguageDetector = field(kw_only=True)
+    stale: bool = field(default=True, kw_only=True)
+    containers: frozenset[str] = field(default=frozenset(), kw_only=True)
 
     def read(self, file: SourceFile, existing: DocumentRecord | None) -> list[Pending]:
         """Read, extract and chunk one file: its document first, then its parts' (those that
@@ -92,7 +96,8 @@ class FileReader:
         if (
             existing is not None
             and same_content
-            and up_to_date(existing, kb, self.identity)
+            and up_to_date(existing, kb, self.identity, stale=self.stale)
+            and not (self.stale and file.key in self.containers)
             and not (self.full and existing.state is DocumentState.FAILED)
         ):
             if existing.mtime != mtime:
@@ -122,9 +127,10 @@ class FileReader:
         container: str | None,
         path: str | None = None,
     ) -> NewDocument:
+        kind = str(extracted.kind)  # a plain string in the row, whatever the extractor's
         return NewDocument(
             path=path or file.key,
-            kind=str(extracted.kind),  # a plain string in the row, whatever the extractor's
+            kind=kind,
             size=size,
             content_hash=digest,
             mtime=mtime,
@@ -136,6 +142,7 @@ class FileReader:
             display_name=file.display_name if container is None else None,
             container=container,
             metadata=dict(extracted.metadata),
+            versions=versions_of(kind),
         )
 
     def _pending(
@@ -157,6 +164,7 @@ class FileReader:
             and identity is not None
             and existing.identity_key != identity.key
             and kb.identity_key != identity.key
+            and not running_versions().stale(existing)  # else its chunks are made again
         )
         return Pending(document, chunks, existing, vectors_only)
 
@@ -173,8 +181,12 @@ class FileReader:
             existing = stored.get(path)
             if part.extracted is None:
                 reason = part.reason or FailureReason.CORRUPT
-                if existing is None or existing.reason != reason.value:
-                    kind = document_kind(PurePath(part.name)) or "other"
+                kind = document_kind(PurePath(part.name)) or "other"
+                if (
+                    existing is None
+                    or existing.reason != reason.value
+                    or existing.versions != versions_of(kind)
+                ):
                     failed = NewDocument(
                         path=path,
                         kind=kind,
@@ -183,12 +195,17 @@ class FileReader:
                         mtime=mtime,
                         source_id=file.source_id,
                         container=file.key,
+                        versions=versions_of(kind),
                     )
                     self.report.failed.append((path, reason.value))
                     self.settled(self.store.record_failure(self.kb.id, failed, reason.value))
                 continue
             same = existing is not None and existing.content_hash == part.content_hash
-            if same and existing is not None and up_to_date(existing, self.kb, self.identity):
+            if (
+                same
+                and existing is not None
+                and up_to_date(existing, self.kb, self.identity, stale=self.stale)
+            ):
                 continue
             document = self._document(
                 file,
@@ -245,6 +262,7 @@ class FileReader:
             mtime=mtime,
             source_id=file.source_id,
             display_name=file.display_name,
+            versions=versions_of(kind),
         )
         self.settled(self.store.record_failure(self.kb.id, document, reason.value))
         if holds_parts(kind):  # what the file held when it last read goes with it

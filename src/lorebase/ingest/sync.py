@@ -26,6 +26,7 @@ from typing import Protocol
 
 from lorebase.ingest.files import SourceFile, placeholders
 from lorebase.ingest.pipeline import Ingestor
+from lorebase.ingest.progress import Estimate, RateMeter, chunks_left
 from lorebase.ingest.report import STOP_REQUESTED, IngestReport, Progress, merge_counts
 from lorebase.ingest.sources import iter_files
 from lorebase.store.base import (
@@ -46,11 +47,17 @@ class PassStore(Catalogue, Documents, Protocol):
 # How often a running pass records its progress for `lorebase status` in other processes.
 PROGRESS_EVERY_SECONDS = 1.0
 
+Pace = Callable[[int, Progress, Estimate], None]
+"""Told, as often as a pass records its progress, the base, where the pass is and its
+estimate (rate, chunks expected, time left)."""
+
 
 class Syncer:
-    def __init__(self, store: PassStore, ingestor: Ingestor) -> None:
+    def __init__(self, store: PassStore, ingestor: Ingestor, on_pace: Pace | None = None) -> None:
+        """``on_pace``: told each progress a pass records (the service makes it an event)."""
         self.store = store
         self.ingestor = ingestor
+        self.on_pace = on_pace
         # One pass at a time in this process (a server's watcher, "sync now", reindex).
         self._one_pass = threading.Lock()
 
@@ -64,12 +71,16 @@ class Syncer:
         stop: threading.Event | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         defer_larger_than: int | None = None,
+        stale: bool = True,
     ) -> IngestReport:
         """One pass over ``sources`` (default: all of the base's) plus ``extra_files``; with
         ``defer_larger_than`` (bytes), the sources' files over it that the base holds no
-        document of yet are left for a later pass."""
+        document of yet are left for a later pass; ``stale`` False leaves the documents an
+        older version made as they are (see :meth:`Ingestor.process`)."""
         with self._one_pass:
-            return self._sync(kb, sources, extra_files, full, stop, on_progress, defer_larger_than)
+            return self._sync(
+                kb, sources, extra_files, full, stop, on_progress, defer_larger_than, stale
+            )
 
     def _sync(
         self,
@@ -80,6 +91,7 @@ class Syncer:
         stop: threading.Event | None,
         on_progress: Callable[[Progress], None] | None,
         defer_larger_than: int | None = None,
+        stale: bool = True,
     ) -> IngestReport:
         self.store.set_kb_state(kb.id, KbState.INDEXING, started=True)
         chosen = self.store.list_sources(kb.id) if sources is None else list(sources)
@@ -111,6 +123,7 @@ class Syncer:
                 full=full,
                 stop=stop,
                 on_progress=self._recorder(kb, on_progress),
+                stale=stale,
             )
         finally:
             self.store.delete_documents(kb.id, gone)
@@ -180,18 +193,30 @@ class Syncer:
     def _recorder(
         self, kb: KnowledgeBase, on_progress: Callable[[Progress], None] | None
     ) -> Callable[[Progress], None]:
+        """Records the pass's progress and pace for other processes (its rate and chunks left,
+        from :class:`RateMeter`: the time left everyone shows) and tells ``on_pace``."""
         last = 0.0
+        meter = RateMeter()
 
         def record(progress: Progress) -> None:
             nonlocal last
             now = time.monotonic()
+            guess = meter.add(progress)
             finished = (
                 progress.files_done == progress.files_total
                 and progress.chunks_done >= progress.chunks_total
             )
             # Throttled while embedding goes on after the last file is read, too.
             if now - last >= PROGRESS_EVERY_SECONDS or finished:
-                self.store.set_kb_progress(kb.id, progress.files_done, progress.files_total)
+                self.store.set_kb_progress(
+                    kb.id,
+                    progress.files_done,
+                    progress.files_total,
+                    rate=guess.rate,
+                    left=chunks_left(progress, guess),
+                )
+                if self.on_pace is not None:
+                    self.on_pace(kb.id, progress, guess)
                 last = now
             if on_progress is not None:
                 on_progress(progress)

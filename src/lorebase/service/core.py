@@ -44,8 +44,9 @@ from lorebase.service.bases import DEFAULT_KB, Bases
 from lorebase.service.documents import Documents
 from lorebase.service.listing import DocumentListing, DocumentPage
 from lorebase.service.originals import Originals
-from lorebase.service.passes import Passes, announcing
+from lorebase.service.passes import Passes, announcing, pacing
 from lorebase.service.serving import Serving
+from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
 from lorebase.settings import ChunkSettings, Settings
 from lorebase.store.base import (
@@ -113,7 +114,7 @@ class Lorebase:
         self.ingestor = Ingestor(
             store, self.embedders, settings.extract, on_document=announcing(events)
         )
-        self.syncer = Syncer(store, self.ingestor)
+        self.syncer = Syncer(store, self.ingestor, on_pace=pacing(events))
         self.searcher = SearchService(store, self.embedders, reranker, settings.search)
         lock = self.lock = IngestLock(settings.data_dir, holder)
         # The queue's callbacks are this facade's: the objects that do the jobs come below.
@@ -141,8 +142,18 @@ class Lorebase:
         passes = self._passes = Passes(
             settings, store, self.syncer, lock, access, bases, uploads, originals
         )
+        stale = self._stale = StaleDocuments(settings, store, self.ingestor, lock, uploads)
         self._serving = Serving(
-            settings, store, events, jobs, lock, originals, uploads, passes, self._queued_pass
+            settings,
+            store,
+            events,
+            jobs,
+            lock,
+            originals,
+            uploads,
+            passes,
+            self._queued_pass,
+            stale=stale,
         )
 
     @property
@@ -362,6 +373,16 @@ class Lorebase:
     def documents_by_state(self) -> dict[str, int]:
         """How many documents are in each state, over every base (metrics)."""
         return self._documents.documents_by_state()
+
+    def stale_documents(self, kb_ids: Sequence[int] | None = None) -> dict[int, int]:
+        """How many documents an older version made each base holds (read again by the next
+        sync, or by the server in the background); a base without any is left out."""
+        return self._stale.count(kb_ids)
+
+    def seconds_left(self) -> dict[int, float]:
+        """The time left of each pass running now, by base (one still measuring its rate is
+        left out)."""
+        return self._passes.seconds_left()
 
     def delete_document(
         self, kb: KnowledgeBase, document: DocumentRecord, *, caller: Caller | None = None

@@ -4,7 +4,8 @@ rotates the data key, each under the ingestion lock. Which base a name means is
 :class:`Access`'s to say, which source a path belongs to :class:`Bases`'; a re-embed's pass
 also reads the uploads :class:`Uploads` hands it.
 
-:func:`announcing` is what the ingestor tells as each document settles: an event."""
+:func:`announcing` is what the ingestor tells as each document settles: an event; :func:`pacing`
+what a pass tells as it records its progress: an event with the time left."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from typing import TYPE_CHECKING
 
 from lorebase.errors import NotFound
 from lorebase.events import EventBus
+from lorebase.ingest.files import SourceFile
+from lorebase.ingest.progress import Estimate, pass_seconds_left
 from lorebase.ingest.report import IngestReport, Progress
-from lorebase.ingest.sync import Syncer
+from lorebase.ingest.sync import Pace, Syncer
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
 from lorebase.lock import IngestLock
 from lorebase.service.access import Access
@@ -45,6 +48,25 @@ def announcing(events: EventBus) -> Callable[[int, DocumentRecord], None]:
         )
 
     return settled
+
+
+def pacing(events: EventBus) -> Pace:
+    """What a pass calls as it records its progress (about once a second): a
+    ``knowledge_base`` event with the files done of the total and the seconds left (null
+    while the rate is measured)."""
+
+    def paced(kb_id: int, progress: Progress, guess: Estimate) -> None:
+        left = guess.seconds_left
+        events.publish(
+            "knowledge_base",
+            kb_id,
+            state="indexing",
+            progress_done=progress.files_done,
+            progress_total=progress.files_total,
+            seconds_left=None if left is None else round(left, 1),
+        )
+
+    return paced
 
 
 class Passes:
@@ -122,13 +144,20 @@ class Passes:
         on_progress: Callable[[Progress], None] | None = None,
     ) -> dict[str, IngestReport]:
         """One pass over the folders and files of ``kb`` (default: every base following
-        some)."""
+        some, or holding uploads to read again). Documents an older version made are read
+        again, uploads from their stored originals."""
         with self.ingesting():
             bases = [self._access.base(kb)] if kb else self._store.list_kbs()
             reports: dict[str, IngestReport] = {}
             for base in bases:
                 moving = base.embedder_next is not None
-                if kb is None and not moving and not self._store.list_sources(base.id):
+                uploads = self._uploads_to_read(base, moving)
+                if (
+                    kb is None
+                    and not moving
+                    and not uploads
+                    and not self._store.list_sources(base.id)
+                ):
                     continue
                 if stop is not None and stop.is_set():
                     break
@@ -137,9 +166,27 @@ class Passes:
                     full=full,
                     stop=stop,
                     on_progress=on_progress,
-                    extra_files=self._uploads.to_reembed(base) if moving else (),
+                    extra_files=uploads,
                 )
             return reports
+
+    def _uploads_to_read(self, base: KnowledgeBase, moving: bool) -> list[SourceFile]:
+        """The uploads a pass over ``base`` reads: those a re-embed must embed again, and
+        those an older version made, each once."""
+        files = [
+            *(self._uploads.to_reembed(base) if moving else ()),
+            *self._uploads.stale_files(base),
+        ]
+        return list({file.key: file for file in files}.values())
+
+    def seconds_left(self) -> dict[int, float]:
+        """The time left of each pass running now, by base (a pass whose rate is still
+        measured is left out)."""
+        return {
+            base.id: left
+            for base in self._store.list_kbs(totals=False)
+            if (left := pass_seconds_left(base)) is not None
+        }
 
     def watch(
         self,
@@ -148,8 +195,11 @@ class Passes:
         stop: threading.Event,
         rescan_seconds: float = DEFAULT_RESCAN_SECONDS,
         on_report: Callable[[KnowledgeBase, IngestReport], None] | None = None,
+        stale: bool = True,
     ) -> None:
-        """Keep the folders of ``kb`` (default all) indexed until ``stop`` is set."""
+        """Keep the folders of ``kb`` (default all) indexed until ``stop`` is set; with
+        ``stale`` False its passes leave documents an older version made as they are (a
+        server re-reads them in the background, a few at a time)."""
 
         def bases() -> list[KnowledgeBase]:
             return [self._access.kb(kb)] if kb else self._store.list_kbs()
@@ -158,7 +208,7 @@ class Passes:
             return [Path(s.path) for s in self._store.list_sources(base.id)]
 
         def run_pass(base: KnowledgeBase) -> IngestReport:
-            report = self._syncer.sync(self._store.get_kb_by_id(base.id), stop=stop)
+            report = self._syncer.sync(self._store.get_kb_by_id(base.id), stop=stop, stale=stale)
             if on_report is not None:
                 on_report(base, report)
             return report

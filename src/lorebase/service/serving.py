@@ -2,7 +2,11 @@
 the ingestion queue's workers and the folder watcher, runs the queue's jobs (an upload is
 :class:`Uploads`', a pass over a base's folders the ``run_pass`` it is given) and tells the
 queue's sweep what is left to do. Over the embedded store it holds the ingestion lock for its
-whole life; it announces each base's totals after a pass."""
+whole life; it announces each base's totals after a pass.
+
+Documents an older version made (stale) are re-read at low priority: the folder watcher's
+passes leave them, and the sweep queues a few (one per worker) only when nothing else waits
+(:class:`~lorebase.service.stale.StaleDocuments`)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from lorebase.ingest.report import IngestReport
 from lorebase.lock import IngestLock
 from lorebase.service.originals import Originals
 from lorebase.service.passes import Passes
+from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentState, KnowledgeBase, Store
@@ -41,9 +46,12 @@ class Serving:
         uploads: Uploads,
         passes: Passes,
         run_pass: PassRunner,
+        stale: StaleDocuments | None = None,
     ) -> None:
         """``passes`` watches the folders; ``run_pass`` runs the passes the queue is asked for
-        (the service's own ``sync``, the path every pass takes)."""
+        (the service's own ``sync``, the path every pass takes); ``stale`` re-reads what an
+        older version made, when the queue has nothing else (None: nothing is re-read in the
+        background)."""
         self._settings = settings
         self._store = store
         self._events = events
@@ -53,6 +61,7 @@ class Serving:
         self._uploads = uploads
         self._passes = passes
         self._run_pass = run_pass
+        self._stale = stale
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._serving = False
@@ -119,6 +128,7 @@ class Serving:
                     stop=self._stop,
                     rescan_seconds=self._settings.serve.rescan_seconds,
                     on_report=on_report,
+                    stale=False,  # re-read in the background, a few at a time
                 )
             except Conflict:
                 # Another process of this machine follows its folders (a shared store: one
@@ -126,8 +136,13 @@ class Serving:
                 self._stop.wait(self._settings.serve.rescan_seconds)
 
     def run_job(self, kb_id: int, document_id: str | None) -> None:
-        """A queue worker's job: one upload, or a pass over one base's folders."""
+        """A queue worker's job: one upload, one stale document, or a pass over one base's
+        folders."""
         if document_id is not None:
+            if self._stale is not None and self._stale.refresh(kb_id, document_id):
+                if self._queue.depth == 0 and not self._stop.is_set():
+                    self._queue.sweep_now()  # the next stale ones, unless work arrived
+                return
             self._uploads.index_upload(kb_id, document_id)
             return
         try:
@@ -138,15 +153,17 @@ class Serving:
         self._publish_totals(kb_id)
 
     def pending_jobs(self) -> Iterator[Job]:
-        """What the queue's sweep finds to do: pending uploads, and a pass over each base
-        being re-embedded (asked for by another process, or cut short) at most every rescan
-        interval."""
+        """What the queue's sweep finds to do: pending uploads, a pass over each base being
+        re-embedded (asked for by another process, or cut short) at most every rescan
+        interval, and — when none of that waits — one stale document per worker."""
         yield from self._store.list_uploads(DocumentState.PENDING)
         now = time.time()
         for base in self._store.list_kbs(totals=False):
             last = base.pass_finished_at or base.pass_started_at or 0.0
             if base.embedder_next is not None and now - last >= self._settings.serve.rescan_seconds:
                 yield (base.id, None)
+        if self._stale is not None and self._queue.depth == 0:
+            yield from self._stale.due(max(1, self._settings.serve.workers))
 
     def _publish_totals(self, kb_id: int) -> None:
         """A ``knowledge_base`` event with the base's state and totals (no names)."""

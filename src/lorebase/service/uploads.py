@@ -2,7 +2,7 @@
 :class:`Originals`), queues it, and indexes it when a queue worker runs its job — under the
 ingestion lock over the embedded store — then settles the base's state and announces it. It
 also fails the uploads that cannot be indexed (an original gone missing, a job cut off too
-often) and hands a re-embed's pass the uploads it must read again."""
+often) and hands a re-embed's pass, or a sync, the uploads it must read again."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from lorebase.ingest.files import SourceFile
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.queue import JobQueue
 from lorebase.ingest.report import IngestReport
+from lorebase.ingest.versions import running_versions, versions_of
 from lorebase.lock import IngestLock
 from lorebase.names import checked_name
 from lorebase.service.access import Access
@@ -181,7 +182,11 @@ class Uploads:
                 kind=document.kind,
                 size=document.size,
                 content_hash=document.content_hash,
+                source_id=document.source_id,
                 display_name=document.display_name,
+                container=document.container,
+                # Not a reading's failure: reading it again with another version cannot help.
+                versions=versions_of(document.kind),
             ),
             reason.value,
         )
@@ -234,6 +239,40 @@ class Uploads:
             data=lambda: self._originals.blobs.get(document_id),
             display_name=document.display_name,
         )
+
+    def original_file(self, document: DocumentRecord) -> SourceFile | None:
+        """An upload as a file a pass reads, from its stored original (None: it is missing)."""
+        if not self._originals.blobs.exists(document.id):
+            return None
+        return self._upload_file(document)
+
+    def stale_files(self, kb: KnowledgeBase) -> list[SourceFile]:
+        """The base's uploads an older version made (or holding a part one made), to read
+        again from their stored originals with a sync. None when the originals cannot be
+        opened here (no data key): a server with the key re-reads them in the background."""
+        stale = self._store.list_stale(running_versions(), limit=2**31 - 1, kb_ids=[kb.id])
+        if not any(d.uploaded or d.container for d in stale):
+            return []
+        by_path = {d.path: d for d in self._store.list_documents(kb.id)}
+        uploads: dict[str, DocumentRecord] = {}
+        for document in stale:
+            top, seen = document, {document.path}  # a part is read with the file holding it
+            while top.container is not None and top.container not in seen:
+                holder = by_path.get(top.container)
+                if holder is None:
+                    break
+                seen.add(holder.path)
+                top = holder
+            if top.uploaded:
+                uploads[top.path] = top
+        try:
+            return [
+                file
+                for _, document in sorted(uploads.items())
+                if (file := self.original_file(document)) is not None
+            ]
+        except LorebaseError:  # no data key here, or not the uploads' one
+            return []
 
     def to_reembed(self, kb: KnowledgeBase) -> list[SourceFile]:
         """The base's indexed uploads whose vectors are not made by the embedder it is moving

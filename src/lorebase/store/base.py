@@ -12,6 +12,8 @@ A backend plays every role; a consumer is typed with the roles it uses:
 - :class:`Vectors` — dense search, vector reuse by content, identity switches.
 - :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
 - :class:`Metrics` — counts for monitoring.
+- :class:`Portable` — one base read whole in one snapshot (an export), and one base written
+  whole in one transaction (an import).
 
 :class:`Store` is all of them plus ``close``. Every read and write is scoped by knowledge base:
 a document or chunk id from another knowledge base finds nothing. A document's rows (document,
@@ -27,10 +29,11 @@ Importing this module loads neither numpy nor any backend.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lorebase.settings import ChunkSettings
 
@@ -120,6 +123,10 @@ class KnowledgeBase:
     # is being re-embedded to (None: none); see lorebase.embed.registry.
     embedder: str | None = None
     embedder_next: str | None = None
+    # The pace of a running pass, as it last recorded it: chunks done per second lately (None
+    # while it is measured) and the chunks it still expects to do (None: not told).
+    progress_rate: float | None = None
+    progress_left: int | None = None
 
 
 def ambiguous(name: str, bases: Sequence[KnowledgeBase]) -> str:
@@ -171,6 +178,7 @@ class NewDocument:
     display_name: str | None = None  # uploads: the file's name, sealed (encrypted) by the caller
     container: str | None = None  # a part (an attachment): the path of the file holding it
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)  # headers, properties
+    versions: str | None = None  # of what made it (see RunningVersions); None: not recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,12 +202,34 @@ class DocumentRecord:
     display_name: str | None = None
     container: str | None = None
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    versions: str | None = None  # of what made it (see RunningVersions); None: not recorded
 
     @property
     def uploaded(self) -> bool:
         """An uploaded file (its original is an encrypted blob, its name sealed), as opposed
         to a file of a folder, whatever its path looks like."""
         return self.display_name is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RunningVersions:
+    """The versions a document made now records, as one compact key per document kind
+    (``x2.c2.a2``: its extractor's, the chunker's and the keyword analysis's; built in
+    :mod:`lorebase.ingest.versions`), and ``other``'s for a kind no format gives. A settled
+    document that recorded another key, or none (made before versions were recorded), is
+    stale: the next pass reads it again."""
+
+    by_kind: Mapping[str, str]
+    other: str
+
+    def of(self, kind: str) -> str:
+        """The key a document of ``kind`` records when made now."""
+        return self.by_kind.get(kind, self.other)
+
+    def stale(self, document: DocumentRecord) -> bool:
+        """Whether an indexed or failed document was made by other versions. Pure."""
+        settled = document.state in (DocumentState.INDEXED, DocumentState.FAILED)
+        return settled and document.versions != self.of(document.kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +253,82 @@ class DocumentVectors:
     document_id: str
     chunks: Sequence[Chunk]
     vectors: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedDocument:
+    """One document of a base as an export reads it (:meth:`Portable.read_kb`): its record,
+    its extracted text (None: it has none), its chunks in order (``Chunk.id`` is the id the
+    store keeps it under; ``embed_text`` is empty: the store does not keep it), the ordinal of
+    each chunk's section (a run of consecutive chunks sharing a heading trail) and the chunks'
+    vectors of the base's identity (``vectors[i]`` belongs to ``chunks[i]``; None when some
+    chunk has none)."""
+
+    record: DocumentRecord
+    text: str | None
+    chunks: Sequence[Chunk]
+    sections: Sequence[int]
+    vectors: np.ndarray | None
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedSource:
+    """A folder or file an imported base follows; ``exported_id`` is the id its documents
+    name as their ``source_id`` in what is imported."""
+
+    path: str
+    label: str
+    kind: SourceKind
+    created_at: float
+    exported_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedBase:
+    """The base an import makes: its settings, the named ``embedder`` it is made with (None:
+    the process's own), the ``identity`` of the vectors its documents bring (None: none), and
+    the folders and files it follows."""
+
+    name: str
+    description: str
+    scope: Scope
+    owner: str | None
+    team_id: int | None
+    chunk_settings: ChunkSettings
+    embedder: str | None
+    identity: EmbedderIdentity | None
+    sources: Sequence[ImportedSource] = ()
+    created_at: float | None = None
+    pass_finished_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedDocument:
+    """One document an import writes: ``fields`` are a record's (the names of
+    :class:`DocumentRecord`'s fields; the importing store writes those it knows): ``id`` the
+    id to write it under, ``source_id`` the *exported* id of its source (None: none). Its
+    extracted text (None: none), its chunks in order (each stored under
+    :func:`lorebase.store.stored_chunk_id` of the document and ``Chunk.id``) and their vectors
+    of :attr:`ImportedBase.identity` (None: found by keyword only until a pass embeds them)."""
+
+    fields: Mapping[str, Any]
+    text: str | None
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray | None
+
+
+class KbSnapshot(Protocol):
+    """One base as a single read transaction sees it: what an export reads."""
+
+    kb: KnowledgeBase
+    identity: EmbedderIdentity | None
+    """The identity of the base's vectors (its ``identity_key``, resolved), None: none."""
+
+    def sources(self) -> list[Source]: ...
+
+    def documents(self) -> Iterator[ExportedDocument]:
+        """Every document of the base (every state), in path order, read in batches."""
+        ...
 
 
 class Catalogue(Protocol):
@@ -305,7 +411,18 @@ class Catalogue(Protocol):
         """Record the base's state (and the start or end time of a pass)."""
         ...
 
-    def set_kb_progress(self, kb_id: int, done: int, total: int) -> None: ...
+    def set_kb_progress(
+        self,
+        kb_id: int,
+        done: int,
+        total: int,
+        *,
+        rate: float | None = None,
+        left: int | None = None,
+    ) -> None:
+        """Record where a running pass is: files ``done`` of ``total``, its recent ``rate``
+        (chunks per second; None while measured) and the chunks ``left`` it expects."""
+        ...
 
     def add_source(self, kb_id: int, path: str, kind: SourceKind = SourceKind.FOLDER) -> Source:
         """Follow a folder or a file (an absolute path). ``Conflict`` when it is, contains or
@@ -397,6 +514,20 @@ class Documents(Protocol):
     def parts_of(self, kb_id: int, container: str) -> list[DocumentRecord]:
         """The documents held inside the file at path ``container`` (a mail's attachments),
         in path order."""
+        ...
+
+    def count_stale(
+        self, running: RunningVersions, kb_ids: Sequence[int] | None = None
+    ) -> dict[int, int]:
+        """How many indexed or failed documents of these bases (every base: None) were made
+        by other versions than ``running`` or recorded none, by base (a base without any is
+        left out)."""
+        ...
+
+    def list_stale(
+        self, running: RunningVersions, limit: int, kb_ids: Sequence[int] | None = None
+    ) -> list[DocumentRecord]:
+        """Up to ``limit`` of the documents :meth:`count_stale` counts, by base, then path."""
         ...
 
     def delete_documents(self, kb_id: int, document_ids: Sequence[str]) -> None:
@@ -592,7 +723,39 @@ class Metrics(Protocol):
         ...
 
 
-class Store(Catalogue, Documents, Uploads, LexicalIndex, Vectors, Chunks, Metrics, Protocol):
+class Portable(Protocol):
+    """A base read whole, in one snapshot (an export), and written whole, in one transaction
+    (an import): all of it or nothing."""
+
+    def read_kb(self, kb_id: int) -> AbstractContextManager[KbSnapshot]:
+        """The base as one read transaction sees it, for the length of the ``with`` block;
+        ``NotFound`` when there is no such base."""
+        ...
+
+    def taken_document_ids(self, document_ids: Sequence[str]) -> set[str]:
+        """Those of these ids that a document of any base has."""
+        ...
+
+    def import_kb(
+        self,
+        base: ImportedBase,
+        documents: Iterable[ImportedDocument],
+        *,
+        replacing: int | None = None,
+    ) -> KnowledgeBase:
+        """Make ``base`` with its sources and ``documents`` (consumed inside the
+        transaction: anything raised while they are read undoes all of it), in one write
+        transaction; ``replacing``: the id of a base deleted in that same transaction (its
+        name freed for this one). A document's state, text, chunks, vectors and the columns of
+        its record the store knows are written as given (its identity is ``base.identity``
+        when it brings vectors, else none). ``Conflict`` when the name is taken in the base's
+        scope or two documents share a path or an id; nothing is written then."""
+        ...
+
+
+class Store(
+    Catalogue, Documents, Uploads, LexicalIndex, Vectors, Chunks, Metrics, Portable, Protocol
+):
     """Every role, and ``close``: what a backend implements (SQLite, PostgreSQL) and what the
     composition root holds."""
 

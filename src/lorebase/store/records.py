@@ -21,6 +21,7 @@ from lorebase.store.base import (
     KbState,
     KnowledgeBase,
     NewDocument,
+    RunningVersions,
     Scope,
     Source,
     SourceKind,
@@ -51,6 +52,8 @@ KB_FIELDS = (
     "team_id",
     "embedder",
     "embedder_next",
+    "progress_rate",
+    "progress_left",
 )
 KB_COLUMNS = ", ".join(KB_FIELDS)
 
@@ -74,6 +77,7 @@ DOCUMENT_FIELDS = (
     "display_name",
     "container",
     "metadata",
+    "versions",
 )
 DOCUMENT_COLUMNS = ", ".join(DOCUMENT_FIELDS)
 
@@ -168,6 +172,8 @@ def kb_from_row(row: Sequence[Any], totals: Sequence[int] | None) -> KnowledgeBa
         team_id=kb["team_id"],
         embedder=kb["embedder"],
         embedder_next=kb["embedder_next"],
+        progress_rate=kb["progress_rate"],
+        progress_left=kb["progress_left"],
     )
 
 
@@ -249,6 +255,7 @@ DOCUMENT_VALUE_COLUMNS = (  # the columns document_values() fills, in order
     "display_name",
     "container",
     "metadata",
+    "versions",
 )
 
 
@@ -266,6 +273,21 @@ def document_values(document: NewDocument) -> tuple[Any, ...]:
         document.display_name,
         document.container,
         json.dumps(dict(document.metadata), ensure_ascii=False) if document.metadata else None,
+        document.versions,
+    )
+
+
+def stale_sql(running: RunningVersions) -> tuple[str, list[Any]]:
+    """The condition on ``documents`` that a document is stale (see
+    :meth:`~lorebase.store.base.RunningVersions.stale`), and its parameters: settled, and its
+    recorded versions (none: ``''``) not those its kind gets now. Pure."""
+    kinds = sorted(running.by_kind)
+    params: list[Any] = [value for kind in kinds for value in (kind, running.by_kind[kind])]
+    cases = " ".join("WHEN ? THEN ?" for _ in kinds)
+    expected = f"(CASE kind {cases} ELSE ? END)" if kinds else "?"
+    return (
+        f"state IN ('indexed', 'failed') AND coalesce(versions, '') <> {expected}",
+        [*params, running.other],
     )
 
 

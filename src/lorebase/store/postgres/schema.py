@@ -219,6 +219,16 @@ _ANALYSES = (
     *lexical.terms_config_sql(),
 )
 
+_VERSIONS_AND_PACE = (
+    # The versions of the extractor, chunker and keyword analysis that made a document
+    # (lorebase.ingest.versions: "x2.c2.a2"); rows from before have none, which makes them
+    # stale: the next pass reads them again, reusing the vectors of unchanged chunk texts.
+    "ALTER TABLE documents ADD COLUMN versions text",
+    # The pace of a running pass (chunks per second lately, chunks left), for the time left.
+    "ALTER TABLE knowledge_bases ADD COLUMN progress_rate double precision",
+    "ALTER TABLE knowledge_bases ADD COLUMN progress_left bigint",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
@@ -227,6 +237,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
     Migration(6, "documents inside documents; metadata", _DOCUMENT_PARTS),
     Migration(7, "the languages of a base's passages; analysed terms", _ANALYSES),
+    Migration(8, "the versions that made a document; the pace of a pass", _VERSIONS_AND_PACE),
 )
 
 

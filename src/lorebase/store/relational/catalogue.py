@@ -193,7 +193,10 @@ class CatalogueMixin(RelationalRole):
         sql = "UPDATE knowledge_bases SET state = ?, state_reason = ?"
         params: list[object] = [str(KbState(state)), reason]
         if started:
-            sql += ", pass_started_at = ?, progress_done = 0, progress_total = 0"
+            sql += (
+                ", pass_started_at = ?, progress_done = 0, progress_total = 0, "
+                "progress_rate = NULL, progress_left = NULL"
+            )
             params.append(now)
         if finished:
             sql += ", pass_finished_at = ?"
@@ -202,11 +205,20 @@ class CatalogueMixin(RelationalRole):
             if not tx.execute(sql + " WHERE id = ?", (*params, kb_id)).rowcount:
                 raise NotFound(rows.NO_KB)
 
-    def set_kb_progress(self, kb_id: int, done: int, total: int) -> None:
+    def set_kb_progress(
+        self,
+        kb_id: int,
+        done: int,
+        total: int,
+        *,
+        rate: float | None = None,
+        left: int | None = None,
+    ) -> None:
         with self._writing() as tx:
             tx.execute(
-                "UPDATE knowledge_bases SET progress_done = ?, progress_total = ? WHERE id = ?",
-                (done, total, kb_id),
+                "UPDATE knowledge_bases SET progress_done = ?, progress_total = ?, "
+                "progress_rate = ?, progress_left = ? WHERE id = ?",
+                (done, total, rate, left, kb_id),
             )
 
     # -- sources -----------------------------------------------------------------------------

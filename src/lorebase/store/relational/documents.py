@@ -13,7 +13,13 @@ import numpy as np
 
 from lorebase.errors import NotFound
 from lorebase.store import stored_chunk_id
-from lorebase.store.base import DocumentRecord, DocumentState, NewDocument, new_document_id
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    NewDocument,
+    RunningVersions,
+    new_document_id,
+)
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
     DOCUMENT_VALUE_COLUMNS,
@@ -22,6 +28,7 @@ from lorebase.store.records import (
     compress_text,
     document_from_row,
     document_values,
+    stale_sql,
 )
 from lorebase.store.relational import rows
 from lorebase.store.relational.role import DocumentChunks, RelationalRole
@@ -67,6 +74,30 @@ class DocumentsMixin(RelationalRole):
                 "ORDER BY path",
                 (kb_id, container),
             )
+        return [document_from_row(row) for row in found]
+
+    def count_stale(
+        self, running: RunningVersions, kb_ids: Sequence[int] | None = None
+    ) -> dict[int, int]:
+        stale, params = stale_sql(running)
+        sql = f"SELECT kb_id, count(*) FROM documents WHERE {stale}"
+        with self._reading() as tx:
+            if kb_ids is not None:
+                sql += f" AND {tx.dialect.any_of('kb_id')}"
+                params.append(tx.dialect.ids(list(kb_ids)))
+            found = tx.all(sql + " GROUP BY kb_id", params)
+        return {int(kb_id): int(count) for kb_id, count in found}
+
+    def list_stale(
+        self, running: RunningVersions, limit: int, kb_ids: Sequence[int] | None = None
+    ) -> list[DocumentRecord]:
+        stale, params = stale_sql(running)
+        sql = f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE {stale}"
+        with self._reading() as tx:
+            if kb_ids is not None:
+                sql += f" AND {tx.dialect.any_of('kb_id')}"
+                params.append(tx.dialect.ids(list(kb_ids)))
+            found = tx.all(sql + " ORDER BY kb_id, path LIMIT ?", [*params, max(0, limit)])
         return [document_from_row(row) for row in found]
 
     def list_documents(

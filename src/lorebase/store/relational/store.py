@@ -13,6 +13,7 @@ from lorebase.store.relational.catalogue import CatalogueMixin
 from lorebase.store.relational.chunks import ChunksMixin
 from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.relational.lexical import LexicalMixin
+from lorebase.store.relational.portable import PortableMixin
 from lorebase.store.relational.role import Database
 from lorebase.store.relational.uploads import UploadsMixin
 from lorebase.store.relational.vectors import VectorsMixin
@@ -28,6 +29,7 @@ class RelationalStore(
     VectorsMixin,
     ChunksMixin,
     MetricsMixin,
+    PortableMixin,
     Store,
     Generic[D],
 ):

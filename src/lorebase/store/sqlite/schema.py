@@ -357,6 +357,16 @@ _ANALYSES: tuple[Step, ...] = (
     "INSERT INTO kb_languages (kb_id, language) SELECT DISTINCT kb_id, 'en' FROM chunks",
 )
 
+_VERSIONS_AND_PACE: tuple[Step, ...] = (
+    # The versions of the extractor, chunker and keyword analysis that made a document
+    # (lorebase.ingest.versions: "x2.c2.a2"); rows from before have none, which makes them
+    # stale: the next pass reads them again, reusing the vectors of unchanged chunk texts.
+    "ALTER TABLE documents ADD COLUMN versions TEXT",
+    # The pace of a running pass (chunks per second lately, chunks left), for the time left.
+    "ALTER TABLE knowledge_bases ADD COLUMN progress_rate REAL",
+    "ALTER TABLE knowledge_bases ADD COLUMN progress_left INTEGER",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -371,6 +381,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "an embedder per knowledge base", _EMBEDDER_PER_BASE),
     Migration(12, "documents inside documents; metadata", _DOCUMENT_PARTS),
     Migration(13, "the languages of a base's passages", _ANALYSES),
+    Migration(14, "the versions that made a document; the pace of a pass", _VERSIONS_AND_PACE),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

@@ -62,6 +62,12 @@ from lorebase.store.base import Scored
 from lorebase.store.sqlite.fts import PATH_TEXT_SQL
 from lorebase.store.sqlite.rows import base_generations
 from lorebase.store.sqlite.search import merge_top
+from lorebase.store.sqlite.tantivy_files import (
+    copy_index,
+    deleted_bytes,
+    files_problem,
+    has_deletes,
+)
 from lorebase.store.sqlite.tantivy_schema import (
     ANALYZER,
     LAYOUT_VERSION,
@@ -107,6 +113,18 @@ _CHUNK_FIELDS_SQL = (
 )
 
 _BASE_CHUNKS_SQL = "SELECT id FROM chunks WHERE kb_id = ?"
+_SAMPLE_SQL = (
+    "SELECT c.id, c.document_id, c.language, coalesce(d.title, ''), s.headings, "
+    f"{PATH_TEXT_SQL}, coalesce(c.symbol, ''), c.text "
+    "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
+    "JOIN sections AS s ON s.id = c.section_id "
+    "WHERE c.rowid IN (SELECT rowid FROM chunks WHERE kb_id = ? ORDER BY random() LIMIT ?)"
+)
+"""Random chunks of a base, with the fields their indexed text is made of."""
+SAMPLE_HITS = 100_000
+"""Hits read per sampled term (within its document: every chunk of the longest document)."""
+Problem = tuple[str, str | None]
+"""Something wrong with an index (content-free) and the document it concerns, if one."""
 _RECORDED_SQL = "SELECT id FROM documents WHERE kb_id = ?"
 
 _STATE_SCHEMA = (
@@ -350,19 +368,26 @@ class TantivyIndexes:
             ).start()
         return True
 
+    def rebuild(self, kb_id: int) -> None:
+        """A base's index made anew from the chunks, on the caller's thread: its folder and
+        record removed (a search holding the old index reads it to its end), then a catch-up
+        from one read transaction. What the catch-up raises is raised."""
+        with self._lock, self._state() as state:
+            self._slots.pop(kb_id, None)
+            state.execute("DELETE FROM bases WHERE kb_id = ?", (kb_id,))
+            state.execute("DELETE FROM documents WHERE kb_id = ?", (kb_id,))
+            self._remove_folder(kb_id)
+        if self._reader is not None:
+            with self._reader() as conn:
+                for found, generation, created_at in base_generations(conn, [kb_id]):
+                    with self._lock:
+                        self._catch_up(conn, found, generation, created_at)
+
     def _rebuild(self, kb_id: int) -> None:
         """A damaged base's index made anew from the chunks (on its own thread)."""
         started = time.monotonic()
         try:
-            with self._lock, self._state() as state:
-                state.execute("DELETE FROM bases WHERE kb_id = ?", (kb_id,))
-                state.execute("DELETE FROM documents WHERE kb_id = ?", (kb_id,))
-                self._remove_folder(kb_id)
-            if self._reader is not None:
-                with self._reader() as conn:
-                    for found, generation, created_at in base_generations(conn, [kb_id]):
-                        with self._lock:
-                            self._catch_up(conn, found, generation, created_at)
+            self.rebuild(kb_id)
         except Exception as exc:  # the next search tries again
             log.warning(
                 "rebuilding the keyword index of base %d failed: %s", kb_id, type(exc).__name__
@@ -392,6 +417,107 @@ class TantivyIndexes:
                     f"the lexical index of base {kb_id} holds {len(indexed)} chunks where the "
                     f"base has {len(stored)}; delete {self.folder} to rebuild it"
                 )
+
+    # -- maintenance (lorebase check, vacuum, backup) -------------------------------------
+
+    def verify(self, conn: sqlite3.Connection, kb_id: int, sample: int) -> list[Problem]:
+        """What is wrong with a base's index (content-free, with the document where there is
+        one), checked against ``conn``'s snapshot: first its files, read without opening the
+        index (:func:`damage`, then every committed file's checksum: a damaged index is
+        reported, never opened, since a fresh open would quietly rebuild it); then, caught up,
+        its documents counted against the base's chunks, and a term of each of ``sample``
+        random chunks looked up in it."""
+        if kb_id in self._damaged:
+            return [(f"{self._damaged[kb_id]}; it is being rebuilt", None)]
+        folder = None if self.folder is None else self._kb_folder(kb_id)
+        if folder is not None and folder.exists():
+            with self._lock, self._state():  # no commit runs while its files are read
+                reason = damage(folder, {}) or files_problem(folder)
+            if reason is not None:
+                return [(reason, None)]
+        found = self.indexes_for(conn, [kb_id])
+        if not found:
+            return [(self._damaged.get(kb_id, "it could not be opened"), None)]
+        searcher = found[0].searcher()
+        (stored,) = conn.execute("SELECT count(*) FROM chunks WHERE kb_id = ?", (kb_id,)).fetchone()
+        problems: list[Problem] = []
+        if searcher.num_docs != stored:
+            problems.append(
+                (f"it holds {searcher.num_docs} chunks where the base has {stored}", None)
+            )
+        for chunk_id, document_id, language, *fields in conn.execute(
+            _SAMPLE_SQL, (kb_id, max(0, sample))
+        ):
+            terms = weighted_text(fields, language).split()
+            if terms and chunk_id not in self._found_by(searcher, max(terms, key=len), document_id):
+                problems.append(("a term of one of its chunks does not find it", document_id))
+        return problems
+
+    def _found_by(self, searcher: Any, term: str, document_id: str) -> set[str]:
+        """The chunks of a document one indexed term finds."""
+        t = tantivy()
+        query = t.Query.boolean_query(
+            [
+                (t.Occur.Must, t.Query.term_query(self._schema, "text", term)),
+                (t.Occur.Must, t.Query.term_query(self._schema, "document", document_id)),
+            ]
+        )
+        return set(hit_ids(searcher, searcher.search(query, SAMPLE_HITS, count=False).hits))
+
+    def snapshot(self, target: Path) -> list[Path]:
+        """Copy every base's index whose files are sound, and the record of what each holds,
+        into ``target`` (the backup's ``<db>.lexical``), while no catch-up commits: index and
+        record agree. Taken *before* the database is copied, the record is at or behind the
+        copy, and the first search after a restore catches up the difference; a base left out
+        is rebuilt. The files written."""
+        if self.folder is None or not (self.folder / STATE_FILE).is_file():
+            return []
+        written: list[Path] = []
+        with self._lock, self._state() as state:
+            bases = state.execute("SELECT kb_id, created_at, generation, version FROM bases")
+            kept = []
+            for row in bases.fetchall():
+                folder = self._kb_folder(row[0])
+                if damage(folder, {}) is None and files_problem(folder) is None:
+                    written += copy_index(folder, target / folder.name)
+                    kept.append(row)
+            ids = json.dumps([row[0] for row in kept])
+            documents = state.execute(
+                "SELECT kb_id, id FROM documents WHERE kb_id IN (SELECT value FROM json_each(?))",
+                (ids,),
+            ).fetchall()
+        record = private_file(private_folder(target) / STATE_FILE)
+        conn = sqlite3.connect(record, isolation_level=None)
+        try:
+            for statement in _STATE_SCHEMA:
+                conn.execute(statement)
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO bases VALUES (?, ?, ?, ?)", kept)
+            conn.executemany("INSERT INTO documents VALUES (?, ?)", documents)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        return [*written, record]
+
+    def reclaimable(self) -> int:
+        """The bytes deleted chunks take in the indexes until their segments merge."""
+        if self.folder is None:
+            return 0
+        return sum(deleted_bytes(folder) for folder in self.folder.glob("kb*"))
+
+    def compact(self) -> list[int]:
+        """Rebuild the indexes that hold deleted chunks (this binding of Tantivy merges only
+        by its own policy: a rebuild is the merge); the bases rebuilt."""
+        if self.folder is None:
+            return []
+        bases = [
+            int(folder.name[2:])
+            for folder in sorted(self.folder.glob("kb*"))
+            if folder.name[2:].isdigit() and has_deletes(folder)
+        ]
+        for kb_id in bases:
+            self.rebuild(kb_id)
+        return bases
 
     def forget(self, kb_id: int) -> None:
         """A base was deleted: close its index and remove its folder and record."""
