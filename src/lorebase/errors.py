@@ -26,6 +26,7 @@ document, chunk or query text.
         │                         request: an operator has to act
         ├── WrongKey              data encrypted with another key than the configured one
         ├── DamagedBlob           a stored file failed authentication or is not a blob file
+        ├── DamagedDatabase       the database file cannot be read (corrupt or not a database)
         └── RotationIncomplete    a key rotation left some files under the old key
 
 Each surface maps this tree once, with a table keyed by class and resolved along the MRO (so a
@@ -213,6 +214,17 @@ class DamagedBlob(ServerFault):
         super().__init__(
             f"blob {blob_id} is damaged or was altered ({detail}); it was left as it is: "
             "restore it from a backup, or delete it and upload the original again"
+        )
+
+
+class DamagedDatabase(ServerFault):
+    """The store's database file is damaged (SQLite reports it corrupt, or not a database at
+    all): nothing in it can be trusted until it is restored."""
+
+    def __init__(self, location: str, detail: str) -> None:
+        super().__init__(
+            f"the database {location} is damaged ({detail}); `lorebase check` reports what it "
+            "can, and `lorebase restore DIR` puts back a backup"
         )
 
 

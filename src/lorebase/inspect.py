@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lorebase.chunk import chunk_document
 from lorebase.errors import ExtractionFailed
@@ -98,6 +98,22 @@ def inspect_file(
         return FileReport(display, kind or "other", size, failure=failure)
     chunks = chunk_document(extracted, chunk_settings) if chunk_settings is not None else None
     return FileReport(display, str(extracted.kind), size, extracted=extracted, chunks=chunks)
+
+
+def chunk_bytes(
+    data: bytes,
+    name: PurePath,
+    extract_settings: ExtractSettings,
+    chunk_settings: ChunkSettings,
+    pool: ExtractionPool | None = None,
+) -> list[Chunk]:
+    """The chunks a file's bytes (``name`` gives its format) make with ``chunk_settings``,
+    extracted in a worker process of ``pool`` (a pool of its own when None); what a
+    re-chunk would store. ``ExtractionFailed`` as reading it fails."""
+    if pool is None:
+        with ExtractionPool(extract_settings) as own:
+            return chunk_bytes(data, name, extract_settings, chunk_settings, own)
+    return chunk_document(pool.extract(data, Path(name.name)), chunk_settings)
 
 
 def inspect_folder(

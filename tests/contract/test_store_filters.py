@@ -46,8 +46,8 @@ def test_matching_documents_by_path_prefix_and_language(store: Store) -> None:
     store.replace_document(kb.id, new_doc("app/small.md", "x"), [small], None, None, SETTINGS_KEY)
     elsewhere = _put_code(store, other.id, "app/src/z.py", "python", ["def z"])
 
-    def matching(**filters: str) -> set[str]:
-        return set(store.matching_documents([kb.id], **filters))
+    def matching(path_prefix: str | None = None, language: str | None = None) -> set[str]:
+        return set(store.matching_documents([kb.id], path_prefix=path_prefix, language=language))
 
     assert matching(path_prefix="app/src/") == {py, rs, page.id}
     assert matching(path_prefix="app/") - {py, rs, page.id, mixed} == {

@@ -33,6 +33,8 @@ def text_pdf(
     *,
     title: str | None = None,
     sections: Sequence[tuple[int, int, str]] = (),
+    author: str | None = None,
+    keywords: str | None = None,
 ) -> bytes:
     """A PDF with one page per entry of ``pages``, each a list of paragraphs.
 
@@ -45,6 +47,10 @@ def text_pdf(
     pdf.set_font("Helvetica", size=11)
     if title is not None:
         pdf.set_title(title)
+    if author is not None:
+        pdf.set_author(author)
+    if keywords is not None:
+        pdf.set_keywords(keywords)
     for index, paragraphs in enumerate(pages):
         pdf.add_page()
         for page_index, level, name in sections:

@@ -120,3 +120,27 @@ def test_latin_text_is_split_alike_by_the_fast_path_and_by_icu(text: str) -> Non
 
     icu = [word for _, pieces in _segments(text, "en") for word in pieces]
     assert words(text) == icu
+
+
+@given(
+    st.lists(st.text(min_size=1, max_size=12), max_size=30),
+    st.sampled_from(["en", "de", "fr", "zh", "ru"]),
+)
+def test_terms_of_many_words_are_the_terms_of_each(words: list[str], language: str) -> None:
+    lang = analysis(language)
+    assert lang.terms_of(words) == [lang.term(word) for word in words]
+
+
+LATIN_AND_PUNCTUATION = (
+    "abcXYZéèüßøÆ019 .,;:'\"-_()!?"
+    "\u2010\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026\u2032\u203f"
+)
+
+
+@given(st.text(alphabet=LATIN_AND_PUNCTUATION, max_size=80))
+def test_latin_text_with_typographic_punctuation_splits_as_icu_does(text: str) -> None:
+    """The fast path (one expression) gives ICU's words, dashes and curly quotes included."""
+    from lorebase.analysis import _segments
+
+    icu = [(w.text, w.start, w.end) for _, pieces in _segments(text, "en") for w in pieces]
+    assert [(w.text, w.start, w.end) for w in words(text, "en")] == icu

@@ -12,9 +12,11 @@ def test_the_rest_search_body_spells_the_one_search_request() -> None:
     from lorebase.search.query import Mode, SearchRequest
 
     request_fields = {field.name for field in dataclasses.fields(SearchRequest)}
-    assert set(SearchIn.model_fields) - {"knowledge_bases"} <= request_fields
+    # The wire's one `filter` object (Chroma's spelling) is the request's conditions.
+    wire = {"filters" if name == "filter" else name for name in SearchIn.model_fields}
+    assert wire - {"knowledge_bases"} <= request_fields
     # What only an evaluation or the service itself sets stays off the wire.
-    assert request_fields - set(SearchIn.model_fields) == {
+    assert request_fields - wire == {
         "fusion",
         "kb_ids",
         "no_answer_threshold",
@@ -22,3 +24,14 @@ def test_the_rest_search_body_spells_the_one_search_request() -> None:
     }
     body = SearchIn(query="leave", top_k=3, mode="keyword", document_ids=["a"], knowledge_bases=[2])
     assert body.request() == SearchRequest("leave", top_k=3, mode=Mode.KEYWORD, document_ids=("a",))
+
+
+def test_the_filter_object_becomes_the_requests_conditions() -> None:
+    from lorebase.api.schemas import SearchIn
+    from lorebase.fields import Condition, Op
+
+    body = SearchIn(query="leave", filter={"tags": "Policy", "date": {"$gte": "2025-01"}})
+    assert body.request().filters == (
+        Condition("tags", Op.EQ, ("policy",)),
+        Condition("date", Op.GE, ("2025-01",)),
+    )

@@ -194,6 +194,7 @@ LAYERS = {
     "settings": 0,
     "names": 0,
     "formats": 0,
+    "fields": 0,
     "analysis": 0,
     "private": 0,
     "stopwords": 0,

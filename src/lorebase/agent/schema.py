@@ -159,6 +159,17 @@ SPECS: tuple[ToolSpec, ...] = (
                         "ISO 639-1 code: de, es, zh).",
                     }
                 ),
+                "filter": _optional(
+                    {
+                        "type": "object",
+                        "description": "Search only documents whose fields meet every entry: "
+                        '{"tags": "policy"}, {"author": ["Ann", "Bob"]} (any of), '
+                        '{"date": {"$gte": "2025-01-01"}} (dates YYYY, YYYY-MM, YYYY-MM-DD; '
+                        "operators $eq $in $ne $nin $gt $gte $lt $lte). Fields: tags, author, "
+                        "title, date, created, modified, kind and the documents' own keys; "
+                        "search results list each document's fields.",
+                    }
+                ),
             },
             ("query",),
         ),
@@ -244,6 +255,8 @@ def _check(name: str, rule: Mapping[str, Any], value: Any) -> str | None:
         return None
     if "boolean" in kinds:
         return None if isinstance(value, bool) else f"{name} must be true or false"
+    if "object" in kinds:
+        return None if isinstance(value, Mapping) else f"{name} must be a JSON object"
     if not isinstance(value, str):
         return f"{name} must be a string"
     if "enum" in rule and value not in rule["enum"]:

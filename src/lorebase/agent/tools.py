@@ -43,6 +43,7 @@ from lorebase.errors import (
     Unsupported,
     resolve,
 )
+from lorebase.fields import conditions_from_json
 from lorebase.search.query import SearchRequest
 from lorebase.types import CITATION_SEPARATOR, Provenance
 
@@ -201,6 +202,7 @@ class ToolBox:
             document_ids=(document,) if document else None,
             path_prefix=args["path_prefix"],
             language=args["language"],
+            filters=tuple(conditions_from_json(args["filter"])),
             rerank=self.lb.reranker is not None,  # an agent reads few hits: give it the best
             collapse=args["collapse"],
         )

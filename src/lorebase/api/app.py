@@ -26,6 +26,7 @@ from lorebase.api.routes import (
     documents,
     embedders,
     knowledge_bases,
+    portable,
     search,
     session,
     system,
@@ -51,6 +52,8 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         lambda: lb.queue.depth,
         lambda: (lb.queue.stats.accepted, lb.queue.stats.rejected),
         lambda: len(lb.damaged_keyword_indexes()),
+        stale_documents=lb.stale_documents,
+        seconds_left=lb.seconds_left,
     )
     lb.observe_embedding(lambda kind, seconds: metrics.embed_batch_seconds.observe(seconds))
 
@@ -90,6 +93,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         ask,
         session,
         account,
+        portable,
     ):
         app.include_router(module.router)
     app.include_router(tools.profiles_router)

@@ -13,13 +13,17 @@ from lorebase.api.schemas import (
     SearchOut,
 )
 from lorebase.embed.registry import Reachability, shown_name
+from lorebase.ingest.progress import pass_seconds_left
 from lorebase.search.query import Hit, SearchResponse
 from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
 from lorebase.types import Provenance
 
 
-def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBaseOut:
-    """``reach``: whether the base's embedder answers (None: not checked)."""
+def kb_out(
+    kb: KnowledgeBase, reach: Reachability | None = None, *, stale: int = 0
+) -> KnowledgeBaseOut:
+    """``reach``: whether the base's embedder answers (None: not checked); ``stale``: how
+    many of its documents an older version made (:meth:`Lorebase.stale_documents`)."""
     settings = kb.chunk_settings
     return KnowledgeBaseOut(
         id=kb.id,
@@ -48,10 +52,20 @@ def kb_out(kb: KnowledgeBase, reach: Reachability | None = None) -> KnowledgeBas
         embedder_reachable=reach.reachable if reach is not None else None,
         embedder_problem=reach.detail if reach is not None else None,
         last_pass_finished_at=kb.pass_finished_at,
+        progress_done=kb.progress_done,
+        progress_total=kb.progress_total,
+        seconds_left=_rounded(pass_seconds_left(kb)),
+        stale_documents=stale,
     )
 
 
-def document_out(lb: Lorebase, document: DocumentRecord) -> DocumentOut:
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
+
+
+def document_out(
+    lb: Lorebase, document: DocumentRecord, fields: dict[str, list[str]] | None = None
+) -> DocumentOut:
     return DocumentOut(
         id=document.id,
         knowledge_base_id=document.kb_id,
@@ -64,6 +78,7 @@ def document_out(lb: Lorebase, document: DocumentRecord) -> DocumentOut:
         title=document.title,
         page_count=document.page_count,
         updated_at=document.updated_at,
+        fields=fields,
     )
 
 
@@ -82,6 +97,7 @@ def hit_out(hit: Hit, names: dict[str, str]) -> HitOut:
             "passages": [
                 _passage(p, replace(p.provenance, path=provenance.path)) for p in hit.passages
             ],
+            "fields": {name: list(values) for name, values in hit.fields.items()},
         },
         from_attributes=True,
     )

@@ -12,6 +12,9 @@ MULTIPART_SLACK = 64 * 1024
 """What an upload's multipart framing may add to the files it carries."""
 UPLOAD_PATH = "/v1/knowledge-bases/{kb_id}/documents"
 _UPLOAD = re.compile(UPLOAD_PATH.replace("{kb_id}", "[^/]+"))
+IMPORT_PATH = "/v1/knowledge-bases/import"
+MAX_IMPORT_BYTES = 64 * 1024**3
+"""The largest export an import takes over HTTP (administrators only; spooled to disk)."""
 
 
 def body_limit(method: str, path: str, max_upload_bytes: int) -> int:
@@ -19,4 +22,6 @@ def body_limit(method: str, path: str, max_upload_bytes: int) -> int:
     for an upload, :data:`MAX_JSON_BYTES` for anything else. Pure."""
     if method == "POST" and _UPLOAD.fullmatch(path):
         return max_upload_bytes + MULTIPART_SLACK
+    if method == "POST" and path == IMPORT_PATH:
+        return MAX_IMPORT_BYTES
     return MAX_JSON_BYTES

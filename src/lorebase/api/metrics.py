@@ -21,11 +21,15 @@ class _StateCollector(Collector):
         queue_depth: Callable[[], int],
         admissions: Callable[[], tuple[int, int]],
         damaged_indexes: Callable[[], int],
+        stale_documents: Callable[[], dict[int, int]] = dict,
+        seconds_left: Callable[[], dict[int, float]] = dict,
     ) -> None:
         self._documents = documents_by_state
         self._depth = queue_depth
         self._admissions = admissions
         self._damaged = damaged_indexes
+        self._stale = stale_documents
+        self._left = seconds_left
 
     def collect(self) -> Iterable[Metric]:
         documents = GaugeMetricFamily("lorebase_documents", "Documents by state", labels=["state"])
@@ -45,6 +49,28 @@ class _StateCollector(Collector):
             "Knowledge bases whose keyword index was found damaged and is being rebuilt",
             value=self._damaged(),
         )
+        yield from self._pace()
+
+    def _pace(self) -> Iterable[Metric]:
+        """Stale documents and the time left of running passes, by base id (the label
+        ``kb``: ids, as the events name bases; a base's name is its owner's to show)."""
+        stale = GaugeMetricFamily(
+            "lorebase_stale_documents",
+            "Documents an older version made, read again by the next pass",
+            labels=["kb"],
+        )
+        for kb_id, count in sorted(self._stale().items()):
+            stale.add_metric([str(kb_id)], count)
+        yield stale
+        left = GaugeMetricFamily(
+            "lorebase_pass_seconds_left",
+            "Seconds a running pass has left, from its recent rate (a pass still measuring "
+            "its rate, or none running: no sample)",
+            labels=["kb"],
+        )
+        for kb_id, seconds in sorted(self._left().items()):
+            left.add_metric([str(kb_id)], seconds)
+        yield left
 
 
 class Metrics:
@@ -54,7 +80,11 @@ class Metrics:
         queue_depth: Callable[[], int],
         admissions: Callable[[], tuple[int, int]],
         damaged_indexes: Callable[[], int] = lambda: 0,
+        stale_documents: Callable[[], dict[int, int]] = dict,
+        seconds_left: Callable[[], dict[int, float]] = dict,
     ) -> None:
+        """``stale_documents`` and ``seconds_left``: by base id (every base; a base with
+        none, or no pass measured, left out)."""
         self.registry = CollectorRegistry()
         self.search_seconds = Histogram(
             "lorebase_search_seconds",
@@ -76,5 +106,12 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(
-            _StateCollector(documents_by_state, queue_depth, admissions, damaged_indexes)
+            _StateCollector(
+                documents_by_state,
+                queue_depth,
+                admissions,
+                damaged_indexes,
+                stale_documents,
+                seconds_left,
+            )
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lorebase.fields import conditions_from_json
 from lorebase.search.query import (
     MAX_LANGUAGE_CHARS,
     MAX_NEIGHBORS,
@@ -94,6 +95,21 @@ class KnowledgeBaseOut(BaseModel):
         description="Why `embedder` is not reachable (a host and a status, never a text)."
     )
     last_pass_finished_at: float | None
+    progress_done: int = Field(0, description="Files a running pass has done.")
+    progress_total: int = Field(0, description="Files a running pass goes over.")
+    seconds_left: float | None = Field(
+        None,
+        description="The time a running pass has left, from its recent rate (chunks per "
+        "second) and the chunks it still expects; null when no pass runs or its rate is "
+        "still being measured.",
+    )
+    stale_documents: int = Field(
+        0,
+        description="Documents an older version of lorebase made (another extractor, "
+        "chunker or keyword analysis, or made before versions were recorded): the next "
+        "sync reads them again, and a server re-reads them in the background; vectors of "
+        "unchanged chunk texts are reused.",
+    )
 
 
 class DocumentOut(BaseModel):
@@ -108,6 +124,23 @@ class DocumentOut(BaseModel):
     title: str | None
     page_count: int | None
     updated_at: float
+    fields: dict[str, list[str]] | None = Field(
+        None,
+        description="What is known of the document, by field (`tags` — its own and those "
+        "people set —, `author`, `title`, dates in ISO, `kind`, any key of its front matter "
+        "or properties); null in listings.",
+    )
+
+
+class DocumentPatch(Strict):
+    """Tags people set on a document (a tag its file gives is changed in the file)."""
+
+    add_tags: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=50
+    )
+    remove_tags: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=50
+    )
 
 
 class UploadOut(BaseModel):
@@ -160,13 +193,25 @@ class SearchIn(Strict):
         "document's other matching passages in `passages`; `top_k` counts documents. False: "
         "every matching passage a hit of its own.",
     )
+    filter: dict[str, Any] | None = Field(
+        None,
+        description='Only documents whose fields meet every entry: `{"tags": "policy"}`, '
+        '`{"author": ["Ann", "Bob"]}` (any of; a list field matches when any of its values '
+        'does), `{"status": {"$ne": "draft"}}`, `{"date": {"$gte": "2025-01-01", "$lt": '
+        '"2026"}}` (operators `$eq $in $ne $nin $gt $gte $lt $lte`; ranges over dates: '
+        'YYYY, YYYY-MM, YYYY-MM-DD or ISO times); `{"$and": [{…}, {…}]}`: all of them. '
+        "Fields: tags, author, title, date, created, "
+        "modified, kind and any key of the documents' front matter or properties; an "
+        "unknown one is refused (422) with the fields known.",
+        examples=[{"tags": "policy", "date": {"$gte": "2025-01-01"}}],
+    )
 
     def request(self) -> SearchRequest:
         """The search this body asks for (its bases, by id, are the caller's to resolve)."""
-        fields = self.model_dump(exclude={"knowledge_bases"})
+        fields = self.model_dump(exclude={"knowledge_bases", "filter"})
         if fields["document_ids"] is not None:
             fields["document_ids"] = tuple(fields["document_ids"])
-        return SearchRequest(**fields)
+        return SearchRequest(**fields, filters=tuple(conditions_from_json(self.filter)))
 
 
 class StepScoreOut(BaseModel):
@@ -230,6 +275,12 @@ class HitOut(PassageOut):
         description="The document's other matching passages, best first (at most 3; empty "
         "with `collapse: false`).",
     )
+    fields: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="What is known of the document, by field: `tags` (its own and those "
+        "people set), `author`, `title`, dates (`date`, `created`, `modified`: ISO), `kind` "
+        "and any key of its front matter or properties.",
+    )
 
 
 class SearchOut(BaseModel):
@@ -268,6 +319,15 @@ class ChunkOut(BaseModel):
     trail: list[str]
     page: int | None
     line: int | None
+    page_end: int | None = None
+    content_kind: str = "prose"
+    language: str | None = None
+    tokens: int = 0
+    embedded: bool | None = Field(
+        None,
+        description="Whether the index holds its vector (null in a re-chunk preview: nothing "
+        "is stored).",
+    )
 
 
 class TextOut(BaseModel):

@@ -1,7 +1,8 @@
-"""`lorebase docs list|show|read|delete`."""
+"""`lorebase docs list|show|read|chunks|delete|tag|untag`."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -14,6 +15,7 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, command_group, handles_errors, open_from
 from lorebase.errors import reason_hint
 from lorebase.service import DocumentState, SourceKind
+from lorebase.settings import ChunkSettings
 
 if TYPE_CHECKING:
     from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase
@@ -110,6 +112,7 @@ def _record(lb: Lorebase, kb: KnowledgeBase, doc: DocumentRecord) -> dict[str, A
         "comes_from": comes_from,
         "source": source.label if source is not None else None,
         "file": origin.as_posix() if origin is not None else None,
+        "fields": lb.fields_of(kb, doc),
     }
 
 
@@ -132,8 +135,11 @@ def show(
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in record.items():
-        if value is not None and key != "updated_at":
+        if value is not None and key not in ("updated_at", "fields"):
             table.add_row(key.replace("_", " "), Text(str(value)))
+    for name, values in record["fields"].items():
+        if name not in ("title", "kind"):  # shown above
+            table.add_row(name, Text(", ".join(values)))
     Console().print(table)
 
 
@@ -200,4 +206,129 @@ def delete(
                 "unless it is deleted there",
                 style="yellow",
             )
+        )
+
+
+TAGS_HELP = "Tags (a tag may hold spaces when quoted)."
+
+
+@app.command("tag")
+@handles_errors
+def tag(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help=ID_HELP, show_default=False)],
+    tags: Annotated[list[str], typer.Argument(help=TAGS_HELP, show_default=False)],
+    as_json: JsonOption = False,
+) -> None:
+    """Tag a document: `lorebase search --filter tags=TAG` finds it at once. Tags you set stay
+    when its file is read again; its own tags (front matter, keywords) stay as the file has
+    them."""
+    _tagged(ctx, document_id, add=tags, remove=[], as_json=as_json)
+
+
+@app.command("untag")
+@handles_errors
+def untag(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help=ID_HELP, show_default=False)],
+    tags: Annotated[list[str], typer.Argument(help=TAGS_HELP, show_default=False)],
+    as_json: JsonOption = False,
+) -> None:
+    """Remove tags you set on a document (a tag its file gives is changed in the file)."""
+    _tagged(ctx, document_id, add=[], remove=tags, as_json=as_json)
+
+
+def _tagged(
+    ctx: typer.Context, document_id: str, *, add: list[str], remove: list[str], as_json: bool
+) -> None:
+    with open_from(ctx) as lb:
+        kb, doc = lb.find_document(document_id)
+        lb.tag_document(kb, doc, add=add, remove=remove)
+        every = lb.fields_of(kb, doc).get("tags", [])
+        name = lb.display_name(doc)
+    if as_json:
+        render.print_json(Console(), {"id": doc.id, "knowledge_base": kb.name, "tags": every})
+        return
+    shown = ", ".join(every) if every else "none"
+    Console().print(Text(f"{name} ({doc.id[:12]}) in {kb.name}: tags {shown}"))
+
+
+@app.command("chunks")
+@handles_errors
+def chunks(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help=ID_HELP, show_default=False)],
+    start: Annotated[int, typer.Option(min=0, help="The first chunk (its ordinal).")] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Chunks to show.")] = 50,
+    chunk_size: Annotated[
+        int | None,
+        typer.Option(min=200, max=4000, help="Preview: most characters in one chunk."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=32, max=8192, help="Preview: most estimated tokens in one chunk."),
+    ] = None,
+    overlap: Annotated[
+        int | None, typer.Option(min=0, help="Preview: characters repeated from the last chunk.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a document's chunks as the index holds them: heading trail, page or line, kind,
+    language, tokens, whether they have vectors, and a preview of each. With --chunk-size,
+    --max-tokens or --overlap, show instead what its chunks would be with those settings
+    (read again from its file; nothing is stored): apply them to the whole base with
+    `lorebase kb update KB --chunk-size …`."""
+    with open_from(ctx) as lb:
+        kb, doc = lb.find_document(document_id)
+        name = lb.display_name(doc)
+        if chunk_size is None and max_tokens is None and overlap is None:
+            held = lb.chunks_of(kb, doc.id, start, limit)
+            embedded = doc.identity_key is not None and doc.identity_key == kb.identity_key
+            preview = None
+        else:
+            now = kb.chunk_settings
+            wanted = ChunkSettings(
+                chunk_size=chunk_size if chunk_size is not None else now.chunk_size,
+                max_tokens=max_tokens if max_tokens is not None else now.max_tokens,
+                overlap=overlap if overlap is not None else now.overlap,
+            )
+            preview = lb.rechunk_preview(kb, doc, wanted)
+    console = Console()
+    if preview is not None:
+        shown = preview[start : start + limit]
+        if as_json:
+            payload = {
+                "id": doc.id,
+                "chunks_now": doc.chunk_count,
+                "chunks_with_settings": len(preview),
+                "chunk_settings": dataclasses.asdict(wanted),
+                "chunks": render.to_jsonable(shown),
+            }
+            render.print_json(console, payload)
+            return
+        console.print(render.chunks_table(shown, name))
+        console.print(
+            Text(
+                f"{doc.chunk_count} chunks now; {len(preview)} with chunk size "
+                f"{wanted.chunk_size}, {wanted.max_tokens} tokens, overlap {wanted.overlap} "
+                f"(nothing stored: `lorebase kb update {kb.name} --chunk-size …` applies "
+                "settings to the whole base)",
+                style="dim",
+            )
+        )
+        return
+    if as_json:
+        render.print_json(
+            console,
+            {
+                "id": doc.id,
+                "chunks_now": doc.chunk_count,
+                "chunks": [render.stored_chunk_json(c, embedded) for c in held],
+            },
+        )
+        return
+    console.print(render.stored_chunks_table(held, name, embedded))
+    if start + len(held) < doc.chunk_count:
+        console.print(
+            Text(f"{doc.chunk_count} chunks in all; --start {start + len(held)} shows more")
         )

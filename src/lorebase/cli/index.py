@@ -12,6 +12,7 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.cli.progress import PassProgress
+from lorebase.fields import parse_condition
 from lorebase.search.query import MAX_TOP_K, Mode, SearchRequest
 from lorebase.service import KbState
 
@@ -115,6 +116,16 @@ def search(
             "this natural language (de, es, zh: ISO 639-1).",
         ),
     ] = None,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            help="Only documents whose fields meet this, e.g. tags=policy, author=Ann|Bob, "
+            "status!=draft, 'date>=2025-01-01' (dates: YYYY, YYYY-MM, YYYY-MM-DD or ISO times); "
+            "repeat it: all must hold. Fields: tags, author, title, date, created, modified, "
+            "kind and any key of the documents' front matter or properties.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Search knowledge bases: BM25 and vector search fused into one ranking, one hit per
@@ -122,8 +133,8 @@ def search(
     citation (path › headings, page or line), its labelled score and a snippet. A passage
     that matches too little of the question and whose meaning is not close enough (cosine
     under LOREBASE_NO_ANSWER_THRESHOLD, default 0.35) is left out; with none left the search
-    says "Nothing relevant found" (exit code 0). --path and --language narrow the candidates
-    before ranking, so a filtered search still fills --top-k when it can."""
+    says "Nothing relevant found" (exit code 0). --path, --language and --filter narrow the
+    candidates before ranking, so a filtered search still fills --top-k when it can."""
     request = SearchRequest(
         query,
         knowledge_bases=tuple(kb or ()),
@@ -134,6 +145,7 @@ def search(
         path_prefix=path,
         language=language,
         collapse=not passages,
+        filters=tuple(parse_condition(text) for text in filters or ()),
     )
     with open_from(ctx, create=False) as lb:
         response = lb.search(request)
@@ -148,19 +160,22 @@ def search(
 @handles_errors
 def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show every knowledge base: state (with the reason when it waits), documents by
-    state, chunks, size, progress of a running pass, last pass, folders, the embedder (and
-    whether it answers: a base whose embedder does not is searched by keyword only) and
-    model."""
+    state, chunks, size, progress of a running pass and its time left, last pass, folders,
+    the embedder (and whether it answers: a base whose embedder does not is searched by
+    keyword only), model, and the documents an older version made (stale: `lorebase sync`
+    reads them again)."""
     with open_from(ctx, create=False) as lb:
         kbs = lb.knowledge_bases()
         sources = {kb.name: lb.sources(kb.name) for kb in kbs}
         reach = {kb.id: lb.embedder_reachability(kb) for kb in kbs}
         damaged = lb.damaged_keyword_indexes([kb.id for kb in kbs])
+        stale = lb.stale_documents([kb.id for kb in kbs]) if kbs else {}
+        reclaimable = lb.reclaimable().total
         data_dir = lb.settings.data_dir
         store = lb.store_location
     if as_json:
         payload = [
-            render.kb_json(kb, reach[kb.id])
+            render.kb_json(kb, reach[kb.id], stale=stale.get(kb.id, 0))
             | {
                 "progress_done": kb.progress_done,
                 "progress_total": kb.progress_total,
@@ -170,13 +185,20 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
         ]
         render.print_json(
             render.console(),
-            {"data_dir": str(data_dir), "store": store, "knowledge_bases": payload},
+            {
+                "data_dir": str(data_dir),
+                "store": store,
+                "reclaimable_bytes": reclaimable,
+                "knowledge_bases": payload,
+            },
         )
         return
     console = render.console()
     console.print(Text(f"data directory: {data_dir}"))
     console.print(Text(f"store: {store}"))
+    if reclaimable:
+        console.print(Text(f"reclaimable: {reclaimable:,} bytes (`lorebase vacuum` frees them)"))
     if not kbs:
         console.print(Text("no knowledge bases yet; add files with `lorebase add PATH`"))
-    for block in render.status_blocks(kbs, sources, reach, damaged):
+    for block in render.status_blocks(kbs, sources, reach, damaged, stale):
         console.print(block)

@@ -43,9 +43,11 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
     with open_from(ctx, create=False) as lb:
         kbs = lb.knowledge_bases()
         reach = {kb.id: lb.embedder_reachability(kb) for kb in kbs}
+        stale = lb.stale_documents([kb.id for kb in kbs]) if kbs else {}
     out = render.console()
     if as_json:
-        render.print_json(out, [render.kb_json(kb, reach[kb.id]) for kb in kbs])
+        listed = [render.kb_json(kb, reach[kb.id], stale=stale.get(kb.id, 0)) for kb in kbs]
+        render.print_json(out, listed)
         return
     if not kbs:
         out.print(Text("No knowledge bases yet: add files with `lorebase add PATH`."))
@@ -173,10 +175,11 @@ def _reembed(ctx: typer.Context, name: str, embedder: str, as_json: bool) -> Non
             )
             return
         after = lb.kb_by_id(kb.id)
+        stale = lb.stale_documents([after.id]).get(after.id, 0)
     report = reports.get(kb.name)
     if as_json:
         payload = render.to_jsonable(report) if report is not None else {}
-        render.print_json(console, payload | {"knowledge_base": render.kb_json(after)})
+        render.print_json(console, payload | {"knowledge_base": render.kb_json(after, stale=stale)})
         return
     if report is not None:
         console.print(render.ingest_summary(report, kb.name))

@@ -16,7 +16,9 @@ from lorebase.cli import (
     index,
     inspection,
     knowledge_bases,
+    maintenance,
     passes,
+    portable,
     serving,
 )
 from lorebase.cli.common import CliContext, command_group
@@ -90,6 +92,12 @@ app.command()(index.search)
 app.command()(index.status)
 app.command()(passes.sync)
 app.command()(passes.watch)
+app.command()(maintenance.check)
+app.command()(maintenance.vacuum)
+app.command()(maintenance.backup)
+app.command()(maintenance.restore)
+app.command()(portable.export)
+app.command("import")(portable.import_)
 app.command("eval")(evaluate.evaluate)
 app.command()(serving.serve)
 app.command()(serving.worker)

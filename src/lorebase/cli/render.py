@@ -18,10 +18,11 @@ from rich.text import Text
 from lorebase.agent.citations import terminal_citation, terminal_place
 from lorebase.embed.registry import Reachability, shown_name
 from lorebase.errors import reason_hint
+from lorebase.ingest.progress import left_phrase, pass_seconds_left
 from lorebase.ingest.report import IngestReport
 from lorebase.inspect import FileReport, Summary
 from lorebase.search.query import Hit, Neighbor, SearchResponse, StepScore
-from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source
+from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source, StoredChunk
 from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
 
 T = TypeVar("T")
@@ -177,6 +178,45 @@ def chunks_table(chunks: list[Chunk], name: str) -> Table:
     return table
 
 
+def stored_chunks_table(chunks: Sequence[StoredChunk], name: str, embedded: bool) -> Table:
+    """A document's chunks as the index holds them: section, where, kind, language, tokens,
+    whether they have vectors, and a preview."""
+    table = Table(title=Text(f"{name} · {len(chunks)} chunks shown"), title_justify="left")
+    for column in ("#", "section", "where", "kind", "language", "tokens", "vectors", "text"):
+        table.add_column(column, overflow="fold")
+    for chunk in chunks:
+        where = chunk.provenance
+        table.add_row(
+            str(chunk.ordinal),
+            Text(CITATION_SEPARATOR.join(where.trail)),
+            _where(where.line, where.page, where.page_end),
+            where.content_kind.value + (f" {where.symbol}" if where.symbol else ""),
+            where.language or "",
+            str(chunk.tokens),
+            "yes" if embedded else "no",
+            _preview(chunk.text),
+        )
+    return table
+
+
+def stored_chunk_json(chunk: StoredChunk, embedded: bool) -> dict[str, Any]:
+    where = chunk.provenance
+    return {
+        "id": chunk.id,
+        "ordinal": chunk.ordinal,
+        "trail": list(where.trail),
+        "page": where.page,
+        "page_end": where.page_end,
+        "line": where.line,
+        "content_kind": where.content_kind.value,
+        "language": where.language,
+        "symbol": where.symbol,
+        "tokens": chunk.tokens,
+        "embedded": embedded,
+        "text": chunk.text,
+    }
+
+
 def summary_tables(summary: Summary, failures: list[FileReport]) -> list[Table]:
     totals = Table(title="Summary per kind", title_justify="left")
     for column in ("kind", "files", "read", "failed", "MB", "elements", "chunks"):
@@ -240,10 +280,12 @@ def failures_table(failed: list[tuple[str, str]]) -> Table:
 
 
 # -- the HTTP API's vocabulary: `--json` names fields as the API does (docs/api.md) ----------
-def kb_json(kb: KnowledgeBase, reach: Reachability | None = None) -> dict[str, Any]:
+def kb_json(
+    kb: KnowledgeBase, reach: Reachability | None = None, *, stale: int = 0
+) -> dict[str, Any]:
     from lorebase.api.convert import kb_out
 
-    return kb_out(kb, reach).model_dump(mode="json")
+    return kb_out(kb, reach, stale=stale).model_dump(mode="json")
 
 
 def document_json(lb: Lorebase, document: DocumentRecord) -> dict[str, Any]:
@@ -317,12 +359,28 @@ NOTHING_FOUND = (
 )
 
 
+FILTERED_OUT = "filter_matched_nothing"
+SHOWN_FIELDS = ("tags", "author", "date")
+"""The fields a hit shows in the terminal (``--json`` gives them all)."""
+
+
+def fields_line(hit: Hit) -> str:
+    """``tags: policy, hr · author: Ann · date: 2025-03-04``: what is known of the hit's
+    document, as far as it helps choose (empty when nothing is)."""
+    shown = [
+        f"{name}: {', '.join(hit.fields[name][:5])}"
+        for name in SHOWN_FIELDS
+        if hit.fields.get(name)
+    ]
+    return " · ".join(shown)
+
+
 def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> None:
     for warning in response.warnings:
         out.print(Text(f"warning: {warning}", style="yellow"))
     for note in response.notes:
         out.print(Text(f"note: {note}", style="dim"))
-    if response.no_answer:
+    if response.no_answer and not any(n.startswith(FILTERED_OUT) for n in response.notes):
         out.print(NOTHING_FOUND)
     for rank, hit in enumerate(response.hits, start=1):
         step, best = best_step(hit)
@@ -336,6 +394,9 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
         )
         out.print(line)
         body = [marked_snippet(hit)]
+        known = fields_line(hit)
+        if known:
+            body.insert(0, Text(known, style="dim"))
         if neighbors:
             body = [
                 *_neighbor_lines("before", hit.before, neighbors),
@@ -348,6 +409,16 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
             out.print(Padding(text, (0, 0, bottom, 3), expand=False))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in response.timings_ms.items())
     out.print(Text(f"{response.mode.value} · {timings}", style="dim"))
+
+
+def _stale_row(count: int) -> list[tuple[str, str]]:
+    """``12 documents made by an older version — `lorebase sync` reads them again``."""
+    if not count:
+        return []
+    noun = "document" if count == 1 else "documents"
+    return [
+        ("stale", f"{count:,} {noun} made by an older version — `lorebase sync` reads them again")
+    ]
 
 
 def _keyword_row(kb: KnowledgeBase, damage: str | None) -> str:
@@ -397,14 +468,17 @@ def status_blocks(
     sources: dict[str, list[Source]],
     reach: dict[int, Reachability] | None = None,
     damaged: dict[int, str] | None = None,
+    stale: dict[int, int] | None = None,
 ) -> list[Text]:
     """One short block per knowledge base, readable in an 80-column terminal (a table of
-    eleven columns folded every cell into slivers)."""
+    eleven columns folded every cell into slivers); ``stale``: documents an older version
+    made, by base."""
     blocks = []
     for kb in kbs:
         state = kb.state.value
         if kb.state.value == "indexing" and kb.progress_total:
             state += f" {kb.progress_done}/{kb.progress_total}"
+            state += f" · {left_phrase(pass_seconds_left(kb))}"
         if kb.state_reason:
             state += f" ({kb.state_reason})"
         block = Text()
@@ -420,6 +494,7 @@ def status_blocks(
             *((str(s.kind), f"{s.label} = {s.path}") for s in sources.get(kb.name, [])),
             ("embedder", embedder_label(kb) + _reached((reach or {}).get(kb.id))),
             ("model", _model(kb.identity_key)),
+            *_stale_row((stale or {}).get(kb.id, 0)),
         ]
         for label, value in rows:
             block.append(f"  {label:<10} ", style="dim")

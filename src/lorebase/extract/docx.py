@@ -27,7 +27,15 @@ from lxml import etree
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.base import DocumentBuilder, Extractor
 from lorebase.extract.containers import check_zip
-from lorebase.types import TABLE_CELL_SEPARATOR, DocumentKind, ElementKind, Extracted, FailureReason
+from lorebase.extract.properties import properties
+from lorebase.types import (
+    TABLE_CELL_SEPARATOR,
+    DocumentKind,
+    ElementKind,
+    Extracted,
+    FailureReason,
+    MetadataValue,
+)
 
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _FALLBACK = _MC + "Fallback"
@@ -104,7 +112,7 @@ class DocxExtractor(Extractor):
         _add_blocks(walk, body)
         for note in _notes(document):
             _add_blocks(walk, note)
-        return walk.builder.build(title=core_title or walk.title)
+        return walk.builder.build(title=core_title or walk.title, metadata=_core(document))
 
 
 def transitional(data: bytes) -> bytes:
@@ -329,6 +337,25 @@ def _core_title(document: docx.document.Document) -> str | None:
     except Exception:  # a damaged core-properties part costs the title, not the text
         return None
     return " ".join((title or "").split()) or None
+
+
+def _core(document: docx.document.Document) -> dict[str, MetadataValue]:
+    """The core properties people filter on: author, created, modified, subject, keywords
+    (as tags) and category."""
+    try:
+        core = document.core_properties
+        return properties(
+            [
+                ("author", core.author),
+                ("created", core.created),
+                ("modified", core.modified),
+                ("subject", core.subject),
+                ("keywords", core.keywords),
+                ("category", core.category),
+            ]
+        )
+    except Exception:  # a damaged core-properties part costs the metadata, not the text
+        return {}
 
 
 def _notes(document: docx.document.Document) -> Iterator[etree._Element]:

@@ -24,6 +24,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from lorebase.extract.base import DocumentBuilder, Extractor
 from lorebase.extract.encoding import decode
+from lorebase.extract.properties import flattened
 from lorebase.types import DocumentKind, ElementKind, Extracted
 
 # MultiMarkdown / Python-Markdown "meta" header: ``Key: value`` lines at the very top, ended by
@@ -76,15 +77,16 @@ class MarkdownExtractor(Extractor):
 
     def extract(self, data: bytes, path: PurePath) -> Extracted:
         decoded = decode(data)
-        text, meta_title = _strip_metadata(decoded.text)
+        text, header = _strip_metadata(decoded.text)
         tokens = _parser().parse(text)
-        front_title = next(
-            (_front_matter_title(t) for t in tokens if t.type == "front_matter"), None
-        )
+        front = next((_front_matter(t) for t in tokens if t.type == "front_matter"), None)
+        meta = front if front is not None else header
         walker = _Walker(self.builder(data), mdx=path.suffix.lower() == ".mdx")
         walker.walk(tokens)
-        title = front_title or meta_title or walker.first_h1
-        return walker.builder.build(title=title, encoding=decoded.encoding)
+        title = _title_from(meta) or walker.first_h1
+        return walker.builder.build(
+            title=title, encoding=decoded.encoding, metadata=flattened(meta)
+        )
 
 
 @functools.cache
@@ -96,37 +98,38 @@ def _parser() -> MarkdownIt:
 # --- metadata ---------------------------------------------------------------------------------
 
 
-def _strip_metadata(text: str) -> tuple[str, str | None]:
-    """Blank out a TOML or MultiMarkdown metadata header; return the text and its title.
+def _strip_metadata(text: str) -> tuple[str, dict[str, Any]]:
+    """Blank out a TOML or MultiMarkdown metadata header; return the text and the header's
+    keys (none: an empty mapping).
 
     YAML front matter is left to the markdown-it plugin. Lines are replaced by empty lines, not
     removed, so line numbers stay those of the file.
     """
     lines = text.split("\n")
-    end, title = _toml_header(lines)
+    end, meta = _toml_header(lines)
     if end == 0:
-        end, title = _multimarkdown_header(lines)
+        end, meta = _multimarkdown_header(lines)
     if end == 0:
-        return text, None
-    return "\n" * end + "\n".join(lines[end:]), title
+        return text, {}
+    return "\n" * end + "\n".join(lines[end:]), meta
 
 
-def _toml_header(lines: list[str]) -> tuple[int, str | None]:
-    """Hugo-style ``+++`` TOML front matter: (lines it spans, its title)."""
+def _toml_header(lines: list[str]) -> tuple[int, dict[str, Any]]:
+    """Hugo-style ``+++`` TOML front matter: (lines it spans, its keys)."""
     if not lines or lines[0].strip() != _TOML_FENCE:
-        return 0, None
+        return 0, {}
     for i in range(1, len(lines)):
         if lines[i].strip() == _TOML_FENCE:
             try:
                 meta = tomllib.loads("\n".join(lines[1:i]))
             except tomllib.TOMLDecodeError:
                 meta = {}
-            return i + 1, _title_from(meta)
-    return 0, None
+            return i + 1, meta
+    return 0, {}
 
 
-def _multimarkdown_header(lines: list[str]) -> tuple[int, str | None]:
-    """A MultiMarkdown ``Key: value`` header: (lines it spans, its title).
+def _multimarkdown_header(lines: list[str]) -> tuple[int, dict[str, Any]]:
+    """A MultiMarkdown ``Key: value`` header: (lines it spans, its keys).
 
     Only the block before the first blank line counts; every line of it must be a ``Key: value``
     line (or an indented continuation of one), and at least one key must be a well-known
@@ -135,26 +138,26 @@ def _multimarkdown_header(lines: list[str]) -> tuple[int, str | None]:
     """
     end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
     if end == 0 or not _META_LINE.match(lines[0]):
-        return 0, None
+        return 0, {}
     values: dict[str, str] = {}
     for line in lines[:end]:
         if _META_LINE.match(line):
             key, _, value = line.partition(":")
             values.setdefault(key.strip().lower(), value.strip())
         elif not _META_CONTINUATION.match(line):
-            return 0, None
+            return 0, {}
     if not _META_KEYS.intersection(values):
-        return 0, None
-    return end, values.get("title") or None
+        return 0, {}
+    return end, dict(values)
 
 
-def _front_matter_title(token: Token) -> str | None:
-    """``title`` from YAML front matter; invalid YAML is ignored (the block is still dropped)."""
+def _front_matter(token: Token) -> dict[str, Any]:
+    """The keys of YAML front matter; invalid YAML gives none (the block is still dropped)."""
     try:
         meta = yaml.safe_load(token.content)
     except yaml.YAMLError:
-        return None
-    return _title_from(meta)
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _title_from(meta: Any) -> str | None:

@@ -24,7 +24,8 @@ from lorebase.extract.base import DocumentBuilder, Extractor
 from lorebase.extract.ocr_layout import Paragraph, join_lines
 from lorebase.extract.pdf_layout import page_text
 from lorebase.extract.pdf_scans import PageScans
-from lorebase.types import DocumentKind, ElementKind, Extracted, FailureReason
+from lorebase.extract.properties import properties
+from lorebase.types import DocumentKind, ElementKind, Extracted, FailureReason, MetadataValue
 
 # pdfium's FPDF_ERR_PASSWORD and FPDF_ERR_SECURITY (an unsupported encryption scheme).
 _ENCRYPTED_ERRORS = (4, 5)
@@ -97,7 +98,7 @@ class PdfExtractor(Extractor):
             title=_title(pdf),
             page_count=page_count,
             warnings=warnings + scans.warnings(),
-            metadata=scans.metadata(),
+            metadata={**_info(pdf), **scans.metadata()},
         )
 
 
@@ -388,6 +389,22 @@ def _bookmarks(pdf: pdfium.PdfDocument, page_count: int) -> Bookmarks:
     except pdfium.PdfiumError:
         return found
     return found
+
+
+_INFO_KEYS = ("Author", "Subject", "Keywords", "CreationDate", "ModDate")
+"""Entries of a PDF's document information people filter on (the title is read apart)."""
+
+
+def _info(pdf: pdfium.PdfDocument) -> dict[str, MetadataValue]:
+    """Author, subject, keywords (as tags), created and modified from the information
+    dictionary (dates as PDF writes them, ``D:2025…``: lorebase.fields reads them)."""
+    pairs = []
+    for key in _INFO_KEYS:
+        try:
+            pairs.append((key.lower(), pdf.get_metadata_value(key)))
+        except pdfium.PdfiumError:
+            continue
+    return properties(pairs)
 
 
 def _title(pdf: pdfium.PdfDocument) -> str | None:

@@ -111,11 +111,17 @@ def duration(seconds: float) -> str:
 
 
 def time_left(guess: Estimate) -> str:
-    if guess.seconds_left is None:
+    return left_phrase(guess.seconds_left)
+
+
+def left_phrase(seconds: float | None) -> str:
+    """``about 3 min 05 s left``, ``finishing``, or ``estimating time left`` (None: no rate
+    yet): what the bar, ``status`` and the plain lines say. Pure."""
+    if seconds is None:
         return "estimating time left"
-    if guess.seconds_left < 1:
+    if seconds < 1:
         return "finishing"
-    return f"about {duration(guess.seconds_left)} left"
+    return f"about {duration(seconds)} left"
 
 
 def describe(progress: Progress, guess: Estimate) -> str:

@@ -34,6 +34,7 @@ from lorebase.store.base import (
     DocumentState,
     KnowledgeBase,
     NewDocument,
+    Region,
 )
 from lorebase.types import CITATION_SEPARATOR, Chunk, ContentKind, Extracted, FailureReason, Part
 
@@ -143,6 +144,11 @@ class FileReader:
             container=container,
             metadata=dict(extracted.metadata),
             versions=versions_of(kind),
+            regions=tuple(
+                Region(el.page, el.start, el.end, el.boxes)
+                for el in extracted.elements
+                if el.boxes and el.page is not None
+            ),
         )
 
     def _pending(

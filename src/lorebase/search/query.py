@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
 from lorebase.errors import InvalidInput
+from lorebase.fields import Condition, checked
 from lorebase.search.fusion import DEFAULT_FUSION, FUSIONS
 from lorebase.types import Provenance
 
@@ -47,8 +49,10 @@ class SearchRequest:
     ``path_prefix``: only documents whose path as stored, what a hit shows (``folder/src/``,
     the followed folder's label first), starts with it, case-sensitive. ``language``: only
     source files in that language (``python``; case-insensitive; every passage of the
-    document is code in it, so a Markdown page with a fenced example is not one). Both
-    restrict the candidates before ranking, together with ``document_ids``.
+    document is code in it, so a Markdown page with a fenced example is not one).
+    ``filters``: only documents whose fields meet every condition (``tags=policy``,
+    ``date>=2025-01-01``; see :mod:`lorebase.fields`). All restrict the candidates before
+    ranking, together with ``document_ids``.
 
     ``collapse`` (the default): one hit per document, its best passage, with the document's
     other matching passages attached (``Hit.passages``); ``top_k`` counts documents. False:
@@ -69,6 +73,7 @@ class SearchRequest:
     language: str | None = None
     collapse: bool = True
     explain: bool = False
+    filters: tuple[Condition, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
@@ -88,6 +93,7 @@ class SearchRequest:
             _check_path_prefix(self.path_prefix)
         if self.language is not None:
             object.__setattr__(self, "language", _checked_language(self.language))
+        object.__setattr__(self, "filters", tuple(checked(self.filters)))
         try:
             object.__setattr__(self, "mode", Mode(self.mode))
         except ValueError:
@@ -149,6 +155,9 @@ class Hit:
     highlights: tuple[tuple[int, int], ...] = ()
     """Where the question's words stand in ``snippet``: ``(start, end)`` character offsets
     (whole words, never stop words; see :mod:`lorebase.search.snippets`)."""
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """What is known about its document — tags, author, dates, any key of its metadata — by
+    field (see :mod:`lorebase.fields`)."""
 
     @property
     def best_step(self) -> str:

@@ -22,7 +22,8 @@ from typing import Protocol, TypeVar
 
 from lorebase.embed.base import Embedder
 from lorebase.embed.registry import Embedders
-from lorebase.errors import NotFound
+from lorebase.errors import InvalidInput, NotFound
+from lorebase.fields import unknown_field_message, unknown_fields
 from lorebase.languages import LanguageDetector
 from lorebase.rerank.base import Reranker
 from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, collapsed, without_repeats
@@ -43,7 +44,7 @@ from lorebase.search.query import (
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
 from lorebase.search.snippets import snippets_for
 from lorebase.settings import SearchSettings
-from lorebase.store.base import Catalogue, Chunks, KnowledgeBase, LexicalIndex, Vectors
+from lorebase.store.base import Catalogue, Chunks, Fields, KnowledgeBase, LexicalIndex, Vectors
 
 # Each arm returns this many candidates, or 3 x top_k when that is more (the eval's baselines
 # read each arm at this depth: the same lists the fusion saw).
@@ -62,8 +63,9 @@ EMBED_THREADS = 4
 T = TypeVar("T")
 
 
-class SearchableStore(Catalogue, LexicalIndex, Vectors, Chunks, Protocol):
-    """The roles a search reads: the bases, both arms, and the chunks they hydrate."""
+class SearchableStore(Catalogue, LexicalIndex, Vectors, Chunks, Fields, Protocol):
+    """The roles a search reads: the bases, both arms, the chunks they hydrate and the
+    documents' fields."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,18 @@ class SearchService:
         kb_ids = [kb.id for kb in kbs]
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * request.top_k)
         documents = self._documents(request, kb_ids)
+        if request.filters and not documents:
+            shown = "; ".join(map(str, request.filters))
+            timings["total"] = elapsed_ms(started)
+            return SearchResponse(
+                hits=[],
+                mode=request.mode,
+                timings_ms=timings,
+                notes=[
+                    f"filter_matched_nothing: no document of these bases meets the filters "
+                    f"({shown}); loosen them, or list the documents' fields"
+                ],
+            )
 
         keyword: Future[_Keyword] | None = None
         if request.mode in (Mode.HYBRID, Mode.KEYWORD):
@@ -309,11 +323,19 @@ class SearchService:
         """The documents both arms are restricted to (None: all): ``document_ids``, and the
         documents the path and language filters match (resolved here, before ranking)."""
         documents = list(request.document_ids) if request.document_ids is not None else None
-        if request.path_prefix is None and request.language is None:
+        if request.path_prefix is None and request.language is None and not request.filters:
             return documents
         matching = self.store.matching_documents(
-            kb_ids, path_prefix=request.path_prefix, language=request.language
+            kb_ids,
+            path_prefix=request.path_prefix,
+            language=request.language,
+            conditions=request.filters,
         )
+        if request.filters and not matching:  # a field no document has, or no match?
+            known = self.store.field_names(kb_ids)
+            unknown = unknown_fields(request.filters, known)
+            if unknown:
+                raise InvalidInput(unknown_field_message(unknown, known))
         if documents is None:
             return matching
         allowed = set(matching)
@@ -328,9 +350,20 @@ class SearchService:
             found = cut(hit.text, hit.provenance.language)
             return replace(hit, snippet=found.text, highlights=found.marks)
 
+        hits = hits[: request.top_k]
+        known = self.store.document_fields(kb_ids, [hit.provenance.document_id for hit in hits])
+
+        def fields_of(hit: Hit) -> dict[str, tuple[str, ...]]:
+            found = known.get(hit.provenance.document_id, {})
+            return {name: tuple(values) for name, values in found.items()}
+
         hits = [
-            replace(with_snippet(hit), passages=tuple(map(with_snippet, hit.passages)))
-            for hit in hits[: request.top_k]
+            replace(
+                with_snippet(hit),
+                passages=tuple(map(with_snippet, hit.passages)),
+                fields=fields_of(hit),
+            )
+            for hit in hits
         ]
         if request.neighbors:
             hits = [self._with_neighbors(kb_ids, hit, request.neighbors) for hit in hits]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lorebase.analysis import Analysis, analysis, words
+from lorebase.analysis import Analysis, analysis, word_spans
 
 SNIPPET_CHARS = 240
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
@@ -62,14 +62,18 @@ def matches(text: str, lang: Analysis, wanted: frozenset[str]) -> list[Mark]:
     if not wanted:
         return []
     found: list[Mark] = []
-    for word in words(text, lang.language):
-        term = lang.term(word.text)
-        if term in wanted and not (lang.is_stop_word(word.text) and not _only_stop(wanted, lang)):
-            found.append((word.start, word.end))
-        elif len(word.text) > 1:  # a script without spaces: a character the question names
-            for offset, char in enumerate(word.text):
-                if char in wanted:
-                    found.append((word.start + offset, word.start + offset + 1))
+    held = word_spans(text, lang.language)
+    singles = any(len(term) == 1 for term in wanted)  # characters of an unspaced script
+    only_stop = _only_stop(wanted, lang)
+    for (word, start, end), term in zip(held, lang.terms_of([w for w, _, _ in held]), strict=True):
+        if term in wanted and (only_stop or not lang.is_stop_word(word)):
+            found.append((start, end))
+        elif singles and len(word) > 1:  # a script without spaces: a character it names
+            found.extend(
+                (start + offset, start + offset + 1)
+                for offset, char in enumerate(word)
+                if char in wanted
+            )
     return found
 
 

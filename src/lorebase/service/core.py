@@ -21,20 +21,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
+from pathlib import Path, PurePath
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from lorebase.accounts.access import Caller
 from lorebase.accounts.base import AccountStore, ApiKey
 from lorebase.embed.base import Embedder
 from lorebase.embed.registry import Embedders, Reachability
 from lorebase.events import EventBus
+from lorebase.extract.page_image import PageImage
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.queue import IngestQueue, Job, JobQueue, QueueFactory
 from lorebase.ingest.report import IngestReport, Progress
 from lorebase.ingest.sync import Syncer
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
+from lorebase.inspect import chunk_bytes
 from lorebase.lock import IngestLock
 from lorebase.rerank.base import Reranker
 from lorebase.search.query import SearchRequest, SearchResponse
@@ -43,8 +45,19 @@ from lorebase.service.access import LOCAL_USER, Access
 from lorebase.service.bases import DEFAULT_KB, Bases
 from lorebase.service.documents import Documents
 from lorebase.service.listing import DocumentListing, DocumentPage
+from lorebase.service.maintenance import (
+    BackupReport,
+    CheckReport,
+    Compaction,
+    Maintaining,
+    Reclaimable,
+    RestoreReport,
+    restore,
+)
 from lorebase.service.originals import Originals
+from lorebase.service.pages import DEFAULT_PAGE_WIDTH, Pages
 from lorebase.service.passes import Passes, announcing, pacing
+from lorebase.service.portable import ExportSummary, ImportSummary, Portability
 from lorebase.service.serving import Serving
 from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
@@ -63,6 +76,7 @@ from lorebase.vault.keys import DataKey
 from lorebase.vault.storage import BlobStorage
 
 if TYPE_CHECKING:
+    from lorebase.types import Chunk
     from lorebase.vault.rotation import Rotation
 
 __all__ = ["LOCAL_USER", "Lorebase"]
@@ -132,6 +146,7 @@ class Lorebase:
         jobs = self.queue
         access = self._access = Access(settings, store, accounts)
         originals = self._originals = Originals(settings, store, data_key, blob_storage)
+        self._pages = Pages(store, originals)
         bases = self._bases = Bases(settings, store, self.embedders, events, access, originals)
         self._documents = Documents(
             store, self.embedders, self.searcher, events, jobs, access, originals
@@ -143,6 +158,8 @@ class Lorebase:
             settings, store, self.syncer, lock, access, bases, uploads, originals
         )
         stale = self._stale = StaleDocuments(settings, store, self.ingestor, lock, uploads)
+        self._maintaining = Maintaining(settings, store, lock, originals)
+        self._portability = Portability(settings, store, self.embedders, access, originals, events)
         self._serving = Serving(
             settings,
             store,
@@ -315,9 +332,55 @@ class Lorebase:
         """The operator's lookup (CLI): a document by id, or by the start of its id."""
         return self._documents.find_document(id_or_prefix)
 
+    def fields_of(self, kb: KnowledgeBase, document: DocumentRecord) -> dict[str, list[str]]:
+        """What is known of a document — tags, author, dates, any key of its front matter or
+        properties — by field (see :mod:`lorebase.fields`)."""
+        return self._documents.fields_of(kb, document)
+
+    def field_names(self, kbs: Sequence[KnowledgeBase]) -> list[str]:
+        """The fields some document of these bases has."""
+        return self._documents.field_names(kbs)
+
+    def tag_document(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord,
+        *,
+        add: Sequence[str] = (),
+        remove: Sequence[str] = (),
+    ) -> list[str]:
+        """Set and remove tags on a document (find it with ``document(id, caller,
+        write=True)`` first); the tags people set on it now."""
+        return self._documents.tag(kb, document, add, remove)
+
     def source_of(self, kb: KnowledgeBase, document: DocumentRecord) -> Source | None:
         """The folder or file a document comes from; None for an upload."""
         return self._documents.source_of(kb, document)
+
+    def page_image(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord,
+        page: int,
+        *,
+        chunk_id: str | None = None,
+        width: int = DEFAULT_PAGE_WIDTH,
+    ) -> PageImage:
+        """Page ``page`` (1-based) of a PDF document as a PNG ``width`` pixels wide, with the
+        passage ``chunk_id`` (one of its chunks) marked where it stands (find the document
+        with ``document(id, caller)`` first: the access check is that one)."""
+        origin = self._documents.origin(kb, document)
+        return self._pages.page(kb, document, origin, page, chunk_id=chunk_id, width=width)
+
+    def rechunk_preview(
+        self, kb: KnowledgeBase, document: DocumentRecord, settings: ChunkSettings
+    ) -> list[Chunk]:
+        """The chunks ``document`` would have with other chunk settings, read again from its
+        file or original and chunked, nothing stored: what to look at before changing the
+        base's settings (``update_kb``), which re-chunks every document."""
+        data = self._pages.original(document, self._documents.origin(kb, document))
+        name = PurePath(self.display_name(document)).name or PurePath(document.path).name
+        return chunk_bytes(data, PurePath(name), self.settings.extract, settings)
 
     def origin(self, kb: KnowledgeBase, document: DocumentRecord) -> Path | None:
         """Where a document's file is on this machine (None: see :meth:`source_of`)."""
@@ -475,6 +538,34 @@ class Lorebase:
         """Re-encrypt every upload and sealed name under a new data key (re-runnable)."""
         return self._passes.rotate_data_key()
 
+    # -- one base to a portable file and back (Portability) ------------------------------------
+    def export_kb(
+        self,
+        kb: KnowledgeBase | str,
+        target: Path,
+        *,
+        key: str | None = None,
+        originals: bool = True,
+        caller: Caller | None = None,
+    ) -> ExportSummary:
+        """Write the base to one portable file (originals sealed under ``key``, or left out)."""
+        return self._portability.export_kb(kb, target, key=key, originals=originals, caller=caller)
+
+    def import_kb(
+        self,
+        source: Path | IO[bytes],
+        *,
+        name: str | None = None,
+        replace: bool = False,
+        reembed: bool = False,
+        key: str | None = None,
+        caller: Caller | None = None,
+    ) -> ImportSummary:
+        """Read an export into a new base, checked first, all or nothing."""
+        return self._portability.import_kb(
+            source, name=name, replace=replace, reembed=reembed, key=key, caller=caller
+        )
+
     # -- the background of `serve` (Serving) ---------------------------------------------------
     def start_serving(self) -> None:
         """Start the queue's workers and the folder watcher (``serve``, ``lorebase worker``)."""
@@ -495,6 +586,30 @@ class Lorebase:
     def _queued_pass(self, kb: KnowledgeBase, stop: threading.Event) -> None:
         """A pass the queue runs: a :meth:`sync` like any other, through this facade."""
         self.sync(kb, stop=stop)
+
+    # -- keeping the store sound and small, backups (Maintaining) -----------------------------
+    def check(self, kb_ids: Sequence[int] | None = None, *, repair: bool = False) -> CheckReport:
+        """Verify the database, the bases' indexes and the uploads' originals; with
+        ``repair``, rebuild the derived indexes found wanting (under the ingestion lock)."""
+        return self._maintaining.check(kb_ids, repair=repair)
+
+    def reclaimable(self) -> Reclaimable:
+        """The space deletes left behind that :meth:`vacuum` gives back."""
+        return self._maintaining.reclaimable()
+
+    def vacuum(self) -> Compaction:
+        """Give back what deletes left behind (under the ingestion lock)."""
+        return self._maintaining.vacuum()
+
+    def backup(self, folder: Path, *, key: bool = True) -> BackupReport:
+        """A consistent copy of the data directory into an empty folder, while serving."""
+        return self._maintaining.backup(folder, key=key)
+
+    @staticmethod
+    def restore(backup: Path, settings: Settings, *, replace: bool = False) -> RestoreReport:
+        """Put a backup back as the data directory of ``settings`` (verified first; never
+        under a running server)."""
+        return restore(backup, settings, replace=replace)
 
     # -- life ----------------------------------------------------------------------------------
     def close(self) -> None:

@@ -21,6 +21,7 @@ from lorebase.accounts.access import Caller
 from lorebase.embed.registry import Embedders
 from lorebase.errors import InvalidInput, NotFound, Overloaded
 from lorebase.events import EventBus
+from lorebase.fields import MAX_FIELD_CHARS
 from lorebase.ingest.queue import JobQueue
 from lorebase.search.query import SearchRequest, SearchResponse
 from lorebase.search.service import SearchService
@@ -146,6 +147,29 @@ class Documents:
     ) -> list[StoredChunk]:
         """A document's chunks in order from ordinal ``start``: what the index holds of it."""
         return self._store.document_chunks(self._access.base(kb).id, document_id, start, limit)
+
+    def fields_of(self, kb: KnowledgeBase, document: DocumentRecord) -> dict[str, list[str]]:
+        """What is known of a document, by field (see :mod:`lorebase.fields`)."""
+        return self._store.document_fields([kb.id], [document.id]).get(document.id, {})
+
+    def field_names(self, kbs: Sequence[KnowledgeBase]) -> list[str]:
+        """The fields some document of these bases has (what a filter may name beside the
+        fields every base knows)."""
+        return self._store.field_names([kb.id for kb in kbs])
+
+    def tag(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord,
+        add: Sequence[str] = (),
+        remove: Sequence[str] = (),
+    ) -> list[str]:
+        """Set and remove tags people set on a document (searchable at once with
+        ``tags=…``); the tags people set on it now. The caller checked the right to write."""
+        for tag in (*add, *remove):
+            if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_FIELD_CHARS:
+                raise InvalidInput(f"a tag is 1 to {MAX_FIELD_CHARS} characters")
+        return self._store.tag_document(kb.id, document.id, add, remove)
 
     def observe_embedding(self, observer: Callable[[str, float], None]) -> None:
         """Call ``observer(kind, seconds)`` after each batch the embedder answers (metrics)."""

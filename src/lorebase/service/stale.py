@@ -142,6 +142,11 @@ class StaleDocuments:
             if not document.path.startswith(prefix) or not root.is_dir():
                 return None
             path = root / document.path[len(prefix) :]
+            try:  # a path stepping out of its folder (an imported base's) is not read
+                if not path.resolve().is_relative_to(root.resolve()):
+                    return None
+            except OSError:
+                return None
         if not path.is_file():
             return None  # gone: the next pass drops it
         return SourceFile(path, document.path, source.id)

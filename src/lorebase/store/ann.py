@@ -96,8 +96,13 @@ EXACT_FILTER_SHARE = 0.05
 """A document filter allowing fewer than this share of rows is answered exactly over those
 rows (a gather of at most 5% of the matrix, ~5 ms at 1M), not through the graph."""
 MAX_FILTER_CANDIDATES = 2_000
-"""Filtered graph search over-fetches by 1 / allowed share, up to this many neighbours; when
-that still leaves fewer than k allowed hits, the filter is answered exactly."""
+"""Filtered graph search over-fetches by 1 / allowed share (times :data:`FILTER_SLACK`), up to
+this many neighbours; when that still leaves fewer than k allowed hits, the filter is answered
+exactly."""
+FILTER_SLACK = 2.0
+"""How much more than 1 / allowed share a filtered graph search asks for: the allowed rows are
+not spread evenly among a query's neighbours, and asking for exactly the share's worth left
+fewer than k about half the time (each then answered exactly: bench/filters.py)."""
 REBUILD_SHARE = 0.5
 """When more than this share of the keys differ, building anew is cheaper than editing."""
 SAVE_SHARE = 0.01
@@ -445,7 +450,10 @@ class AnnIndex(VectorIndex):
             share = float(np.count_nonzero(allowed)) / self.size
             if share < EXACT_FILTER_SHARE:
                 return self._exact.search(query, k, allowed)
-        want = min(self.size, math.ceil(max(k, ANN_CANDIDATES) / share), MAX_FILTER_CANDIDATES)
+        slack = FILTER_SLACK if allowed is not None else 1.0
+        want = min(
+            self.size, math.ceil(max(k, ANN_CANDIDATES) / share * slack), MAX_FILTER_CANDIDATES
+        )
         found = self._graph_search(query, want)
         if found is None:  # the graph is being edited, or there is none
             return self._exact.search(query, k, allowed)

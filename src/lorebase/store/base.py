@@ -11,6 +11,7 @@ A backend plays every role; a consumer is typed with the roles it uses:
 - :class:`LexicalIndex` — keyword (BM25) search.
 - :class:`Vectors` — dense search, vector reuse by content, identity switches.
 - :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
+- :class:`Fields` — what searches filter on: a document's fields and the tags people set.
 - :class:`Metrics` — counts for monitoring.
 - :class:`Portable` — one base read whole in one snapshot (an export), and one base written
   whole in one transaction (an import).
@@ -36,11 +37,13 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lorebase.settings import ChunkSettings
+from lorebase.store.maintenance import Maintenance
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from lorebase.types import Chunk, EmbedderIdentity, MetadataValue, Provenance
+    from lorebase.fields import Condition
+    from lorebase.types import Box, Chunk, EmbedderIdentity, MetadataValue, Provenance
 
 
 class Scope(StrEnum):
@@ -179,6 +182,19 @@ class NewDocument:
     container: str | None = None  # a part (an attachment): the path of the file holding it
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)  # headers, properties
     versions: str | None = None  # of what made it (see RunningVersions); None: not recorded
+    regions: tuple[Region, ...] = ()  # where OCR read its text (scans, images)
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Where a span of a document's text (``start``..``end``, offsets into its text) stands on
+    page ``page``: the ``boxes`` of its lines as fractions of the page (from the top left),
+    as OCR gives them. A passage read by OCR is marked on its page by these."""
+
+    page: int
+    start: int
+    end: int
+    boxes: tuple[Box, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +285,8 @@ class ExportedDocument:
     chunks: Sequence[Chunk]
     sections: Sequence[int]
     vectors: np.ndarray | None
+    tags: Sequence[str] = ()  # the tags people set on it (its own are in its metadata)
+    regions: Sequence[Region] = ()  # where OCR read its text
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +333,8 @@ class ImportedDocument:
     text: str | None
     chunks: Sequence[Chunk]
     vectors: np.ndarray | None
+    tags: Sequence[str] = ()  # the tags people set on it
+    regions: Sequence[Region] = ()  # where OCR read its text
 
 
 class KbSnapshot(Protocol):
@@ -706,12 +726,48 @@ class Chunks(Protocol):
         *,
         path_prefix: str | None = None,
         language: str | None = None,
+        conditions: Sequence[Condition] = (),
     ) -> list[str]:
         """The ids (in order) of the documents of these bases whose path as stored (what a
         hit's provenance shows, e.g. ``folder/src/x.py``) starts with ``path_prefix``
-        (case-sensitive) and whose indexed chunks are all code in ``language``
-        (case-insensitive: source files in it, not pages with fenced examples); None: no
-        such condition. What a search filter resolves to before both arms run."""
+        (case-sensitive), whose indexed chunks are all code in ``language``
+        (case-insensitive: source files in it, not pages with fenced examples), and whose
+        fields meet every one of ``conditions`` (see :mod:`lorebase.fields`); None: no such
+        condition. What a search filter resolves to before both arms run."""
+        ...
+
+
+class Regions(Protocol):
+    """Where OCR read a document's text, for marking a passage on its page."""
+
+    def regions(self, kb_id: int, document_id: str, page: int, start: int, end: int) -> list[Box]:
+        """The boxes, on page ``page``, of the document's OCR-read text overlapping
+        ``start``..``end`` (a passage's offsets), in reading order; none when that page was
+        not read by OCR or the document is not in this base."""
+        ...
+
+
+class Fields(Protocol):
+    """The fields of documents a search filters on (:mod:`lorebase.fields`): those a reading
+    gives (written with the document) and the tags users set."""
+
+    def field_names(self, kb_ids: Sequence[int]) -> list[str]:
+        """The fields some document of these bases has, sorted."""
+        ...
+
+    def document_fields(
+        self, kb_ids: Sequence[int], document_ids: Sequence[str]
+    ) -> dict[str, dict[str, list[str]]]:
+        """Each of these documents' fields (as given, not folded) by field name, the tags
+        users set merged into ``tags``; a document without any is left out."""
+        ...
+
+    def tag_document(
+        self, kb_id: int, document_id: str, add: Sequence[str], remove: Sequence[str]
+    ) -> list[str]:
+        """Set and remove tags users set on a document; the tags users set on it now,
+        sorted. ``NotFound`` when the document is not in this base; ``InvalidInput`` when a
+        tag to remove comes from the document itself (its front matter or properties)."""
         ...
 
 
@@ -754,7 +810,18 @@ class Portable(Protocol):
 
 
 class Store(
-    Catalogue, Documents, Uploads, LexicalIndex, Vectors, Chunks, Metrics, Portable, Protocol
+    Catalogue,
+    Documents,
+    Uploads,
+    LexicalIndex,
+    Vectors,
+    Chunks,
+    Fields,
+    Regions,
+    Metrics,
+    Portable,
+    Maintenance,
+    Protocol,
 ):
     """Every role, and ``close``: what a backend implements (SQLite, PostgreSQL) and what the
     composition root holds."""

@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from lorebase.errors import Conflict, InvalidInput, NotFound
+from lorebase.fields import DATE_FIELDS, PAST_PREFIX, Condition, Op
 from lorebase.formats import CODE_LANGUAGES
 from lorebase.settings import ChunkSettings
 from lorebase.store import stored_chunk_id
@@ -445,15 +446,21 @@ _PROGRAMMING_LANGUAGES = frozenset(CODE_LANGUAGES.values())
 
 
 def matching_documents_sql(
-    kb_clause: str, mark: str, *, prefix_length: int | None, language: str | None
+    kb_clause: str,
+    mark: str,
+    *,
+    prefix_length: int | None,
+    language: str | None,
+    conditions: Sequence[Condition] = (),
 ) -> str:
     """The ids (in order) of the documents whose ``kb_id`` passes ``kb_clause`` (``= ANY(%s)``,
     ``IN (SELECT value FROM json_each(?))``) and, with ``prefix_length``, whose stored path
     starts with a prefix of that many characters; with a programming ``language``, whose
     indexed chunks are all code (content kind) in it (lowercase): a source file in it, not a
     page with a fenced example; with a natural language, that have passages in it (a German
-    page quoting English is found by ``de`` and by ``en``). Parameters in order: the kb ids,
-    [the prefix], [the kb ids, the language once or twice]."""
+    page quoting English is found by ``de`` and by ``en``); and whose fields meet every one of
+    ``conditions`` (:func:`fields_sql`). Parameters in order: the kb ids, [the prefix], [the kb
+    ids, the language once or twice], [each condition's: :func:`fields_params`]."""
     sql = f"SELECT d.id FROM documents AS d WHERE d.kb_id {kb_clause}"
     if prefix_length is not None:
         sql += f" AND substr(d.path, 1, {int(prefix_length)}) = {mark}"
@@ -468,11 +475,58 @@ def matching_documents_sql(
             f" AND d.id IN (SELECT c.document_id FROM chunks AS c WHERE c.kb_id {kb_clause} "
             f"AND c.content_kind <> 'code' AND {_TEXT_LANGUAGE} = {mark})"
         )
+    for wanted in conditions:
+        sql += f" AND {fields_sql(wanted, kb_clause, mark)}"
     return sql + " ORDER BY d.id"
 
 
+def fields_sql(wanted: Condition, kb_clause: str, mark: str) -> str:
+    """The condition on ``d`` (a document) that its fields meet ``wanted``: for ``=`` a value
+    of the field among the condition's (a date field: a date within one of the given ones, so
+    ``date=2025-03`` holds for every day of March), for ``!=`` none such, for a range a date
+    in it. The field table's index ``(kb_id, field, folded)`` serves each. Parameters:
+    :func:`fields_params`. Pure."""
+    scope = (
+        f"SELECT f.document_id FROM document_fields AS f WHERE f.kb_id {kb_clause} "
+        f"AND f.field = {mark}"
+    )
+    if wanted.op.is_range:
+        lower, upper = wanted.bounds()
+        # Dates only: a value that is not one (it starts with a digit) is never in range.
+        return (
+            f"d.id IN ({scope} AND f.folded >= {mark} AND f.folded < {mark}"
+            + (f" AND f.folded >= {mark}" if lower is not None else "")
+            + (f" AND f.folded < {mark}" if upper is not None else "")
+            + ")"
+        )
+    if wanted.field in DATE_FIELDS:
+        within = " OR ".join(f"(f.folded >= {mark} AND f.folded < {mark})" for _ in wanted.values)
+        matched = f"{scope} AND ({within})"
+    else:
+        matched = f"{scope} AND f.folded IN ({', '.join([mark] * len(wanted.values))})"
+    negated = "NOT " if wanted.op is Op.NE else ""
+    return f"d.id {negated}IN ({matched})"
+
+
+def fields_params(wanted: Condition, kb_ids: Any) -> list[Any]:
+    """The parameters of :func:`fields_sql`, in order. Pure."""
+    params: list[Any] = [kb_ids, wanted.field]
+    if wanted.op.is_range:
+        lower, upper = wanted.bounds()
+        params += ["0", ":"]  # its first character a digit
+        params += [bound for bound in (lower, upper) if bound is not None]
+    elif wanted.field in DATE_FIELDS:
+        params += [bound for value in wanted.values for bound in (value, value + PAST_PREFIX)]
+    else:
+        params += list(wanted.values)
+    return params
+
+
 def matching_documents_params(
-    kb_ids: Any, path_prefix: str | None, language: str | None
+    kb_ids: Any,
+    path_prefix: str | None,
+    language: str | None,
+    conditions: Sequence[Condition] = (),
 ) -> list[Any]:
     """The parameters of :func:`matching_documents_sql` (``kb_ids`` as the backend binds
     them)."""
@@ -482,6 +536,8 @@ def matching_documents_params(
     if language is not None:
         code = is_programming_language(language)
         params.extend([kb_ids, *[language.lower()] * (2 if code else 1)])
+    for wanted in conditions:
+        params += fields_params(wanted, kb_ids)
     return params
 
 

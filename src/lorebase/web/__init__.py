@@ -3,7 +3,9 @@
 ``/v1`` API; this module adds no data route.
 
 Every response carries headers that keep the page to itself: a strict Content-Security-Policy
-(scripts and styles from this origin only, no inline script or style attribute, no framing),
+(scripts and styles from this origin only, no inline script or style attribute, no framing;
+pictures from this origin or made by its own script — a document's page, fetched with the
+session and shown from a ``blob:`` URL),
 ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``. The API docs pages
 (``/docs``, ``/redoc``) run inline script of their own and get the other headers only.
 """
@@ -20,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 STATIC = Path(str(files("lorebase.web") / "static"))
 ASSETS_PATH = "/web"
 CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )

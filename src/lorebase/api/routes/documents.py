@@ -1,19 +1,30 @@
-"""Documents: upload, list, get, text, surrounding chunks, reindex, delete."""
+"""Documents: upload, list, get, tag, a page as a picture, text, surrounding chunks, reindex,
+delete."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response, UploadFile, status
+from fastapi import APIRouter, Path, Query, Response, UploadFile, status
 
 from lorebase.api.convert import document_out
 from lorebase.api.deps import CallerDep, DocumentId, KbId, LbDep
 from lorebase.api.limits import UPLOAD_PATH
-from lorebase.api.schemas import ChunkOut, DocumentOut, TextOut, UploadOut
+from lorebase.api.schemas import (
+    ChunkingIn,
+    ChunkOut,
+    DocumentOut,
+    DocumentPatch,
+    TextOut,
+    UploadOut,
+)
 from lorebase.errors import InvalidInput
 from lorebase.service import DocumentState
 from lorebase.service.listing import MAX_NAME_FILTER, MAX_PAGE, DocumentListing, SortKey
+from lorebase.service.pages import DEFAULT_PAGE_WIDTH, MAX_PAGE_WIDTH, MIN_PAGE_WIDTH
+from lorebase.settings import ChunkSettings
+from lorebase.types import Position
 
 router = APIRouter(tags=["documents"])
 
@@ -21,6 +32,7 @@ READ_CHUNK = 1024 * 1024
 MAX_TEXT_CHARS = 100_000
 MAX_FILES_PER_UPLOAD = 100
 MAX_CHUNKS = 100  # one page of a document's chunks
+MAX_PREVIEW_CHUNKS = 1000
 
 
 def _chunks(upload: UploadFile) -> Iterator[bytes]:
@@ -92,8 +104,19 @@ def reindex_all(kb_id: KbId, lb: LbDep, caller: CallerDep) -> dict[str, int]:
 
 @router.get("/v1/documents/{document_id}", response_model=DocumentOut)
 def get_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> DocumentOut:
-    _, document = lb.document(document_id, caller)
-    return document_out(lb, document)
+    kb, document = lb.document(document_id, caller)
+    return document_out(lb, document, lb.fields_of(kb, document))
+
+
+@router.patch("/v1/documents/{document_id}", response_model=DocumentOut)
+def patch_document(
+    document_id: DocumentId, body: DocumentPatch, lb: LbDep, caller: CallerDep
+) -> DocumentOut:
+    """Set and remove tags people set on a document (searchable at once with a `tags`
+    filter); 422 when a tag to remove comes from the document's own file."""
+    kb, document = lb.document(document_id, caller, write=True)
+    lb.tag_document(kb, document, add=body.add_tags, remove=body.remove_tags)
+    return document_out(lb, document, lb.fields_of(kb, document))
 
 
 @router.delete("/v1/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT)
@@ -109,6 +132,37 @@ def reindex_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> d
     kb, document = lb.document(document_id, caller, write=True)
     lb.reindex(kb, document)
     return {"status": "queued"}
+
+
+@router.get(
+    "/v1/documents/{document_id}/pages/{page}",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}, "description": "The page as PNG."}},
+)
+def document_page(
+    document_id: DocumentId,
+    page: Annotated[int, Path(ge=1, le=100_000)],
+    lb: LbDep,
+    caller: CallerDep,
+    chunk: Annotated[str | None, Query(max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")] = None,
+    width: Annotated[int, Query(ge=MIN_PAGE_WIDTH, le=MAX_PAGE_WIDTH)] = DEFAULT_PAGE_WIDTH,
+) -> Response:
+    """A page of a PDF document as PNG, with the passage `chunk` (a chunk id of this
+    document, from a search hit) marked where it stands; `X-Page-Count` tells the pages, and
+    `X-Marked-Boxes` how many boxes mark the passage (0: not found on this page — a scanned
+    page has no text to find it by). 404 for a page out of range or a document that is no
+    PDF file; 409 when the file changed since it was indexed."""
+    kb, document = lb.document(document_id, caller)
+    image = lb.page_image(kb, document, page, chunk_id=chunk, width=width)
+    return Response(
+        content=image.png,
+        media_type="image/png",
+        headers={
+            "Cache-Control": "private, max-age=300",
+            "X-Page-Count": str(image.pages),
+            "X-Marked-Boxes": str(len(image.boxes)),
+        },
+    )
 
 
 @router.get("/v1/documents/{document_id}/text", response_model=TextOut)
@@ -148,15 +202,44 @@ def surrounding_chunks(
         chunks = lb.chunks_of(kb, document.id, start, limit)
     else:
         chunks = lb.neighbors(kb, around, window)
+    embedded = document.identity_key is not None and document.identity_key == kb.identity_key
     return [
-        ChunkOut(
-            chunk_id=c.id,
-            ordinal=c.ordinal,
-            text=c.text,
-            trail=list(c.provenance.trail),
-            page=c.provenance.page,
-            line=c.provenance.line,
-        )
+        _chunk_out(c.id, c.ordinal, c.text, c.tokens, c.provenance, embedded)
         for c in chunks
         if c.provenance.document_id == document.id
     ]
+
+
+@router.post("/v1/documents/{document_id}/rechunk-preview", response_model=list[ChunkOut])
+def rechunk_preview(
+    document_id: DocumentId, body: ChunkingIn, lb: LbDep, caller: CallerDep
+) -> list[ChunkOut]:
+    """The chunks the document would have with these chunk settings (read again from its
+    file or original; nothing is stored), for whoever may change the base: look before
+    `PATCH /v1/knowledge-bases/{id}` re-chunks every document."""
+    kb, document = lb.document(document_id, caller, write=True)
+    settings = ChunkSettings(
+        chunk_size=body.chunk_size, max_tokens=body.max_tokens, overlap=body.overlap
+    )
+    return [
+        _chunk_out(c.id, c.ordinal, c.text, c.tokens, c.position, None)
+        for c in lb.rechunk_preview(kb, document, settings)[:MAX_PREVIEW_CHUNKS]
+    ]
+
+
+def _chunk_out(
+    chunk_id: str, ordinal: int, text: str, tokens: int, where: Position, embedded: bool | None
+) -> ChunkOut:
+    return ChunkOut(
+        chunk_id=chunk_id,
+        ordinal=ordinal,
+        text=text,
+        trail=list(where.trail),
+        page=where.page,
+        line=where.line,
+        page_end=where.page_end,
+        content_kind=where.content_kind.value,
+        language=where.language,
+        tokens=tokens,
+        embedded=embedded,
+    )

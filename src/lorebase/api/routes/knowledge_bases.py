@@ -15,9 +15,15 @@ from lorebase.api.schemas import (
     SourceIn,
     SourceOut,
 )
+from lorebase.service import Lorebase
 from lorebase.settings import ChunkSettings
 
 router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
+
+
+def _stale(lb: Lorebase, kb_id: int) -> int:
+    """How many of the base's documents an older version made."""
+    return lb.stale_documents([kb_id]).get(kb_id, 0)
 
 
 def _chunking(body: ChunkingIn) -> ChunkSettings:
@@ -30,7 +36,8 @@ def _chunking(body: ChunkingIn) -> ChunkSettings:
 def list_knowledge_bases(lb: LbDep, caller: CallerDep) -> list[KnowledgeBaseOut]:
     """The knowledge bases the caller may see, with totals, state and embedder."""
     bases = lb.knowledge_bases(caller, totals=True)
-    return [kb_out(kb, lb.embedder_reachability(kb)) for kb in bases]
+    stale = lb.stale_documents([kb.id for kb in bases]) if bases else {}
+    return [kb_out(kb, lb.embedder_reachability(kb), stale=stale.get(kb.id, 0)) for kb in bases]
 
 
 @router.post("", response_model=KnowledgeBaseOut, status_code=status.HTTP_201_CREATED)
@@ -50,7 +57,7 @@ def create_knowledge_base(body: KnowledgeBaseIn, lb: LbDep, caller: CallerDep) -
 @router.get("/{kb_id}", response_model=KnowledgeBaseOut)
 def get_knowledge_base(kb_id: KbId, lb: LbDep, caller: CallerDep) -> KnowledgeBaseOut:
     kb = lb.kb_by_id(kb_id, caller, totals=True)
-    return kb_out(kb, lb.embedder_reachability(kb))
+    return kb_out(kb, lb.embedder_reachability(kb), stale=_stale(lb, kb.id))
 
 
 @router.patch("/{kb_id}", response_model=KnowledgeBaseOut)
@@ -61,7 +68,8 @@ def update_knowledge_base(
     the next pass)."""
     kb = lb.kb_by_id(kb_id, caller, write=True)
     chunking = _chunking(body.chunking) if body.chunking is not None else None
-    return kb_out(lb.update_kb(kb, chunking, description=body.description, caller=caller))
+    updated = lb.update_kb(kb, chunking, description=body.description, caller=caller)
+    return kb_out(updated, stale=_stale(lb, updated.id))
 
 
 @router.post("/{kb_id}/reembed", response_model=KnowledgeBaseOut, status_code=202)
@@ -74,7 +82,7 @@ def reembed(kb_id: KbId, body: ReembedIn, lb: LbDep, caller: CallerDep) -> Knowl
     kb = lb.kb_by_id(kb_id, caller, write=True)
     moved = lb.reembed_kb(kb, body.embedder, caller=caller)
     lb.request_pass(moved)
-    return kb_out(moved, lb.embedder_reachability(moved))
+    return kb_out(moved, lb.embedder_reachability(moved), stale=_stale(lb, moved.id))
 
 
 @router.delete("/{kb_id}", status_code=status.HTTP_204_NO_CONTENT)

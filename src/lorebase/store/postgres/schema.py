@@ -229,6 +229,33 @@ _VERSIONS_AND_PACE = (
     "ALTER TABLE knowledge_bases ADD COLUMN progress_left bigint",
 )
 
+_DOCUMENT_FIELDS = (
+    # As SQLite's migration 15 (its comment says what each column is for); ``folded`` and
+    # ``field`` compare bytewise (C), as SQLite's text does, so date ranges hold alike.
+    """CREATE TABLE document_fields (
+        document_id text COLLATE "C" NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        kb_id bigint NOT NULL,
+        field text COLLATE "C" NOT NULL,
+        folded text COLLATE "C" NOT NULL,
+        value text NOT NULL,
+        origin text NOT NULL DEFAULT 'document',
+        PRIMARY KEY (document_id, origin, field, folded)
+    )""",
+    "CREATE INDEX document_fields_match ON document_fields (kb_id, field, folded)",
+)
+
+_REGIONS = (
+    # As SQLite's migration 16: the OCR line boxes of each span of a document's text.
+    """CREATE TABLE regions (
+        document_id text COLLATE "C" NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        page integer NOT NULL,
+        start_offset integer NOT NULL,
+        end_offset integer NOT NULL,
+        boxes text NOT NULL
+    )""",
+    "CREATE INDEX regions_page ON regions (document_id, page, start_offset)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
@@ -238,6 +265,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "documents inside documents; metadata", _DOCUMENT_PARTS),
     Migration(7, "the languages of a base's passages; analysed terms", _ANALYSES),
     Migration(8, "the versions that made a document; the pace of a pass", _VERSIONS_AND_PACE),
+    Migration(9, "the fields of a document a search filters on", _DOCUMENT_FIELDS),
+    Migration(10, "where OCR read a document's text", _REGIONS),
 )
 
 

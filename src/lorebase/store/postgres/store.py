@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from lorebase.store.postgres import dense, lexical
 from lorebase.store.postgres.database import PostgresDatabase
+from lorebase.store.postgres.maintenance import PostgresMaintenance
 from lorebase.store.postgres.role import PostgresRole
 from lorebase.store.postgres.schema import migrate
 from lorebase.store.postgres.search import FullText
@@ -21,7 +22,7 @@ from lorebase.store.relational.store import RelationalStore
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(PostgresRole, RelationalStore[PostgresDatabase]):
+class PostgresStore(PostgresRole, PostgresMaintenance, RelationalStore[PostgresDatabase]):
     """:class:`Store` over a PostgreSQL URL or an open :class:`PostgresDatabase` (shared with
     the other PostgreSQL parts of lorebase; a database passed in is not closed by
     :meth:`close`). Safe to share between threads.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lorebase.errors import NotFound
+from lorebase.fields import Condition
 from lorebase.store.base import StoredChunk
 from lorebase.store.records import (
     STORED_CHUNK_SELECT,
@@ -92,6 +93,7 @@ class ChunksMixin(RelationalRole):
         *,
         path_prefix: str | None = None,
         language: str | None = None,
+        conditions: Sequence[Condition] = (),
     ) -> list[str]:
         """See :meth:`lorebase.store.base.Chunks.matching_documents`."""
         kbs = kb_list(kb_ids)
@@ -104,8 +106,9 @@ class ChunksMixin(RelationalRole):
                 "?",
                 prefix_length=None if path_prefix is None else len(path_prefix),
                 language=language,
+                conditions=conditions,
             )
-            params = matching_documents_params(dialect.ids(kbs), path_prefix, language)
+            params = matching_documents_params(dialect.ids(kbs), path_prefix, language, conditions)
             return [str(row[0]) for row in tx.all(sql, params)]
 
     def document_chunks(

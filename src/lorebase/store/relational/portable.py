@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from lorebase.errors import Conflict, InvalidInput
+from lorebase.fields import fold
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import (
     DocumentRecord,
@@ -31,6 +32,7 @@ from lorebase.store.base import (
     KbSnapshot,
     KnowledgeBase,
     NewDocument,
+    Region,
     Source,
 )
 from lorebase.store.records import (
@@ -176,12 +178,13 @@ class PortableMixin(RelationalRole):
         given = {
             name: fields[name]
             for name in _NEW_DOCUMENT_FIELDS & set(fields)
-            if name not in ("text", "source_id")
+            if name not in ("text", "source_id", "regions")
         }
         new = NewDocument(
             **given,
             text=document.text or "",
             source_id=sources.get(int(exported_source)) if exported_source is not None else None,
+            regions=tuple(document.regions),
         )
         chunks = document.chunks
         check_chunks(chunks)
@@ -206,6 +209,15 @@ class PortableMixin(RelationalRole):
             extra=self._document_extra,
         )
         _write_other_fields(tx, document_id, fields)
+        tx.many(
+            "INSERT INTO document_fields (document_id, kb_id, field, folded, value, origin) "
+            "VALUES (?, ?, 'tags', ?, ?, 'user') ON CONFLICT DO NOTHING",
+            [
+                rows.text_values(tx, (document_id, kb_id, fold(tag), tag))
+                for tag in document.tags
+                if isinstance(tag, str) and tag.strip()
+            ],
+        )
         if chunks:
             stored = [stored_chunk_id(document_id, chunk.id) for chunk in chunks]
             written = DocumentChunks(kb_id, document_id, chunks, stored)
@@ -271,6 +283,23 @@ class _Snapshot:
         ):
             chunks.setdefault(str(row[0]), []).append(_chunk(row))
         vectors = self._vectors(records, chunks)
+        tags: dict[str, list[str]] = {}
+        for document_id, tag in tx.all(
+            "SELECT document_id, value FROM document_fields WHERE "
+            f"{dialect.any_of('document_id')} AND field = 'tags' AND origin = 'user' "
+            "ORDER BY document_id, folded",
+            (ids,),
+        ):
+            tags.setdefault(str(document_id), []).append(str(tag))
+        regions: dict[str, list[Region]] = {}
+        for document_id, page, start, end, boxes in tx.all(
+            "SELECT document_id, page, start_offset, end_offset, boxes FROM regions "
+            f"WHERE {dialect.any_of('document_id')} ORDER BY document_id, start_offset",
+            (ids,),
+        ):
+            regions.setdefault(str(document_id), []).append(
+                Region(int(page), int(start), int(end), tuple(map(tuple, json.loads(boxes))))
+            )
         for record in records:
             held = chunks.get(record.id, [])
             yield ExportedDocument(
@@ -279,6 +308,8 @@ class _Snapshot:
                 chunks=[chunk for chunk, _ in held],
                 sections=[section for _, section in held],
                 vectors=vectors.get(record.id),
+                tags=tags.get(record.id, []),
+                regions=regions.get(record.id, []),
             )
 
     def _vectors(

@@ -9,12 +9,14 @@ document rows (by path or id, in sorted order when several), then their chunks.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 from lorebase.analysis import analysis_language
 from lorebase.errors import Conflict, InvalidInput, NotFound, SourceRemoved
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
+from lorebase.fields import field_rows
+from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument, Region
 from lorebase.store.base import new_document_id as new_id
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
@@ -202,6 +204,8 @@ def upsert_document(
         )
         if inserted is not None:
             write_text(tx, str(inserted[0]), text)
+            write_fields(tx, kb_id, str(inserted[0]), document, fresh=True)
+            write_regions(tx, str(inserted[0]), document.regions, fresh=True)
             return str(inserted[0])
         document_id = _locked_path(tx, kb_id, document.path)  # made meanwhile, committed
         if document_id is None:
@@ -213,7 +217,45 @@ def upsert_document(
         (*values, now, document_id),
     )
     write_text(tx, document_id, text)
+    write_fields(tx, kb_id, document_id, document)
+    write_regions(tx, document_id, document.regions)
     return document_id
+
+
+def write_regions(
+    tx: Bound, document_id: str, regions: Sequence[Region], *, fresh: bool = False
+) -> None:
+    """Where OCR read the document's text, in place of what an earlier reading recorded."""
+    if not fresh:
+        tx.execute("DELETE FROM regions WHERE document_id = ?", (document_id,))
+    tx.many(
+        "INSERT INTO regions (document_id, page, start_offset, end_offset, boxes) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [
+            (document_id, r.page, r.start, r.end, json.dumps([list(b) for b in r.boxes]))
+            for r in regions
+        ],
+    )
+
+
+def write_fields(
+    tx: Bound, kb_id: int, document_id: str, document: NewDocument, *, fresh: bool = False
+) -> None:
+    """The fields a search filters on (:func:`lorebase.fields.field_rows`) of the document as
+    read now, in place of those an earlier reading gave (the tags users set stay)."""
+    if not fresh:
+        tx.execute(
+            "DELETE FROM document_fields WHERE document_id = ? AND origin = 'document'",
+            (document_id,),
+        )
+    found = field_rows(
+        document.metadata, title=document.title, kind=document.kind, mtime=document.mtime
+    )
+    tx.many(
+        "INSERT INTO document_fields (document_id, kb_id, field, folded, value, origin) "
+        "VALUES (?, ?, ?, ?, ?, 'document') ON CONFLICT DO NOTHING",
+        [text_values(tx, (document_id, kb_id, n, f, v)) for n, v, f in found],
+    )
 
 
 def _locked_path(tx: Bound, kb_id: int, path: str) -> str | None:

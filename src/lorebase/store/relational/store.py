@@ -12,6 +12,7 @@ from lorebase.store.base import Store
 from lorebase.store.relational.catalogue import CatalogueMixin
 from lorebase.store.relational.chunks import ChunksMixin
 from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
+from lorebase.store.relational.fields import FieldsMixin, RegionsMixin
 from lorebase.store.relational.lexical import LexicalMixin
 from lorebase.store.relational.portable import PortableMixin
 from lorebase.store.relational.role import Database
@@ -28,6 +29,8 @@ class RelationalStore(
     LexicalMixin,
     VectorsMixin,
     ChunksMixin,
+    FieldsMixin,
+    RegionsMixin,
     MetricsMixin,
     PortableMixin,
     Store,

@@ -150,8 +150,10 @@ class LoadedIndex:
         if document_ids is None:
             return self.live
         wanted = set(document_ids)
-        codes = [code for code, doc in enumerate(self.document_ids) if doc in wanted]
-        mask = np.isin(self.document_codes, np.asarray(codes, dtype=np.int32))
+        chosen = np.fromiter(
+            (doc in wanted for doc in self.document_ids), dtype=bool, count=len(self.document_ids)
+        )
+        mask: np.ndarray = chosen[self.document_codes]  # a lookup per row, not np.isin's sort
         return mask if self.live is None else mask & self.live
 
     def search(self, query: np.ndarray, limit: int, document_ids: Sequence[str] | None) -> Scored:

@@ -367,6 +367,36 @@ _VERSIONS_AND_PACE: tuple[Step, ...] = (
     "ALTER TABLE knowledge_bases ADD COLUMN progress_left INTEGER",
 )
 
+_DOCUMENT_FIELDS: tuple[Step, ...] = (
+    # What a search filters on (lorebase.fields): one row per value of a document's metadata
+    # keys, title, kind and dates, matched on ``folded`` (case-folded; dates canonical ISO);
+    # ``origin`` 'user' for the tags people set, which a new reading of the file leaves alone.
+    # Documents made before are stale (no versions recorded): their next reading fills these.
+    """CREATE TABLE document_fields (
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        kb_id INTEGER NOT NULL,
+        field TEXT NOT NULL,
+        folded TEXT NOT NULL,
+        value TEXT NOT NULL,
+        origin TEXT NOT NULL DEFAULT 'document',
+        PRIMARY KEY (document_id, origin, field, folded)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX document_fields_match ON document_fields (kb_id, field, folded)",
+)
+
+_REGIONS: tuple[Step, ...] = (
+    # Where OCR read a document's text (scanned pages, images): the line boxes of each span,
+    # as JSON fractions of the page, so a passage is marked on its page (lorebase.service.pages).
+    """CREATE TABLE regions (
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        page INTEGER NOT NULL,
+        start_offset INTEGER NOT NULL,
+        end_offset INTEGER NOT NULL,
+        boxes TEXT NOT NULL
+    )""",
+    "CREATE INDEX regions_page ON regions (document_id, page, start_offset)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -382,6 +412,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, "documents inside documents; metadata", _DOCUMENT_PARTS),
     Migration(13, "the languages of a base's passages", _ANALYSES),
     Migration(14, "the versions that made a document; the pace of a pass", _VERSIONS_AND_PACE),
+    Migration(15, "the fields of a document a search filters on", _DOCUMENT_FIELDS),
+    Migration(16, "where OCR read a document's text", _REGIONS),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

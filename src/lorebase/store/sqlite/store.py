@@ -10,6 +10,7 @@ transactions), with the lexical engine and the in-memory dense indexes;
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from lorebase.store.sqlite.database import (
     connect_reader,
 )
 from lorebase.store.sqlite.lexical import DEFAULT_LEXICAL, open_engine
+from lorebase.store.sqlite.maintenance import SqliteMaintenance, raise_if_damaged
 from lorebase.store.sqlite.role import SqliteRole
 from lorebase.store.sqlite.schema import migrate
 
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 
-class SqliteStore(SqliteRole, RelationalStore[SqliteDatabase]):
+class SqliteStore(SqliteRole, SqliteMaintenance, RelationalStore[SqliteDatabase]):
     """:class:`Store` over one SQLite file. Safe to share between threads (writes through one
     connection under a lock, reads through pooled connections); several processes may open
     the same file. ``database`` is public so that other SQLite-backed stores (the accounts)
@@ -45,13 +47,19 @@ class SqliteStore(SqliteRole, RelationalStore[SqliteDatabase]):
 
     def __init__(self, path: Path | str, *, lexical: str = DEFAULT_LEXICAL) -> None:
         self.path = Path(path)
-        self._db = SqliteDatabase(self.path)
+        try:
+            self._db = SqliteDatabase(self.path)
+        except sqlite3.DatabaseError as error:
+            raise_if_damaged(self.path, error)
+            raise
         try:
             with self._db.schema() as conn:
                 migrate(conn)
                 self._lexical = open_engine(lexical, conn, self.path, self._db.read)
-        except BaseException:
+        except BaseException as error:
             self._db.close()
+            if isinstance(error, sqlite3.DatabaseError):
+                raise_if_damaged(self.path, error)
             raise
         self._dense = dense.DenseIndexes()
         self._dense_lock = threading.Lock()

@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import shutil
 import sqlite3
@@ -121,6 +122,15 @@ _SAMPLE_SQL = (
     "WHERE c.rowid IN (SELECT rowid FROM chunks WHERE kb_id = ? ORDER BY random() LIMIT ?)"
 )
 """Random chunks of a base, with the fields their indexed text is made of."""
+FEW_DOCUMENTS = 64
+"""Up to this many allowed documents, a keyword search restricts its query to them (a term
+set); beyond, it ranks the base deeper and keeps theirs when that depth is no more than the
+allowed documents (a term set costs about as much per document as the depth per hit)."""
+FILTER_DEPTH_SLACK = 2.0
+"""How much deeper than the allowed documents' share predicts a filtered search reads (their
+chunks are not spread evenly over the ranking)."""
+MAX_FILTER_DEPTH = 2_000
+"""The deepest unrestricted ranking read for a filtered search (a term set beyond)."""
 SAMPLE_HITS = 100_000
 """Hits read per sampled term (within its document: every chunk of the longest document)."""
 Problem = tuple[str, str | None]
@@ -282,11 +292,60 @@ class TantivyIndexes:
             if not tokens:
                 continue
             searcher = index.searcher()
-            query_of_base = base_query(self._schema, searcher, tokens, document_ids)
-            found = searcher.search(query_of_base, limit, count=False).hits
-            ids = hit_ids(searcher, found)
-            per_base.append([(i, float(score)) for i, (score, _) in zip(ids, found, strict=True)])
+            ranked = None
+            if document_ids is not None and len(document_ids) > FEW_DOCUMENTS:
+                ranked = self._filtered_after(
+                    conn, kb_id, searcher, tokens, limit, set(document_ids)
+                )
+            if ranked is None:
+                query_of_base = base_query(self._schema, searcher, tokens, document_ids)
+                found = searcher.search(query_of_base, limit, count=False).hits
+                ids = hit_ids(searcher, found)
+                ranked = [(i, float(score)) for i, (score, _) in zip(ids, found, strict=True)]
+            per_base.append(ranked)
         return merge_top(per_base, limit)
+
+    def _filtered_after(
+        self,
+        conn: sqlite3.Connection,
+        kb_id: int,
+        searcher: Any,
+        tokens: dict[str, int],
+        limit: int,
+        allowed: set[str],
+    ) -> Scored | None:
+        """The best ``limit`` hits of the ``allowed`` documents, found by ranking the whole
+        base and keeping theirs — exact, since a restriction changes no score: the first
+        ``limit`` kept are the restricted ranking's first ``limit``. Many allowed documents
+        make a term set slow to build and walk, while a deeper unrestricted ranking costs
+        little. None when the allowed share is too small for the depth it would take, or the
+        depth read keeps fewer than ``limit`` while more hits lie beyond it (the caller then
+        restricts the query itself)."""
+        (documents,) = conn.execute(
+            "SELECT count(*) FROM documents WHERE kb_id = ?", (kb_id,)
+        ).fetchone()
+        share = min(1.0, len(allowed) / max(int(documents), 1))
+        depth = math.ceil(limit / max(share, 1e-9) * FILTER_DEPTH_SLACK)
+        if depth > min(MAX_FILTER_DEPTH, len(allowed)):  # a term set of them costs less
+            return None
+        found = searcher.search(
+            base_query(self._schema, searcher, tokens, None), depth, count=False
+        ).hits
+        ids = hit_ids(searcher, found)
+        owners = dict(
+            conn.execute(
+                "SELECT id, document_id FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            ).fetchall()
+        )
+        kept = [
+            (chunk_id, float(score))
+            for chunk_id, (score, _) in zip(ids, found, strict=True)
+            if owners.get(chunk_id) in allowed
+        ]
+        if len(kept) < limit and len(found) == depth:
+            return None
+        return kept[:limit]
 
     def ceiling(
         self,

@@ -136,7 +136,11 @@ def base_query(
         should.append((t.Occur.Should, t.Query.boost_query(term, boost)))
     query = should[0][1] if len(should) == 1 else t.Query.boolean_query(should)
     if document_ids is not None:
-        allowed = t.Query.term_set_query(schema, "document", list(document_ids))
+        # Scored zero: a restriction changes which chunks match, never their BM25 (the
+        # relevance floor compares it with the ceiling, filtered or not).
+        allowed = t.Query.boost_query(
+            t.Query.term_set_query(schema, "document", list(document_ids)), 0.0
+        )
         query = t.Query.boolean_query([(t.Occur.Must, query), (t.Occur.Must, allowed)])
     return query
 

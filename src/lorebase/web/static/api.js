@@ -114,3 +114,11 @@ export function onChange(listener) {
   });
   return stop;
 }
+
+/** GET a picture (a document's page): an object URL for it and the response's headers.
+ * Throws ApiError on a problem answer. Revoke the URL when it is no longer shown. */
+export async function picture(path, options = {}) {
+  const response = await fetch(path, { headers: headers({ Accept: "image/png" }), credentials: "same-origin", signal: options.signal });
+  if (!response.ok) throw await failure(response);
+  return { url: URL.createObjectURL(await response.blob()), headers: response.headers };
+}

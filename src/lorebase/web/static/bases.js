@@ -1,6 +1,6 @@
 // Knowledge bases: the list with totals and state, create, delete with a confirmation.
 import { api, onChange } from "./api.js";
-import { bytes, fill, flash, h, when } from "./dom.js";
+import { bytes, fill, flash, h, timeLeft, when } from "./dom.js";
 
 export async function basesView(view, route, session) {
   const table = h("tbody");
@@ -81,6 +81,10 @@ export async function basesView(view, route, session) {
       h("td", { class: "num" }, bytes(kb.bytes)),
       embedderCell(kb),
       h("td", {}, state, kb.state_reason ? h("div", { class: "muted" }, kb.state_reason) : null,
+        kb.state === "indexing" && kb.progress_total
+          ? h("div", { class: "pace" }, `${kb.progress_done}/${kb.progress_total} files · ${timeLeft(kb.seconds_left)}`) : null,
+        kb.stale_documents
+          ? h("div", { class: "stale" }, `${kb.stale_documents} made by an older version: read again by the next pass`) : null,
         h("div", { class: "muted" }, `last pass: ${when(kb.last_pass_finished_at)}`)),
       h("td", {}, del, confirmBox));
   }

@@ -1,8 +1,11 @@
-// A document opened at a passage: its extracted text around it, with line numbers and the
-// passage marked, and the chunks the index holds around it; opened without one, its first
-// chunks (what lorebase understood of the file) and its text from the start.
-import { api } from "./api.js";
-import { fill, h, marked } from "./dom.js";
+// A document opened at a passage: what is known of it (tags — people may add and remove their
+// own —, author, dates), a PDF's page with the passage marked where it stands (previous / next
+// page), its extracted text around the passage, with line numbers and the passage marked, and
+// the chunks the index holds around it; opened without one, its first chunks (what lorebase
+// understood of the file: section, where, language, tokens, whether embedded) and its text
+// from the start.
+import { api, picture } from "./api.js";
+import { fill, flash, h, marked } from "./dom.js";
 import { reasonWords } from "./documents.js";
 
 const WINDOW_CHARS = 6000;
@@ -31,13 +34,17 @@ export async function documentView(view, route) {
     h("h1", {}, doc.name),
     h("p", { class: "muted" }, `${doc.kind} · ${doc.chunks} chunks · ${doc.state}`, doc.page_count ? ` · ${doc.page_count} pages` : ""),
     doc.reason ? h("p", { class: "error" }, reasonWords(doc.reason)) : null,
+    fieldsList(doc),
   ];
+  const hitChunk = chunks.find((c) => c.chunk_id === chunk);
+  if (doc.kind === "pdf" || doc.kind === "image") sections.push(pagePanel(doc, hitChunk));
   if (chunks.length) {
     const heading = chunk ? "The passage and its neighbours"
       : doc.chunks > chunks.length ? `Its first ${chunks.length} chunks of ${doc.chunks}` : "Its chunks";
     sections.push(h("h2", {}, heading),
       h("ol", { class: "chunks" }, chunks.map((c) => h("li", { class: c.chunk_id === chunk ? "chunk hit" : "chunk", id: c.chunk_id === chunk ? "passage" : null },
-        h("p", { class: "muted" }, [c.trail.join(" › "), c.page ? `page ${c.page}` : null, c.line ? `line ${c.line}` : null].filter(Boolean).join(" · ") || `chunk ${c.ordinal}`),
+        h("p", { class: "muted" }, [c.trail.join(" › ") || `chunk ${c.ordinal}`, c.page ? `page ${c.page}` : null, c.line ? `line ${c.line}` : null,
+          c.language, c.tokens ? `${c.tokens} tokens` : null, c.embedded === false ? "no vector yet" : null].filter(Boolean).join(" · ")),
         h("p", { class: "chunk-text" }, marked(c.text, c.chunk_id === chunk ? words : []))))));
   }
   if (text) {
@@ -46,6 +53,74 @@ export async function documentView(view, route) {
   }
   fill(view, ...sections);
   (document.getElementById("passage") || view.querySelector(".in-passage"))?.scrollIntoView({ block: "center" });
+}
+
+const SHOWN_LATER = new Set(["title", "kind"]);
+
+/** What is known of the document, and its tags: those people set can be removed, more added. */
+function fieldsList(doc) {
+  const list = h("dl", { class: "fields-list" });
+  const draw = (fields) => fill(list, Object.entries(fields || {}).filter(([name]) => !SHOWN_LATER.has(name) && name !== "tags")
+    .flatMap(([name, values]) => [h("dt", {}, name), h("dd", {}, values.join(", "))]),
+  h("dt", {}, "tags"), h("dd", { class: "tags" }, (fields?.tags || []).map((tag) => h("span", { class: "chip" }, tag, " ",
+    h("button", { type: "button", class: "link", "aria-label": `remove tag ${tag}`, onclick: () => change({ remove_tags: [tag] }) }, "×"))),
+  tagForm));
+  const input = h("input", { type: "text", maxlength: 200, "aria-label": "new tag", placeholder: "add a tag" });
+  const tagForm = h("form", { class: "tag-form" }, input, h("button", { type: "submit" }, "Add"));
+  tagForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (input.value.trim()) change({ add_tags: [input.value.trim()] });
+  });
+  async function change(body) {
+    try {
+      const after = await api("PATCH", `/v1/documents/${doc.id}`, body);
+      input.value = "";
+      draw(after.fields);
+    } catch (error) {
+      flash(error.message, "error");
+    }
+  }
+  draw(doc.fields);
+  return list;
+}
+
+/** A PDF's or an image's page as a picture with the passage marked, and previous / next. */
+function pagePanel(doc, hit) {
+  const pages = doc.page_count || 1;
+  let page = Math.min(Math.max(hit?.page || 1, 1), pages);
+  const image = h("img", { class: "page-image", alt: "", hidden: true });
+  const caption = h("p", { class: "muted", "aria-live": "polite" });
+  const previous = h("button", { type: "button", onclick: () => show(page - 1) }, "← previous page");
+  const next = h("button", { type: "button", onclick: () => show(page + 1) }, "next page →");
+  let shown = null;
+  let pending = null;
+  async function show(wanted) {
+    page = Math.min(Math.max(wanted, 1), pages);
+    previous.disabled = page <= 1;
+    next.disabled = page >= pages;
+    pending?.abort();
+    pending = new AbortController();
+    const width = Math.max(200, Math.min(2000, Math.round((image.parentElement?.clientWidth || 800) * (window.devicePixelRatio || 1))));
+    const chunk = hit ? `&chunk=${encodeURIComponent(hit.chunk_id)}` : "";
+    fill(caption, `Loading page ${page}…`);
+    try {
+      const got = await picture(`/v1/documents/${doc.id}/pages/${page}?width=${width}${chunk}`, { signal: pending.signal });
+      if (shown) URL.revokeObjectURL(shown);
+      shown = got.url;
+      image.src = got.url;
+      image.alt = `page ${page} of ${doc.name}`;
+      image.hidden = false;
+      const boxes = Number(got.headers.get("X-Marked-Boxes") || 0);
+      fill(caption, `Page ${page} of ${pages}`, hit ? (boxes ? " · the passage is marked" : " · the passage is not on this page") : "");
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      image.hidden = true;
+      fill(caption, error.message);
+    }
+  }
+  const panel = h("section", { class: "page card", "aria-label": "the page" }, h("h2", {}, "On the page"), h("div", { class: "toolbar" }, previous, next), caption, image);
+  queueMicrotask(() => show(page));
+  return panel;
 }
 
 /** The text window as numbered lines; the lines of the passage [at, end) are marked. */

@@ -85,6 +85,18 @@ export function bytes(n) {
   return `${n.toFixed(n < 10 ? 1 : 0)} ${units[i]}`;
 }
 
+/** "about 3 min 05 s left" (seconds_left of a running pass; null: its rate is being measured),
+ * as `lorebase status` says it. */
+export function timeLeft(seconds) {
+  if (seconds === null || seconds === undefined) return "estimating time left";
+  if (seconds < 1) return "finishing";
+  const whole = Math.round(seconds);
+  if (whole < 60) return `about ${whole} s left`;
+  const minutes = Math.floor(whole / 60);
+  if (minutes < 60) return `about ${minutes} min ${String(whole % 60).padStart(2, "0")} s left`;
+  return `about ${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, "0")} min left`;
+}
+
 export function when(epochSeconds) {
   if (!epochSeconds) return "never";
   return new Date(epochSeconds * 1000).toLocaleString();

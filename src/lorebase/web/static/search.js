@@ -1,8 +1,9 @@
-// Search: query, base filter, mode; one hit per document, each with its citation, the snippet
-// with the query words marked, its base, the document's other matching passages ("3 more
-// passages in this document", opened on demand) and on demand its scores (each labelled with its
-// step's measure) and the timings. Warnings and notes are shown; a search that found nothing
-// relevant says so.
+// Search: query, base filter, mode, filters on what is known of documents (chips: tags=policy,
+// date>=2025-01-01; a hit's tag adds one); one hit per document, each with its citation, the
+// snippet with the query words marked, its base, its document's tags, author and date, the
+// document's other matching passages ("3 more passages in this document", opened on demand) and
+// on demand its scores (each labelled with its step's measure) and the timings. Warnings and
+// notes are shown; a search that found nothing relevant says so.
 import { api } from "./api.js";
 import { fill, flash, h, highlighted, highlightedWords } from "./dom.js";
 
@@ -12,6 +13,27 @@ const NOTHING_FOUND = "Nothing relevant found: no passage matches enough of the 
 
 function scoreText(s) {
   return s.rank === null ? `${s.score.toFixed(4)} (read to fuse)` : `${s.score.toFixed(4)} (rank ${s.rank})`;
+}
+
+// A filter as people write it (the CLI's form): FIELD=VALUE (a|b: any of), FIELD!=VALUE, and
+// date ranges with >, >=, <, <=. The server checks fields and dates and says what it accepts.
+const FILTER_FORM = /^\s*([^=!<>\s]+)\s*(!=|>=|<=|=|>|<)\s*(.+?)\s*$/;
+const OPERATORS = { ">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte" };
+const SHOWN_FIELDS = ["tags", "author", "date"];
+
+/** The REST search's `filter` object from chips such as "tags=policy" (null: none): one
+ * object per chip, all of which must hold (`$and`): = is `$in` (any of a|b), != `$nin`, and
+ * the range operators. */
+export function filterObject(chips) {
+  const all = [];
+  for (const chip of chips) {
+    const [, field, op, value] = chip.match(FILTER_FORM) || [];
+    if (!field) continue;
+    const values = value.split("|").map((v) => v.trim()).filter(Boolean);
+    const rule = op === "=" ? { $in: values } : op === "!=" ? { $nin: values } : { [OPERATORS[op]]: value };
+    all.push({ [field]: rule });
+  }
+  return all.length ? { $and: all } : null;
 }
 
 function passageLink(hit, passage, query) {
@@ -27,6 +49,24 @@ export async function searchView(view, route) {
     bases.map((kb) => h("option", { value: kb.id, selected: String(kb.id) === params.get("kb") }, kb.name)));
   const mode = h("select", { id: "search-mode" }, ["hybrid", "keyword", "dense"].map((m) => h("option", { value: m, selected: m === params.get("mode") }, m)));
   const rerank = h("input", { id: "search-rerank", type: "checkbox" });
+  const chips = (params.get("f") || "").split("\n").filter(Boolean);
+  const filterInput = h("input", { id: "search-filter", type: "text", maxlength: 300, placeholder: "tags=policy or date>=2025-01-01", "aria-describedby": "filter-help" });
+  const chipList = h("ul", { class: "chips", "aria-label": "filters" });
+  function drawChips() {
+    fill(chipList, chips.map((chip, index) => h("li", { class: "chip" }, chip, " ",
+      h("button", { type: "button", class: "link", "aria-label": `remove filter ${chip}`, onclick: () => { chips.splice(index, 1); drawChips(); } }, "×"))));
+  }
+  function addChip(text) {
+    const chip = text.trim();
+    if (!chip) return;
+    if (!FILTER_FORM.test(chip)) { flash("A filter is FIELD=VALUE, FIELD!=VALUE or a date range such as date>=2025-01-01.", "error"); return; }
+    if (!chips.includes(chip)) chips.push(chip);
+    drawChips();
+  }
+  filterInput.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && filterInput.value.trim()) { event.preventDefault(); addChip(filterInput.value); filterInput.value = ""; }
+  });
+  drawChips();
   const results = h("section", { id: "results", "aria-live": "polite" });
   const form = h("form", { id: "search", class: "card", role: "search" },
     h("label", { for: "q" }, "Search"), query,
@@ -34,11 +74,18 @@ export async function searchView(view, route) {
       h("label", { for: "search-kb" }, "In"), base,
       h("label", { for: "search-mode" }, "Mode"), mode,
       h("label", { for: "search-rerank" }, rerank, " rerank (when configured)"),
-      h("button", { type: "submit" }, "Search")));
+      h("button", { type: "submit" }, "Search")),
+    h("div", { class: "toolbar" },
+      h("label", { for: "search-filter" }, "Filter"), filterInput,
+      h("button", { type: "button", onclick: () => { addChip(filterInput.value); filterInput.value = ""; } }, "Add filter"),
+      chipList),
+    h("p", { id: "filter-help", class: "muted" }, "Only documents whose fields meet every filter: tags, author, title, date, created, modified, kind, or any key of their front matter."));
 
   async function run() {
     const body = { query: query.value, mode: mode.value, rerank: rerank.checked, top_k: 10 };
     if (base.value) body.knowledge_bases = [Number(base.value)];
+    const wanted = filterObject(chips);
+    if (wanted) body.filter = wanted;
     fill(results, h("p", { class: "muted" }, "Searching…"));
     try {
       show(await api("POST", "/v1/search", body));
@@ -67,6 +114,7 @@ export async function searchView(view, route) {
         return h("li", { class: "hit", dataset: { chunk: hit.chunk_id } },
           h("a", { class: "citation", href: passageLink(hit, hit, query.value) }, hit.citation),
           h("p", { class: "snippet" }, hit.snippet ? highlighted(hit.snippet, hit.highlights) : hit.text),
+          fieldsLine(hit),
           passages,
           h("p", { class: "muted" }, `in ${hit.knowledge_base}`, " · ",
             h("button", { type: "button", class: "link", onclick: () => { scores.hidden = !scores.hidden; } }, "scores")),
@@ -74,9 +122,18 @@ export async function searchView(view, route) {
       })));
   }
 
+  function fieldsLine(hit) {
+    const fields = hit.fields || {};
+    const parts = SHOWN_FIELDS.filter((name) => (fields[name] || []).length).map((name) => name === "tags"
+      ? h("span", {}, "tags: ", fields.tags.map((tag) => h("button", { type: "button", class: "tag", title: `only documents tagged ${tag}`, onclick: () => { addChip(`tags=${tag}`); run(); } }, tag)))
+      : h("span", {}, `${name}: ${fields[name].join(", ")}`));
+    return parts.length ? h("p", { class: "fields muted" }, parts.flatMap((part, i) => (i ? [" · ", part] : [part]))) : null;
+  }
+
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const next = `#/search?q=${encodeURIComponent(query.value)}&kb=${base.value}&mode=${mode.value}`;
+    if (filterInput.value.trim()) { addChip(filterInput.value); filterInput.value = ""; }
+    const next = `#/search?q=${encodeURIComponent(query.value)}&kb=${base.value}&mode=${mode.value}&f=${encodeURIComponent(chips.join("\n"))}`;
     history.replaceState(null, "", next);
     run();
   });
