@@ -49,7 +49,10 @@ SECRET_TEXT = "# Merger\n\nThe codename for the merger is BLUEHERON and it close
 SECRETS = (SECRET_KB, SECRET_NAME, "quarterly-merger", "BLUEHERON", "codename")
 
 # What an event may carry: ids, states, counts — never a name or text.
-EVENT_KEYS = {"type", "knowledge_base_id", "document_id", "state", "reason", "documents", "chunks"}
+EVENT_KEYS = {
+    *("type", "knowledge_base_id", "document_id", "state", "reason", "documents", "chunks"),
+    *("progress_done", "progress_total", "seconds_left"),  # a pass's pace
+}
 TOKEN = re.compile(r"[a-z0-9_]+")  # hex ids, state names, reason codes
 
 Event = dict[str, object]
@@ -210,7 +213,7 @@ def parse(lines: list[str]) -> Event:
     assert set(data) <= EVENT_KEYS, data
     assert isinstance(data["knowledge_base_id"], int), data
     for value in data.values():
-        assert value is None or isinstance(value, int) or TOKEN.fullmatch(value), data
+        assert value is None or isinstance(value, int | float) or TOKEN.fullmatch(value), data
     return data
 
 
@@ -279,7 +282,9 @@ def test_a_folder_pass_streams_counts_to_everyone_who_sees_the_base(tmp_path: Pa
             )
             assert added.status_code == 201, added.text
             for sse in (alice, bob):
-                last = sse.until(lambda e: e["type"] == "knowledge_base" and e["documents"] == 1)
+                last = sse.until(
+                    lambda e: e["type"] == "knowledge_base" and e.get("documents") == 1
+                )
                 assert last[-1]["knowledge_base_id"] == kb_id and last[-1]["chunks"] == 1
                 # Each document of the pass is announced as it settles, not only the totals.
                 indexed = [e for e in last if e["type"] == "document" and e["state"] == "indexed"]

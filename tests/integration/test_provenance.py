@@ -35,9 +35,9 @@ from lorebase.types import (
 CITATION = "guides/reset.pdf › Accounts › Reset (p. 3–4)"
 API_ONLY = {
     *("chunk_id", "text", "snippet", "highlights", "citation", "scores", "before", "after"),
-    "passages",
+    *("passages", "fields"),
 }
-"""HitOut fields that are the hit's own, not its provenance's."""
+"""HitOut fields that are the hit's own (and its document's fields), not its provenance's."""
 NOT_IN_API = {"uploaded"}  # the API shows an upload by its own name instead
 
 

@@ -380,7 +380,7 @@ _DOCUMENT_FIELDS: tuple[Step, ...] = (
         value TEXT NOT NULL,
         origin TEXT NOT NULL DEFAULT 'document',
         PRIMARY KEY (document_id, origin, field, folded)
-    ) WITHOUT ROWID""",
+    )""",
     "CREATE INDEX document_fields_match ON document_fields (kb_id, field, folded)",
 )
 
