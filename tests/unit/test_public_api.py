@@ -59,3 +59,18 @@ def test_the_package_says_it_is_typed() -> None:
 def test_all_lists_exactly_what_loads_lazily() -> None:
     assert set(lorebase.__all__) == {"__version__", "open", *lorebase._LAZY}
     assert len(lorebase.__all__) == len(set(lorebase.__all__))
+
+
+def test_the_command_line_parses_without_loading_what_its_commands_run() -> None:
+    """`lorebase --help` (and every command's parsing) loads no model runtime, no numpy, no
+    web framework and not the service: a command imports those when it runs (issue 33: the
+    help answers at once)."""
+    code = (
+        "import sys; from lorebase.cli.main import app; "
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}); "
+        "print(heavy + [m for m in ('lorebase.service.core', 'lorebase.app') if m in sys.modules])"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from lorebase.app import build_embedders
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, settings_from
-from lorebase.embed.listing import EmbedderRow, list_embedders
+
+if TYPE_CHECKING:
+    from lorebase.embed.listing import EmbedderRow
 
 
 @handles_errors
@@ -34,6 +35,9 @@ def embedders(
     `kb create` gives a new knowledge base. API keys are never shown.
     """
     settings = settings_from(ctx)
+    from lorebase.app import build_embedders  # the models' runtime: when the command runs
+    from lorebase.embed.listing import list_embedders
+
     registry = build_embedders(settings)
     try:
         rows = list_embedders(registry, settings.search.no_answer_threshold, check=not no_check)

@@ -12,7 +12,6 @@ from rich.text import Text
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from, settings_from
 from lorebase.errors import DamagedDatabase, LorebaseError
-from lorebase.service import Lorebase
 
 if TYPE_CHECKING:
     from lorebase.service.maintenance import CheckReport, Finding
@@ -218,6 +217,8 @@ def restore(
     unless --replace; it is copied into a folder beside the target and renamed into
     place."""
     settings = settings_from(ctx)
+    from lorebase.service import Lorebase  # the store's code: when the command runs
+
     done = Lorebase.restore(folder, settings, replace=replace)
     if as_json:
         render.print_json(

@@ -17,7 +17,7 @@ from rich.text import Text
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.errors import InvalidInput
-from lorebase.service.portable import KEY_ENV
+from lorebase.settings import EXPORT_KEY_ENV as KEY_ENV
 
 KeyFileOption = Annotated[
     Path | None,

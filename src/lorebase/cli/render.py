@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.padding import Padding
@@ -16,14 +16,16 @@ from rich.table import Table
 from rich.text import Text
 
 from lorebase.agent.citations import terminal_citation, terminal_place
-from lorebase.embed.registry import Reachability, shown_name
 from lorebase.errors import reason_hint
 from lorebase.ingest.progress import left_phrase, pass_seconds_left
-from lorebase.ingest.report import IngestReport
-from lorebase.inspect import FileReport, Summary
-from lorebase.search.query import Hit, Neighbor, SearchResponse, StepScore
-from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source, StoredChunk
 from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
+
+if TYPE_CHECKING:  # what renders here is handed in; importing it is the caller's (--help: none)
+    from lorebase.embed.registry import Reachability
+    from lorebase.ingest.report import IngestReport
+    from lorebase.inspect import FileReport, Summary
+    from lorebase.search.query import Hit, Neighbor, SearchResponse, StepScore
+    from lorebase.service import DocumentRecord, KnowledgeBase, Lorebase, Source, StoredChunk
 
 T = TypeVar("T")
 
@@ -456,6 +458,8 @@ def _model(identity_key: str | None) -> str:
 
 def embedder_label(kb: KnowledgeBase) -> str:
     """The embedder a base answers with, and the one it is moving to."""
+    from lorebase.embed.registry import shown_name
+
     current = shown_name(kb.embedder)
     if kb.embedder_next is None or kb.embedder_next == kb.embedder:
         moving = " (re-embedding)" if kb.embedder_next is not None else ""

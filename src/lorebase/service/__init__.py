@@ -4,11 +4,15 @@
 they parse input, call one method and render the result, and never reach the store. It is a
 facade composed of small use-case objects, one module each (:mod:`lorebase.service.core` lists
 them). The values it hands out (knowledge bases, documents, states, scopes, callers) are
-re-exported here so a surface needs no import from below this layer.
+re-exported here so a surface needs no import from below this layer. :class:`Lorebase` itself
+is loaded on first use, so a command line that only parses (``--help``) does not load it.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from lorebase.accounts.access import Caller
-from lorebase.service.core import LOCAL_USER, Lorebase
 from lorebase.store.base import (
     DocumentRecord,
     DocumentState,
@@ -33,3 +37,15 @@ __all__ = [
     "SourceKind",
     "StoredChunk",
 ]
+
+if TYPE_CHECKING:
+    from lorebase.service.core import LOCAL_USER, Lorebase
+
+
+def __getattr__(name: str) -> Any:
+    """``Lorebase`` and ``LOCAL_USER``, from :mod:`lorebase.service.core` on first use."""
+    if name in ("Lorebase", "LOCAL_USER"):
+        from lorebase.service import core
+
+        return getattr(core, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

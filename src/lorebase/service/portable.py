@@ -53,7 +53,7 @@ from lorebase.service.export_format import (
     write_manifest,
 )
 from lorebase.service.originals import Originals
-from lorebase.settings import ChunkSettings, Settings
+from lorebase.settings import EXPORT_KEY_ENV, ChunkSettings, Settings
 from lorebase.store.base import (
     DocumentRecord,
     ExportedDocument,
@@ -69,7 +69,7 @@ from lorebase.store.base import (
 )
 from lorebase.types import Chunk, ContentKind, EmbedderIdentity, Position
 
-KEY_ENV = "LOREBASE_EXPORT_KEY"
+KEY_ENV = EXPORT_KEY_ENV
 """The environment variable the command line reads an export's passphrase from."""
 
 DOCUMENT_ID = re.compile(r"^[0-9a-f]{1,64}$")

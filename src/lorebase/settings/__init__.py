@@ -13,6 +13,9 @@ from lorebase.settings.embedders import BUNDLED, EmbedderConfig
 from lorebase.settings.embedders_file import embedders_path, load_embedders
 
 MB = 1024 * 1024
+EXPORT_KEY_ENV = "LOREBASE_EXPORT_KEY"
+"""The variable the command line reads an export's passphrase from (never a setting: it seals
+one file, and is given when that file is written or read)."""
 GB = 1024 * MB
 # Below this a worker process cannot even import the readers.
 MIN_WORKER_MEMORY = 128 * MB
