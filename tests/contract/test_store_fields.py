@@ -149,6 +149,8 @@ def test_tags_people_set_survive_a_new_reading_and_are_removed_on_demand(
         "Urgent",
     ]
     assert _matching(store, kb, "tags=urgent") == {ids["bare"]}
+    assert store.user_tags(kb.id, ids["bare"]) == ["to read", "Urgent"]
+    assert store.user_tags(kb.id, ids["policy"]) == []  # its tags are its file's
     # Read again (its file changed): its own fields are replaced, the tags people set stay.
     again = _put(store, kb, "bare.txt", {"tags": "fresh"})
     assert again == ids["bare"]

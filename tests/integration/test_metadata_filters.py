@@ -178,7 +178,8 @@ def test_the_api(lb: Lorebase) -> None:
     assert "Archive" in patched.json()["fields"]["tags"]
     assert search(filter={"tags": "archive"}).json()["hits"][0]["document_id"] == document_id
     got = client.get(f"/v1/documents/{document_id}").json()
-    assert "Archive" in got["fields"]["tags"]
+    assert "Archive" in got["fields"]["tags"] and got["user_tags"] == ["Archive"]
+    assert patched.json()["user_tags"] == ["Archive"]
     back = client.patch(f"/v1/documents/{document_id}", json={"remove_tags": ["archive"]})
     assert back.status_code == 200 and "Archive" not in back.json()["fields"].get("tags", [])
     own = client.patch(f"/v1/documents/{document_id}", json={"remove_tags": ["policy", "meeting"]})

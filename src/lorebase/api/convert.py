@@ -64,7 +64,10 @@ def _rounded(seconds: float | None) -> float | None:
 
 
 def document_out(
-    lb: Lorebase, document: DocumentRecord, fields: dict[str, list[str]] | None = None
+    lb: Lorebase,
+    document: DocumentRecord,
+    fields: dict[str, list[str]] | None = None,
+    user_tags: list[str] | None = None,
 ) -> DocumentOut:
     return DocumentOut(
         id=document.id,
@@ -79,6 +82,7 @@ def document_out(
         page_count=document.page_count,
         updated_at=document.updated_at,
         fields=fields,
+        user_tags=user_tags,
     )
 
 

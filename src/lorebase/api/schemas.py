@@ -130,6 +130,11 @@ class DocumentOut(BaseModel):
         "people set —, `author`, `title`, dates in ISO, `kind`, any key of its front matter "
         "or properties); null in listings.",
     )
+    user_tags: list[str] | None = Field(
+        None,
+        description="Of `fields.tags`, those people set (`PATCH` removes these; the others "
+        "come from the file); null in listings.",
+    )
 
 
 class DocumentPatch(Strict):

@@ -337,6 +337,10 @@ class Lorebase:
         properties — by field (see :mod:`lorebase.fields`)."""
         return self._documents.fields_of(kb, document)
 
+    def user_tags(self, kb: KnowledgeBase, document: DocumentRecord) -> list[str]:
+        """The tags people set on a document (``fields_of`` merges them with its file's)."""
+        return self._documents.user_tags(kb, document)
+
     def field_names(self, kbs: Sequence[KnowledgeBase]) -> list[str]:
         """The fields some document of these bases has."""
         return self._documents.field_names(kbs)

@@ -152,6 +152,10 @@ class Documents:
         """What is known of a document, by field (see :mod:`lorebase.fields`)."""
         return self._store.document_fields([kb.id], [document.id]).get(document.id, {})
 
+    def user_tags(self, kb: KnowledgeBase, document: DocumentRecord) -> list[str]:
+        """The tags people set on a document (its file's own are in its fields too)."""
+        return self._store.user_tags(kb.id, document.id)
+
     def field_names(self, kbs: Sequence[KnowledgeBase]) -> list[str]:
         """The fields some document of these bases has (what a filter may name beside the
         fields every base knows)."""

@@ -762,6 +762,11 @@ class Fields(Protocol):
         users set merged into ``tags``; a document without any is left out."""
         ...
 
+    def user_tags(self, kb_id: int, document_id: str) -> list[str]:
+        """The tags people set on a document (not those its file gives), sorted; none for a
+        document not in this base."""
+        ...
+
     def tag_document(
         self, kb_id: int, document_id: str, add: Sequence[str], remove: Sequence[str]
     ) -> list[str]:

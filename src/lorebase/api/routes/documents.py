@@ -105,7 +105,7 @@ def reindex_all(kb_id: KbId, lb: LbDep, caller: CallerDep) -> dict[str, int]:
 @router.get("/v1/documents/{document_id}", response_model=DocumentOut)
 def get_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> DocumentOut:
     kb, document = lb.document(document_id, caller)
-    return document_out(lb, document, lb.fields_of(kb, document))
+    return document_out(lb, document, lb.fields_of(kb, document), lb.user_tags(kb, document))
 
 
 @router.patch("/v1/documents/{document_id}", response_model=DocumentOut)
@@ -115,8 +115,8 @@ def patch_document(
     """Set and remove tags people set on a document (searchable at once with a `tags`
     filter); 422 when a tag to remove comes from the document's own file."""
     kb, document = lb.document(document_id, caller, write=True)
-    lb.tag_document(kb, document, add=body.add_tags, remove=body.remove_tags)
-    return document_out(lb, document, lb.fields_of(kb, document))
+    tags = lb.tag_document(kb, document, add=body.add_tags, remove=body.remove_tags)
+    return document_out(lb, document, lb.fields_of(kb, document), tags)
 
 
 @router.delete("/v1/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT)

@@ -55,6 +55,15 @@ class FieldsMixin(RelationalRole):
                 values.append(str(value))
         return out
 
+    def user_tags(self, kb_id: int, document_id: str) -> list[str]:
+        with self._reading() as tx:
+            found = tx.all(
+                "SELECT value FROM document_fields WHERE document_id = ? AND kb_id = ? "
+                "AND field = ? AND origin = 'user' ORDER BY folded",
+                (document_id, kb_id, TAGS),
+            )
+        return [str(row[0]) for row in found]
+
     def tag_document(
         self, kb_id: int, document_id: str, add: Sequence[str], remove: Sequence[str]
     ) -> list[str]:

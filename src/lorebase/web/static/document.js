@@ -60,10 +60,13 @@ const SHOWN_LATER = new Set(["title", "kind"]);
 /** What is known of the document, and its tags: those people set can be removed, more added. */
 function fieldsList(doc) {
   const list = h("dl", { class: "fields-list" });
-  const draw = (fields) => fill(list, Object.entries(fields || {}).filter(([name]) => !SHOWN_LATER.has(name) && name !== "tags")
+  // Tags people set can be removed here; the file's own are changed in the file.
+  const draw = (fields, own) => fill(list, Object.entries(fields || {}).filter(([name]) => !SHOWN_LATER.has(name) && name !== "tags")
     .flatMap(([name, values]) => [h("dt", {}, name), h("dd", {}, values.join(", "))]),
   h("dt", {}, "tags"), h("dd", { class: "tags" }, (fields?.tags || []).map((tag) => h("span", { class: "chip" }, tag, " ",
-    h("button", { type: "button", class: "link", "aria-label": `remove tag ${tag}`, onclick: () => change({ remove_tags: [tag] }) }, "×"))),
+    (own || []).includes(tag)
+      ? h("button", { type: "button", class: "link", "aria-label": `remove tag ${tag}`, onclick: () => change({ remove_tags: [tag] }) }, "×")
+      : h("span", { class: "muted", title: "from the file" }, "(file)"))),
   tagForm));
   const input = h("input", { type: "text", maxlength: 200, "aria-label": "new tag", placeholder: "add a tag" });
   const tagForm = h("form", { class: "tag-form" }, input, h("button", { type: "submit" }, "Add"));
@@ -75,12 +78,12 @@ function fieldsList(doc) {
     try {
       const after = await api("PATCH", `/v1/documents/${doc.id}`, body);
       input.value = "";
-      draw(after.fields);
+      draw(after.fields, after.user_tags);
     } catch (error) {
       flash(error.message, "error");
     }
   }
-  draw(doc.fields);
+  draw(doc.fields, doc.user_tags);
   return list;
 }
 
