@@ -38,8 +38,10 @@ def snippet(text: str, query: str, language: str | None = None, limit: int = SNI
 
 def snippets_for(query: str, limit: int = SNIPPET_CHARS) -> Callable[[str, str | None], Snippet]:
     """:func:`snippet` with its marks, for many passages (each in its language) and one
-    question: the question is analysed once per language."""
+    question: the question is analysed once per language, and each word of the passages once
+    (a search's passages share most of their words)."""
     terms: dict[str, frozenset[str]] = {}
+    known: dict[str, dict[str, str | None]] = {}
 
     def cut(text: str, language: str | None) -> Snippet:
         lang = analysis(language)
@@ -47,7 +49,7 @@ def snippets_for(query: str, limit: int = SNIPPET_CHARS) -> Callable[[str, str |
         if wanted is None:
             wanted = terms[lang.language] = frozenset(lang.query_terms(query))
         flat = " ".join(text.split())
-        found = matches(flat, lang, wanted)
+        found = matches(flat, lang, wanted, known.setdefault(lang.language, {}))
         if len(flat) <= limit:
             return Snippet(flat, tuple(found))
         start, end = best_sentence(flat, found, lang, wanted)
@@ -56,7 +58,12 @@ def snippets_for(query: str, limit: int = SNIPPET_CHARS) -> Callable[[str, str |
     return cut
 
 
-def matches(text: str, lang: Analysis, wanted: frozenset[str]) -> list[Mark]:
+def matches(
+    text: str,
+    lang: Analysis,
+    wanted: frozenset[str],
+    known: dict[str, str | None] | None = None,
+) -> list[Mark]:
     """Where the words of ``text`` whose terms are ``wanted`` stand: whole words, a stop word
     only when the question was nothing but stop words."""
     if not wanted:
@@ -65,7 +72,11 @@ def matches(text: str, lang: Analysis, wanted: frozenset[str]) -> list[Mark]:
     held = word_spans(text, lang.language)
     singles = any(len(term) == 1 for term in wanted)  # characters of an unspaced script
     only_stop = _only_stop(wanted, lang)
-    for (word, start, end), term in zip(held, lang.terms_of([w for w, _, _ in held]), strict=True):
+    known = {} if known is None else known  # word -> term, kept by the caller across texts
+    fresh = list({word for word, _, _ in held if word not in known})
+    known.update(zip(fresh, lang.terms_of(fresh), strict=True))
+    for word, start, end in held:
+        term = known[word]
         if term in wanted and (only_stop or not lang.is_stop_word(word)):
             found.append((start, end))
         elif singles and len(word) > 1:  # a script without spaces: a character it names
