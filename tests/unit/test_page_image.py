@@ -146,3 +146,21 @@ def test_an_images_missing_page_or_bad_bytes_are_refused() -> None:
 
 def test_fractions_become_pixels() -> None:
     assert scaled([(0.25, 0.5, 0.75, 1.0)], (200, 100)) == [(50.0, 50.0, 150.0, 100.0)]
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_a_passage_on_a_turned_page_is_marked_over_its_text(rotation: int) -> None:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(text_pdf(PAGES))
+    pdf[1].set_rotation(rotation)
+    out = io.BytesIO()
+    pdf.save(out)
+    data = out.getvalue()
+    marked = render_page(data, 2, passage="paid within thirty days of the claim", width=600)
+    plain = _picture(render_page(data, 2, width=600).png).convert("L")
+    assert len(marked.boxes) == 1
+    left, top, right, bottom = marked.boxes[0]
+    assert 0 <= left < right <= marked.width and 0 <= top < bottom <= marked.height
+    darkest, _ = plain.crop((int(left), int(top), int(right) + 1, int(bottom) + 1)).getextrema()
+    assert isinstance(darkest, int) and darkest < 100  # the words are under the mark, not beside it

@@ -6,8 +6,8 @@ found in the page's text layer by its letters and digits alone (case, spacing, l
 hyphens aside: the extractor joined lines and words that PDFium keeps apart): the whole
 passage, or — for one that runs onto the next page or began on the one before — the longest
 start or end of it the page holds. Its characters' boxes, merged per line, are drawn over the
-picture in a translucent colour (on a page turned by ``/Rotate``, only OCR's boxes are drawn:
-its text-layer boxes are not mapped yet). A scanned page has no text layer: the passage is marked by
+picture in a translucent colour, turned and offset as the page is (``/Rotate``, its box). A
+scanned page has no text layer: the passage is marked by
 the boxes OCR gave its lines when the document was read (``regions``: fractions of the page).
 An image is shown the same way (:func:`render_picture`), upright as its EXIF orientation says.
 """
@@ -109,12 +109,13 @@ def _rendered(
         scale = (MAX_PIXELS / max(page_width * page_height, 1.0)) ** 0.5
     picture = handle.render(scale=scale).to_pil().convert("RGBA")
     boxes: list[Box] = []
-    if passage and handle.get_rotation() == 0:  # (a turned page's text boxes are not mapped)
+    if passage:
         textpage = handle.get_textpage()
         try:
             found = locate(textpage.get_text_range(), passage)
             if found is not None:
-                boxes = _boxes(textpage, found, page_height, picture.width / page_width)
+                frame = Frame(handle.get_bbox(), handle.get_rotation() % 360, picture.width)
+                boxes = _boxes(textpage, found, frame)
         finally:
             textpage.close()
     if not boxes and regions:
@@ -224,25 +225,41 @@ def _longest(letters: str, wanted: str, *, prefix: bool) -> tuple[int, int] | No
     return best
 
 
-def _boxes(
-    textpage: pdfium.PdfTextPage, found: tuple[int, int], page_height: float, scale: float
-) -> list[Box]:
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """How a page's own coordinates (points, from its box's bottom left, before ``/Rotate``)
+    land on its picture: the page's box (left, bottom, right, top), its rotation (clockwise
+    degrees, as PDFium renders it) and the picture's width in pixels."""
+
+    bbox: tuple[float, float, float, float]
+    rotation: int
+    width: int
+
+    def box(self, left: float, bottom: float, right: float, top: float) -> Box:
+        """A rectangle of the page as one in the picture's pixels. Pure."""
+        x0, y0, x1, y1 = self.bbox
+        page_w, page_h = x1 - x0, y1 - y0
+        turned = self.rotation in (90, 270)
+        scale = self.width / max(page_h if turned else page_w, 1e-9)
+        # Upright picture coordinates (from the top left), then turned as the picture is.
+        u0, u1 = (left - x0) * scale, (right - x0) * scale
+        v0, v1 = (y1 - top) * scale, (y1 - bottom) * scale
+        w, h = page_w * scale, page_h * scale
+        if self.rotation == 90:
+            return (h - v1, u0, h - v0, u1)
+        if self.rotation == 180:
+            return (w - u1, h - v1, w - u0, h - v0)
+        if self.rotation == 270:
+            return (v0, w - u1, v1, w - u0)
+        return (u0, v0, u1, v1)
+
+
+def _boxes(textpage: pdfium.PdfTextPage, found: tuple[int, int], frame: Frame) -> list[Box]:
     """The boxes of characters ``found[0]..found[1]`` in the picture's pixels, one per line
     PDFium reports."""
     first, last = found
     count = textpage.count_rects(first, last - first + 1)
-    boxes: list[Box] = []
-    for index in range(count):
-        left, bottom, right, top = textpage.get_rect(index)
-        boxes.append(
-            (
-                left * scale,
-                (page_height - top) * scale,
-                right * scale,
-                (page_height - bottom) * scale,
-            )
-        )
-    return merged(boxes)
+    return merged([frame.box(*textpage.get_rect(index)) for index in range(count)])
 
 
 def merged(boxes: Sequence[Box]) -> list[Box]:

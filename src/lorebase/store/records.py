@@ -459,8 +459,30 @@ def matching_documents_sql(
     indexed chunks are all code (content kind) in it (lowercase): a source file in it, not a
     page with a fenced example; with a natural language, that have passages in it (a German
     page quoting English is found by ``de`` and by ``en``); and whose fields meet every one of
-    ``conditions`` (:func:`fields_sql`). Parameters in order: the kb ids, [the prefix], [the kb
-    ids, the language once or twice], [each condition's: :func:`fields_params`]."""
+    ``conditions`` (:func:`fields_sql`).
+
+    The field conditions are sets of ids read from the fields' index, intersected (and those a
+    ``!=`` names taken away), so a filter matching thousands of documents never walks the
+    documents' table; the documents' own conditions come first only when there are any (or
+    when every field condition is a ``!=``). Parameters in order: those of the documents' part
+    if it is there (the kb ids, [the prefix], [the kb ids, the language once or twice]), then
+    each field condition's (:func:`fields_params`), those of ``=`` and ranges before those of
+    ``!=``."""
+    positive = [c for c in conditions if c.op is not Op.NE]
+    negative = [c for c in conditions if c.op is Op.NE]
+    parts: list[str] = []
+    if prefix_length is not None or language is not None or not positive:
+        parts.append(_documents_part(kb_clause, mark, prefix_length, language))
+    parts += [fields_sql(c, kb_clause, mark) for c in positive]
+    sql = " INTERSECT ".join(parts)
+    for wanted in negative:
+        sql += f" EXCEPT {fields_sql(wanted, kb_clause, mark)}"
+    return sql + " ORDER BY 1"
+
+
+def _documents_part(
+    kb_clause: str, mark: str, prefix_length: int | None, language: str | None
+) -> str:
     sql = f"SELECT d.id FROM documents AS d WHERE d.kb_id {kb_clause}"
     if prefix_length is not None:
         sql += f" AND substr(d.path, 1, {int(prefix_length)}) = {mark}"
@@ -475,17 +497,15 @@ def matching_documents_sql(
             f" AND d.id IN (SELECT c.document_id FROM chunks AS c WHERE c.kb_id {kb_clause} "
             f"AND c.content_kind <> 'code' AND {_TEXT_LANGUAGE} = {mark})"
         )
-    for wanted in conditions:
-        sql += f" AND {fields_sql(wanted, kb_clause, mark)}"
-    return sql + " ORDER BY d.id"
+    return sql
 
 
 def fields_sql(wanted: Condition, kb_clause: str, mark: str) -> str:
-    """The condition on ``d`` (a document) that its fields meet ``wanted``: for ``=`` a value
-    of the field among the condition's (a date field: a date within one of the given ones, so
-    ``date=2025-03`` holds for every day of March), for ``!=`` none such, for a range a date
-    in it. The field table's index ``(kb_id, field, folded)`` serves each. Parameters:
-    :func:`fields_params`. Pure."""
+    """The ids of the documents with a value of ``wanted``'s field that it names — among its
+    values (a date field: a date within one of the given ones, so ``date=2025-03`` holds for
+    every day of March), or, for a range, a date in it; a ``!=`` names the same set, which
+    :func:`matching_documents_sql` takes away. The fields' index ``(kb_id, field, folded,
+    document_id)`` answers it alone. Parameters: :func:`fields_params`. Pure."""
     scope = (
         f"SELECT f.document_id FROM document_fields AS f WHERE f.kb_id {kb_clause} "
         f"AND f.field = {mark}"
@@ -494,18 +514,14 @@ def fields_sql(wanted: Condition, kb_clause: str, mark: str) -> str:
         lower, upper = wanted.bounds()
         # Dates only: a value that is not one (it starts with a digit) is never in range.
         return (
-            f"d.id IN ({scope} AND f.folded >= {mark} AND f.folded < {mark}"
+            f"{scope} AND f.folded >= {mark} AND f.folded < {mark}"
             + (f" AND f.folded >= {mark}" if lower is not None else "")
             + (f" AND f.folded < {mark}" if upper is not None else "")
-            + ")"
         )
     if wanted.field in DATE_FIELDS:
         within = " OR ".join(f"(f.folded >= {mark} AND f.folded < {mark})" for _ in wanted.values)
-        matched = f"{scope} AND ({within})"
-    else:
-        matched = f"{scope} AND f.folded IN ({', '.join([mark] * len(wanted.values))})"
-    negated = "NOT " if wanted.op is Op.NE else ""
-    return f"d.id {negated}IN ({matched})"
+        return f"{scope} AND ({within})"
+    return f"{scope} AND f.folded IN ({', '.join([mark] * len(wanted.values))})"
 
 
 def fields_params(wanted: Condition, kb_ids: Any) -> list[Any]:
@@ -529,14 +545,17 @@ def matching_documents_params(
     conditions: Sequence[Condition] = (),
 ) -> list[Any]:
     """The parameters of :func:`matching_documents_sql` (``kb_ids`` as the backend binds
-    them)."""
-    params: list[Any] = [kb_ids]
-    if path_prefix is not None:
-        params.append(path_prefix)
-    if language is not None:
-        code = is_programming_language(language)
-        params.extend([kb_ids, *[language.lower()] * (2 if code else 1)])
-    for wanted in conditions:
+    them), in its order."""
+    positive = [c for c in conditions if c.op is not Op.NE]
+    params: list[Any] = []
+    if path_prefix is not None or language is not None or not positive:
+        params.append(kb_ids)
+        if path_prefix is not None:
+            params.append(path_prefix)
+        if language is not None:
+            code = is_programming_language(language)
+            params.extend([kb_ids, *[language.lower()] * (2 if code else 1)])
+    for wanted in [*positive, *(c for c in conditions if c.op is Op.NE)]:
         params += fields_params(wanted, kb_ids)
     return params
 

@@ -144,15 +144,19 @@ class LoadedIndex:
     created_at: float = 0.0  # of the base: an id reused by a new base is another base
     live: np.ndarray | None = None
     rows: GrowingRows | None = None
+    # Each document's code, filled on the first filtered search (document_ids only grows).
+    code_of: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def allowed(self, document_ids: Sequence[str] | None) -> np.ndarray | None:
         """The row mask: live rows, of the filter's documents if there is a filter."""
         if document_ids is None:
             return self.live
-        wanted = set(document_ids)
-        chosen = np.fromiter(
-            (doc in wanted for doc in self.document_ids), dtype=bool, count=len(self.document_ids)
-        )
+        known = self.code_of
+        for code in range(len(known), len(self.document_ids)):
+            known[self.document_ids[code]] = code
+        chosen = np.zeros(len(self.document_ids), dtype=bool)
+        codes = [found for doc in document_ids if (found := known.get(doc)) is not None]
+        chosen[np.asarray(codes, dtype=np.int64)] = True
         mask: np.ndarray = chosen[self.document_codes]  # a lookup per row, not np.isin's sort
         return mask if self.live is None else mask & self.live
 

@@ -381,7 +381,7 @@ _DOCUMENT_FIELDS: tuple[Step, ...] = (
         origin TEXT NOT NULL DEFAULT 'document',
         PRIMARY KEY (document_id, origin, field, folded)
     )""",
-    "CREATE INDEX document_fields_match ON document_fields (kb_id, field, folded)",
+    "CREATE INDEX document_fields_match ON document_fields (kb_id, field, folded, document_id)",
 )
 
 _REGIONS: tuple[Step, ...] = (
