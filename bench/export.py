@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import random
 import sys
 import tempfile
 import time
@@ -39,96 +38,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lorebase.app import Lorebase, open_lorebase
+from corpora import DEFAULT_CORPUS, queries_of, top5, write_beir, write_synthetic
+from lorebase.app import open_lorebase
 from lorebase.eval.datasets import (
     BeirSet,
-    document_file_name,
-    document_text,
     is_beir,
-    iter_corpus,
 )
 from lorebase.settings import Settings
 from lorebase.vault.keys import DataKey
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "ir" / "cisi"
 KB = "bench"
-WORDS = [
-    "river",
-    "glacier",
-    "copper",
-    "furnace",
-    "orchard",
-    "tide",
-    "bridge",
-    "cable",
-    "hive",
-    "clover",
-    "fern",
-    "spore",
-    "rail",
-    "gauge",
-    "lantern",
-    "budget",
-    "kayak",
-    "archive",
-    "ledger",
-    "harbour",
-    "turbine",
-    "quarry",
-    "meadow",
-    "signal",
-]
-
-
-def write_beir(beir: BeirSet, folder: Path, limit: int) -> int:
-    folder.mkdir(parents=True)
-    written = 0
-    for corpus_id, title, text in iter_corpus(beir.corpus):
-        if limit and written >= limit:
-            break
-        (folder / document_file_name(corpus_id)).write_text(
-            document_text(title, text), encoding="utf-8"
-        )
-        written += 1
-    return written
-
-
-def write_synthetic(folder: Path, count: int) -> int:
-    folder.mkdir(parents=True)
-    chooser = random.Random(31)
-    for index in range(count):
-        paragraphs = [
-            " ".join(chooser.choice(WORDS) for _ in range(chooser.randint(40, 120)))
-            for _ in range(chooser.randint(2, 6))
-        ]
-        (folder / f"doc-{index:05d}.md").write_text(
-            f"# Document {index}\n\n" + "\n\n".join(paragraphs), encoding="utf-8"
-        )
-    return count
-
-
-def queries_of(corpus: Path, count: int) -> list[str]:
-    path = corpus / "queries.jsonl"
-    if not path.is_file():
-        return [" ".join(WORDS[i : i + 2]) for i in range(0, 2 * count, 2)][:count]
-    found = []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            text = str(json.loads(line).get("text", "")).strip()
-            if text:
-                found.append(text[:300])
-            if len(found) >= count:
-                break
-    return found
-
-
-def top5(lb: Lorebase, queries: list[str], kb: str = KB) -> list[list[str]]:
-    return [
-        [hit.provenance.path for hit in lb.search(q, kb=kb, top_k=5, mode=mode).hits]
-        for q in queries
-        for mode in ("keyword", "hybrid")
-    ]
 
 
 @contextlib.contextmanager
@@ -138,7 +57,7 @@ def postgres_url(given: str | None) -> Iterator[str]:
     if given:
         yield given
         return
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import postgres_server
 
     with postgres_server.running(tcp=False) as server:
@@ -172,7 +91,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             report = lb.add([files], kb=KB)
             first_pass = time.perf_counter() - started
             kb = lb.kb(KB)
-            before = top5(lb, queries)
+            before = top5(lb, queries, KB)
             started = time.perf_counter()
             exported = lb.export_kb(KB, root / "bench.zip")
             export_seconds = time.perf_counter() - started
@@ -182,7 +101,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             started = time.perf_counter()
             imported = lb.import_kb(root / "bench.zip")
             import_seconds = time.perf_counter() - started
-            after = top5(lb, queries)
+            after = top5(lb, queries, KB)
             # Again under another name, the embedder loaded now and every id taken (renumbered).
             started = time.perf_counter()
             again = lb.import_kb(root / "bench.zip", name="again")
@@ -219,7 +138,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     started = time.perf_counter()
                     lb.import_kb(root / "bench.zip")
                     pg_seconds = time.perf_counter() - started
-                    on_pg = top5(lb, queries)
+                    on_pg = top5(lb, queries, KB)
                     pg_hybrid = [r for i, r in enumerate(on_pg) if i % 2]
                     started = time.perf_counter()
                     pg_export = lb.export_kb(KB, root / "pg.zip")

@@ -26,86 +26,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from corpora import DEFAULT_CORPUS, queries_of, write_beir, write_synthetic
+from corpora import top5 as top5_of
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.eval.datasets import (
     BeirSet,
-    document_file_name,
-    document_text,
     is_beir,
-    iter_corpus,
 )
 from lorebase.settings import Settings
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "ir" / "cisi"
 KB = "bench"
-WORDS = [
-    "river",
-    "glacier",
-    "copper",
-    "furnace",
-    "orchard",
-    "tide",
-    "bridge",
-    "cable",
-    "hive",
-    "clover",
-    "fern",
-    "spore",
-]
 
 
 def write_corpus(corpus: Path, folder: Path, limit: int, synthetic: int) -> str:
-    folder.mkdir(parents=True)
     if is_beir(corpus):
-        written = 0
-        for corpus_id, title, text in iter_corpus(BeirSet(corpus).corpus):
-            if limit and written >= limit:
-                break
-            (folder / document_file_name(corpus_id)).write_text(
-                document_text(title, text), encoding="utf-8"
-            )
-            written += 1
-        return f"{corpus.name} ({written} records)"
-    chooser = random.Random(31)
-    for index in range(synthetic):
-        paragraphs = [
-            " ".join(chooser.choice(WORDS) for _ in range(chooser.randint(40, 120)))
-            for _ in range(chooser.randint(2, 6))
-        ]
-        (folder / f"doc-{index:05d}.md").write_text(
-            f"# Document {index}\n\n" + "\n\n".join(paragraphs), encoding="utf-8"
-        )
-    return f"synthetic ({synthetic} files)"
-
-
-def queries_of(corpus: Path, count: int) -> list[str]:
-    path = corpus / "queries.jsonl"
-    if not path.is_file():
-        return [" ".join(WORDS[i : i + 2]) for i in range(0, 2 * count, 2)][:count]
-    found = []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            text = str(json.loads(line).get("text", "")).strip()
-            if text:
-                found.append(text[:300])
-            if len(found) >= count:
-                break
-    return found
-
-
-def top5(lb: Lorebase, queries: list[str]) -> list[list[str]]:
-    return [
-        [hit.chunk_id for hit in lb.search(q, kb=KB, top_k=5, mode=mode).hits]
-        for q in queries
-        for mode in ("keyword", "hybrid")
-    ]
+        return f"{corpus.name} ({write_beir(BeirSet(corpus), folder, limit)} records)"
+    return f"synthetic ({write_synthetic(folder, synthetic)} files)"
 
 
 def file_sizes(database: Path) -> dict[str, int]:
@@ -137,7 +78,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             lb.add([files], kb=KB)
             first_pass = timed(started)
             kb = lb.kb(KB)
-            before = top5(lb, queries)
+            before = top5_of(lb, queries, KB, by="chunk")
 
             started = time.perf_counter()
             sound = lb.check()
@@ -152,7 +93,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             started = time.perf_counter()
             repaired = lb.check(repair=True)
             repair_seconds = timed(started)
-            after_repair = top5(lb, queries)
+            after_repair = top5_of(lb, queries, KB, by="chunk")
 
             started = time.perf_counter()
             made = lb.backup(root / "backup")
@@ -162,12 +103,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         restored = Lorebase.restore(root / "backup", target)
         restore_seconds = timed(started)
         with open_lorebase(settings=target) as lb:
-            after_restore = top5(lb, queries)
+            after_restore = top5_of(lb, queries, KB, by="chunk")
             for path in sorted(files.iterdir())[::3]:
                 path.unlink()
             lb.sync(KB)
             left = lb.kb(KB).documents
-            top5(lb, queries)  # the keyword index caught up with the deletes
+            top5_of(lb, queries, KB, by="chunk")  # the keyword index caught up with the deletes
             files_before = file_sizes(target.database)
             reclaimable = lb.reclaimable()
             started = time.perf_counter()

@@ -33,36 +33,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from corpora import DEFAULT_CORPUS, REPO, write_beir
 from lorebase.eval.datasets import (
     BeirSet,
-    document_file_name,
-    document_text,
     is_beir,
-    iter_corpus,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "ir" / "cisi"
 OLD_RELEASE = "b2a81eb"
 """The release before issue 31's index versions: its documents record none."""
 KB = "upgrade"
 GOAL_RATIO = 0.5
 """The issue's goal: the sync that reads every stale document again takes at most half the
 first pass."""
-
-
-def write_corpus(beir: BeirSet, folder: Path, limit: int) -> int:
-    """One ``.txt`` file per corpus record (the first ``limit``; 0: all); how many."""
-    folder.mkdir(parents=True)
-    written = 0
-    for corpus_id, title, text in iter_corpus(beir.corpus):
-        if limit and written >= limit:
-            break
-        (folder / document_file_name(corpus_id)).write_text(
-            document_text(title, text), encoding="utf-8"
-        )
-        written += 1
-    return written
 
 
 def lorebase(
@@ -134,7 +116,7 @@ def run(corpus: Path, limit: int, old: str, scratch: Path) -> dict[str, Any]:
             sys.exit("the older release's code is not the one imported: check PYTHONPATH")
         if is_beir(corpus):
             folder = scratch / "corpus" / BeirSet(corpus).name
-            documents = write_corpus(BeirSet(corpus), folder, limit)
+            documents = write_beir(BeirSet(corpus), folder, limit)
         else:
             folder, documents = corpus, sum(1 for p in corpus.rglob("*") if p.is_file())
         data_dir = scratch / "data"
