@@ -17,6 +17,10 @@ from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
 
+# A new user's first hour, command after command over real data directories: seconds in all,
+# left to `make test` (the fast lane stays under a minute).
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 

@@ -23,6 +23,10 @@ from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import Settings
 
+# Whole data directories indexed, backed up, restored and damaged: seconds a test, so left to
+# `make test` (the fast lane stays under a minute).
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 PAGE_SIZE = 16384
 """The store's page size (lorebase.store.sqlite.database.PAGE_SIZE)."""
