@@ -30,6 +30,7 @@ from lorebase.languages import Detected, LanguageDetector, readable
 from lorebase.search.floor import Threshold, merge_dense
 from lorebase.search.fusion import UNREAD_WEIGHT, Scored, dense_evidence
 from lorebase.search.query import elapsed_ms
+from lorebase.search.query_cache import QueryVectors
 from lorebase.settings import SearchSettings
 from lorebase.store.base import KnowledgeBase, Vectors
 
@@ -109,6 +110,7 @@ class DenseArm:
         self.settings = settings
         self._pool = pool
         self.languages = languages or LanguageDetector()
+        self.asked = QueryVectors()
 
     def search(
         self,
@@ -288,15 +290,20 @@ class DenseArm:
     def _query_vectors(
         self, query: str, embedders: dict[str, tuple[str | None, Embedder]]
     ) -> dict[str, np.ndarray | LorebaseError]:
-        """The query's vector per identity key, or why there is none (content-free)."""
+        """The query's vector per identity key (asked before: remembered), or why there is
+        none (content-free)."""
+        found: dict[str, np.ndarray | LorebaseError] = {}
+        for key in embedders:
+            if (known := self.asked.get(key, query)) is not None:
+                found[key] = known
+        remembered = set(found)
         remote = {
             key: self._pool.submit(embedder.embed_query, query)
             for key, (_, embedder) in embedders.items()
-            if embedder.remote
+            if embedder.remote and key not in found
         }
-        found: dict[str, np.ndarray | LorebaseError] = {}
         for key, (_, embedder) in embedders.items():
-            if key in remote:
+            if key in remote or key in found:
                 continue
             try:
                 found[key] = np.asarray(embedder.embed_query(query))
@@ -314,6 +321,9 @@ class DenseArm:
                 )
             except LorebaseError as error:
                 found[key] = error
+        for key, vector in found.items():
+            if isinstance(vector, np.ndarray) and key not in remembered:
+                self.asked.put(key, query, vector)
         return found
 
 
