@@ -134,3 +134,23 @@ def test_a_pdf_passage_is_shown_marked_on_its_page(page: Page, server: Server) -
     page.locator(".hit").first.wait_for()
     width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert width[0] <= width[1], width
+
+
+def test_a_document_previews_other_chunk_settings(page: Page, server: Server) -> None:
+    kb_id = _base(page, server)
+    documents = api(server, "bob", "GET", f"/v1/knowledge-bases/{kb_id}/documents").json()
+    policy = next(d for d in documents if d["name"] == "policy.md")
+    page.goto(f"{server.url}/#/doc/{policy['id']}")
+    page.locator("details.card summary", has_text="Preview other chunk settings").click()
+    page.fill("#rechunk-size", "200")
+    page.fill("#rechunk-overlap", "0")
+    page.get_by_role("button", name="Preview").click()
+    outcome = page.locator(".rechunk-outcome")
+    expect(outcome).to_contain_text("nothing is stored")
+    page.fill("#rechunk-size", "400")  # overlap over half the size: the server says so
+    page.fill("#rechunk-overlap", "300")
+    page.get_by_role("button", name="Preview").click()
+    expect(outcome.locator(".error")).to_contain_text("overlap")
+    page.set_viewport_size({"width": 390, "height": 800})
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], width

@@ -47,12 +47,43 @@ export async function documentView(view, route) {
           c.language, c.tokens ? `${c.tokens} tokens` : null, c.embedded === false ? "no vector yet" : null].filter(Boolean).join(" · ")),
         h("p", { class: "chunk-text" }, marked(c.text, c.chunk_id === chunk ? words : []))))));
   }
+  if (doc.state === "indexed") sections.push(rechunkPreview(doc));
   if (text) {
     const where = text.start ? ` (from character ${text.start}; lines counted from there)` : "";
     sections.push(h("h2", {}, `Extracted text${where}`), numbered(text, at, end));
   }
   fill(view, ...sections);
   (document.getElementById("passage") || view.querySelector(".in-passage"))?.scrollIntoView({ block: "center" });
+}
+
+/** What the document's chunks would be with other chunk settings (nothing is stored): for
+ * whoever may change the base, before changing its chunking. */
+function rechunkPreview(doc) {
+  const size = h("input", { id: "rechunk-size", type: "number", min: 200, max: 4000, value: 1200, "aria-label": "chunk size (characters)" });
+  const tokens = h("input", { id: "rechunk-tokens", type: "number", min: 32, max: 8192, value: 320, "aria-label": "most tokens a chunk" });
+  const overlap = h("input", { id: "rechunk-overlap", type: "number", min: 0, max: 2000, value: 200, "aria-label": "overlap (characters)" });
+  const outcome = h("div", { class: "rechunk-outcome", "aria-live": "polite" });
+  const form = h("form", { class: "toolbar rechunk" },
+    h("label", { for: "rechunk-size" }, "Chunk size"), size,
+    h("label", { for: "rechunk-tokens" }, "Tokens"), tokens,
+    h("label", { for: "rechunk-overlap" }, "Overlap"), overlap,
+    h("button", { type: "submit" }, "Preview"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    fill(outcome, h("p", { class: "muted" }, "Reading the file again…"));
+    try {
+      const body = { chunk_size: Number(size.value), max_tokens: Number(tokens.value), overlap: Number(overlap.value) };
+      const chunks = await api("POST", `/v1/documents/${doc.id}/rechunk-preview`, body);
+      fill(outcome,
+        h("p", {}, `${chunks.length} chunks with these settings, against ${doc.chunks} now (nothing is stored; the base's settings re-chunk every document).`),
+        h("ol", { class: "chunks" }, chunks.slice(0, 20).map((c) => h("li", { class: "chunk" },
+          h("p", { class: "muted" }, [c.trail.join(" › ") || `chunk ${c.ordinal}`, c.page ? `page ${c.page}` : null, `${c.tokens} tokens`].filter(Boolean).join(" · ")),
+          h("p", { class: "chunk-text" }, c.text.length > 300 ? `${c.text.slice(0, 299)}…` : c.text)))));
+    } catch (error) {
+      fill(outcome, h("p", { class: "error" }, error.message));
+    }
+  });
+  return h("details", { class: "card" }, h("summary", {}, "Preview other chunk settings"), form, outcome);
 }
 
 const SHOWN_LATER = new Set(["title", "kind"]);
