@@ -58,6 +58,22 @@ def up_to_date(
     return same_identity and document.settings_key == kb.chunk_settings.key
 
 
+def outermost(
+    document: DocumentRecord, holder: Callable[[str], DocumentRecord | None]
+) -> DocumentRecord:
+    """The document itself, or, for a part (an attachment), the file that holds it — the
+    outermost one, found through ``holder`` (a path's document, None: none); a part is read
+    with the file holding it. A loop of containers ends where it repeats."""
+    seen = {document.path}
+    while document.container is not None:
+        found = holder(document.container)
+        if found is None or found.path in seen:
+            break
+        seen.add(found.path)
+        document = found
+    return document
+
+
 def stale_containers(known: Iterable[DocumentRecord]) -> frozenset[str]:
     """The paths of the files holding a stale part (an attachment an older extractor read):
     the file is read again, whatever its own versions, to read its parts again. Pure."""

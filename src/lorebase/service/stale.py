@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lorebase.errors import LorebaseError
-from lorebase.ingest.files import SourceFile
+from lorebase.ingest.files import SourceFile, outermost
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.queue import Job
 from lorebase.ingest.versions import running_versions
@@ -100,7 +100,7 @@ class StaleDocuments:
             return not document.uploaded
         try:
             kb = self._store.get_kb_by_id(kb_id, totals=False)
-            top = self._outermost(kb, document)
+            top = outermost(document, lambda path: self._store.get_document(kb_id, path))
             file = self._file(kb, top)
         except (LorebaseError, OSError):
             file = None
@@ -112,18 +112,6 @@ class StaleDocuments:
         with contextlib.nullcontext() if self._settings.shared_store else self._lock:
             self._ingestor.process(kb, [file])
         return True
-
-    def _outermost(self, kb: KnowledgeBase, document: DocumentRecord) -> DocumentRecord:
-        """The document itself, or, for a part, the file that holds it (read with its
-        parts)."""
-        seen = {document.path}
-        while document.container is not None:
-            holder = self._store.get_document(kb.id, document.container)
-            if holder is None or holder.path in seen:
-                break
-            seen.add(holder.path)
-            document = holder
-        return document
 
     def _file(self, kb: KnowledgeBase, document: DocumentRecord) -> SourceFile | None:
         """The file to read ``document`` from, if it can be read here."""

@@ -22,7 +22,7 @@ from lorebase.errors import (
 )
 from lorebase.events import EventBus
 from lorebase.formats import document_kind, supported_labels
-from lorebase.ingest.files import SourceFile
+from lorebase.ingest.files import SourceFile, outermost
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.queue import JobQueue
 from lorebase.ingest.report import IngestReport
@@ -256,13 +256,7 @@ class Uploads:
         by_path = {d.path: d for d in self._store.list_documents(kb.id)}
         uploads: dict[str, DocumentRecord] = {}
         for document in stale:
-            top, seen = document, {document.path}  # a part is read with the file holding it
-            while top.container is not None and top.container not in seen:
-                holder = by_path.get(top.container)
-                if holder is None:
-                    break
-                seen.add(holder.path)
-                top = holder
+            top = outermost(document, by_path.get)
             if top.uploaded:
                 uploads[top.path] = top
         try:

@@ -445,119 +445,98 @@ def is_programming_language(language: str) -> bool:
 _PROGRAMMING_LANGUAGES = frozenset(CODE_LANGUAGES.values())
 
 
-def matching_documents_sql(
+def matching_documents_query(
     kb_clause: str,
     mark: str,
+    kb_ids: Any,
     *,
-    prefix_length: int | None,
+    path_prefix: str | None,
     language: str | None,
     conditions: Sequence[Condition] = (),
-) -> str:
-    """The ids (in order) of the documents whose ``kb_id`` passes ``kb_clause`` (``= ANY(%s)``,
-    ``IN (SELECT value FROM json_each(?))``) and, with ``prefix_length``, whose stored path
-    starts with a prefix of that many characters; with a programming ``language``, whose
-    indexed chunks are all code (content kind) in it (lowercase): a source file in it, not a
-    page with a fenced example; with a natural language, that have passages in it (a German
-    page quoting English is found by ``de`` and by ``en``); and whose fields meet every one of
-    ``conditions`` (:func:`fields_sql`).
+) -> tuple[str, list[Any]]:
+    """The query, and its parameters, of the ids (in order) of the documents whose ``kb_id``
+    passes ``kb_clause`` (``= ANY(%s)``, ``IN (SELECT value FROM json_each(?))``; ``kb_ids``
+    as the backend binds them) and whose stored path starts with ``path_prefix``; with a
+    programming ``language``, whose indexed chunks are all code (content kind) in it: a source
+    file in it, not a page with a fenced example; with a natural language, that have passages
+    in it (a German page quoting English is found by ``de`` and by ``en``); and whose fields
+    meet every one of ``conditions`` (:func:`fields_query`).
 
     The field conditions are sets of ids read from the fields' index, intersected (and those a
     ``!=`` names taken away), so a filter matching thousands of documents never walks the
     documents' table; the documents' own conditions come first only when there are any (or
-    when every field condition is a ``!=``). Parameters in order: those of the documents' part
-    if it is there (the kb ids, [the prefix], [the kb ids, the language once or twice]), then
-    each field condition's (:func:`fields_params`), those of ``=`` and ranges before those of
-    ``!=``."""
+    when every field condition is a ``!=``). Pure."""
     positive = [c for c in conditions if c.op is not Op.NE]
     negative = [c for c in conditions if c.op is Op.NE]
-    parts: list[str] = []
-    if prefix_length is not None or language is not None or not positive:
-        parts.append(_documents_part(kb_clause, mark, prefix_length, language))
-    parts += [fields_sql(c, kb_clause, mark) for c in positive]
-    sql = " INTERSECT ".join(parts)
+    parts: list[tuple[str, list[Any]]] = []
+    if path_prefix is not None or language is not None or not positive:
+        parts.append(_documents_part(kb_clause, mark, kb_ids, path_prefix, language))
+    parts += [fields_query(c, kb_clause, mark, kb_ids) for c in positive]
+    sql = " INTERSECT ".join(part for part, _ in parts)
+    params = [param for _, given in parts for param in given]
     for wanted in negative:
-        sql += f" EXCEPT {fields_sql(wanted, kb_clause, mark)}"
-    return sql + " ORDER BY 1"
+        part, given = fields_query(wanted, kb_clause, mark, kb_ids)
+        sql += f" EXCEPT {part}"
+        params += given
+    return sql + " ORDER BY 1", params
 
 
 def _documents_part(
-    kb_clause: str, mark: str, prefix_length: int | None, language: str | None
-) -> str:
+    kb_clause: str, mark: str, kb_ids: Any, path_prefix: str | None, language: str | None
+) -> tuple[str, list[Any]]:
     sql = f"SELECT d.id FROM documents AS d WHERE d.kb_id {kb_clause}"
-    if prefix_length is not None:
-        sql += f" AND substr(d.path, 1, {int(prefix_length)}) = {mark}"
+    params: list[Any] = [kb_ids]
+    if path_prefix is not None:
+        sql += f" AND substr(d.path, 1, {len(path_prefix)}) = {mark}"
+        params.append(path_prefix)
     if language is not None and is_programming_language(language):
         sql += (
             f" AND d.id IN (SELECT c.document_id FROM chunks AS c WHERE c.kb_id {kb_clause} "
             "GROUP BY c.document_id "
             f"HAVING min({_CODE_LANGUAGE}) = {mark} AND max({_CODE_LANGUAGE}) = {mark})"
         )
+        params += [kb_ids, language.lower(), language.lower()]
     elif language is not None:
         sql += (
             f" AND d.id IN (SELECT c.document_id FROM chunks AS c WHERE c.kb_id {kb_clause} "
             f"AND c.content_kind <> 'code' AND {_TEXT_LANGUAGE} = {mark})"
         )
-    return sql
+        params += [kb_ids, language.lower()]
+    return sql, params
 
 
-def fields_sql(wanted: Condition, kb_clause: str, mark: str) -> str:
-    """The ids of the documents with a value of ``wanted``'s field that it names — among its
-    values (a date field: a date within one of the given ones, so ``date=2025-03`` holds for
-    every day of March), or, for a range, a date in it; a ``!=`` names the same set, which
-    :func:`matching_documents_sql` takes away. The fields' index ``(kb_id, field, folded,
-    document_id)`` answers it alone. Parameters: :func:`fields_params`. Pure."""
-    scope = (
+def fields_query(
+    wanted: Condition, kb_clause: str, mark: str, kb_ids: Any
+) -> tuple[str, list[Any]]:
+    """The query, and its parameters, of the ids of the documents with a value of ``wanted``'s
+    field that it names — among its values (a date field: a date within one of the given
+    ones, so ``date=2025-03`` holds for every day of March), or, for a range, a date in it; a
+    ``!=`` names the same set, which :func:`matching_documents_query` takes away. The fields'
+    index ``(kb_id, field, folded, document_id)`` answers it alone. Pure."""
+    sql = (
         f"SELECT f.document_id FROM document_fields AS f WHERE f.kb_id {kb_clause} "
         f"AND f.field = {mark}"
     )
-    if wanted.op.is_range:
-        lower, upper = wanted.bounds()
-        # Dates only: a value that is not one (it starts with a digit) is never in range.
-        return (
-            f"{scope} AND f.folded >= {mark} AND f.folded < {mark}"
-            + (f" AND f.folded >= {mark}" if lower is not None else "")
-            + (f" AND f.folded < {mark}" if upper is not None else "")
-        )
-    if wanted.field in DATE_FIELDS:
-        within = " OR ".join(f"(f.folded >= {mark} AND f.folded < {mark})" for _ in wanted.values)
-        return f"{scope} AND ({within})"
-    return f"{scope} AND f.folded IN ({', '.join([mark] * len(wanted.values))})"
-
-
-def fields_params(wanted: Condition, kb_ids: Any) -> list[Any]:
-    """The parameters of :func:`fields_sql`, in order. Pure."""
     params: list[Any] = [kb_ids, wanted.field]
     if wanted.op.is_range:
-        lower, upper = wanted.bounds()
-        params += ["0", ":"]  # its first character a digit
-        params += [bound for bound in (lower, upper) if bound is not None]
+        # Dates only: a value that is not one (it starts with a digit) is never in range.
+        sql += f" AND f.folded >= {mark} AND f.folded < {mark}"
+        params += ["0", ":"]
+        for bound, op in zip(wanted.bounds(), (">=", "<"), strict=True):
+            if bound is not None:
+                sql += f" AND f.folded {op} {mark}"
+                params.append(bound)
     elif wanted.field in DATE_FIELDS:
+        sql += (
+            " AND ("
+            + " OR ".join(f"(f.folded >= {mark} AND f.folded < {mark})" for _ in wanted.values)
+            + ")"
+        )
         params += [bound for value in wanted.values for bound in (value, value + PAST_PREFIX)]
     else:
+        sql += f" AND f.folded IN ({', '.join([mark] * len(wanted.values))})"
         params += list(wanted.values)
-    return params
-
-
-def matching_documents_params(
-    kb_ids: Any,
-    path_prefix: str | None,
-    language: str | None,
-    conditions: Sequence[Condition] = (),
-) -> list[Any]:
-    """The parameters of :func:`matching_documents_sql` (``kb_ids`` as the backend binds
-    them), in its order."""
-    positive = [c for c in conditions if c.op is not Op.NE]
-    params: list[Any] = []
-    if path_prefix is not None or language is not None or not positive:
-        params.append(kb_ids)
-        if path_prefix is not None:
-            params.append(path_prefix)
-        if language is not None:
-            code = is_programming_language(language)
-            params.extend([kb_ids, *[language.lower()] * (2 if code else 1)])
-    for wanted in [*positive, *(c for c in conditions if c.op is Op.NE)]:
-        params += fields_params(wanted, kb_ids)
-    return params
+    return sql, params
 
 
 def one_named(name: str, named: Sequence[KnowledgeBase]) -> KnowledgeBase:

@@ -15,8 +15,7 @@ from lorebase.store.records import (
     STORED_CHUNK_SELECT,
     decompress_text,
     kb_list,
-    matching_documents_params,
-    matching_documents_sql,
+    matching_documents_query,
     stored_chunk_from_row,
 )
 from lorebase.store.relational import rows
@@ -101,14 +100,14 @@ class ChunksMixin(RelationalRole):
             return []
         with self._reading() as tx:
             dialect = tx.dialect
-            sql = matching_documents_sql(
+            sql, params = matching_documents_query(
                 dialect.any_of("").strip(),
                 "?",
-                prefix_length=None if path_prefix is None else len(path_prefix),
+                dialect.ids(kbs),
+                path_prefix=path_prefix,
                 language=language,
                 conditions=conditions,
             )
-            params = matching_documents_params(dialect.ids(kbs), path_prefix, language, conditions)
             return [str(row[0]) for row in tx.all(sql, params)]
 
     def document_chunks(
