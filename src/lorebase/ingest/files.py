@@ -12,7 +12,14 @@ from lorebase.embed.base import EmbedderIdentity
 from lorebase.formats import document_kind
 from lorebase.ingest.report import IngestReport
 from lorebase.ingest.versions import running_versions
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument
+from lorebase.store.base import (
+    DocumentRecord,
+    DocumentState,
+    KnowledgeBase,
+    NewDocument,
+    Source,
+    SourceKind,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,24 @@ def up_to_date(
         return False
     same_identity = identity is None or document.identity_key == identity.key
     return same_identity and document.settings_key == kb.chunk_settings.key
+
+
+def file_of(source: Source, document_path: str) -> Path | None:
+    """Where the document stored as ``document_path`` lies on this machine: the source's
+    file, or the file under its folder (the path as stored begins with the folder's label).
+    None when the path does not begin so, or leaves the folder (``..``, a link out: a path of
+    an imported base is not trusted). Whether the file is there is the caller's to see."""
+    root = Path(source.path)
+    if source.kind is SourceKind.FILE:
+        return root
+    prefix = f"{source.label}/"
+    if not document_path.startswith(prefix):
+        return None
+    path = root / document_path[len(prefix) :]
+    try:
+        return path if path.resolve().is_relative_to(root.resolve()) else None
+    except (OSError, RuntimeError):  # a loop of links
+        return None
 
 
 def outermost(

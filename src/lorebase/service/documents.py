@@ -22,6 +22,7 @@ from lorebase.embed.registry import Embedders
 from lorebase.errors import InvalidInput, NotFound, Overloaded
 from lorebase.events import EventBus
 from lorebase.fields import MAX_FIELD_CHARS
+from lorebase.ingest.files import file_of
 from lorebase.ingest.queue import JobQueue
 from lorebase.search.query import SearchRequest, SearchResponse
 from lorebase.search.service import SearchService
@@ -120,11 +121,7 @@ class Documents:
     def origin(self, kb: KnowledgeBase, document: DocumentRecord) -> Path | None:
         """Where a document's file is on this machine (None: see :meth:`source_of`)."""
         source = self.source_of(kb, document)
-        if source is None:
-            return None
-        if source.kind is SourceKind.FILE:
-            return Path(source.path)
-        return Path(source.path) / document.path.removeprefix(f"{source.label}/")
+        return None if source is None else file_of(source, document.path)
 
     def text(self, kb: KnowledgeBase | str, document_id: str) -> str:
         """The whole extracted text of a document (chunk offsets index into it)."""

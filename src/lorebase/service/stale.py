@@ -22,17 +22,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
 
 from lorebase.errors import LorebaseError
-from lorebase.ingest.files import SourceFile, outermost
+from lorebase.ingest.files import SourceFile, file_of, outermost
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.queue import Job
 from lorebase.ingest.versions import running_versions
 from lorebase.lock import IngestLock
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentRecord, KnowledgeBase, SourceKind, Store
+from lorebase.store.base import DocumentRecord, KnowledgeBase, Store
 
 SKIP_SECONDS = 3600.0
 """A stale document that could not be re-read here is not asked for again for this long."""
@@ -122,19 +121,9 @@ class StaleDocuments:
         )
         if source is None:
             return None
-        root = Path(source.path)
-        if source.kind is SourceKind.FILE:
-            path = root
-        else:
-            prefix = f"{source.label}/"
-            if not document.path.startswith(prefix) or not root.is_dir():
-                return None
-            path = root / document.path[len(prefix) :]
-            try:  # a path stepping out of its folder (an imported base's) is not read
-                if not path.resolve().is_relative_to(root.resolve()):
-                    return None
-            except OSError:
-                return None
+        path = file_of(source, document.path)
+        if path is None:
+            return None
         if not path.is_file():
-            return None  # gone: the next pass drops it
+            return None  # gone (or its folder not mounted here): the next pass sees to it
         return SourceFile(path, document.path, source.id)
