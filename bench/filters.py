@@ -8,7 +8,9 @@ spread over 2019-2025 and one author of fifty. The queries (Cranfield and CISI q
 2-10 words) run through ``Lorebase.search`` (hybrid, top 10, query embedding included: the fake
 embedder) without a filter and with each filter below, interleaved query by query so that load
 on the shared machine falls on all alike; the figure is each filter's p50 and p95 and the ratio
-of its p95 to the unfiltered p95 (goal: at most 1.5).
+of its p95 to the unfiltered p95 (goal: at most 1.5), and its first search (a filter asked
+for the first time resolves its documents and makes its masks; later ones reuse them while
+the base is unchanged).
 
     python bench/filters.py [--size 100000] [--queries 100] [--data-dir DIR] [--json]
 """
@@ -31,6 +33,7 @@ from lorebase.app import open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.fields import field_rows, parse_condition
 from lorebase.settings import ServeSettings, Settings
+from lorebase.store.sqlite import SqliteStore
 
 TAGS = [f"topic{n:02d}" for n in range(20)]
 TAG_WEIGHTS = np.array([1 / (n + 1) for n in range(20)]) / sum(1 / (n + 1) for n in range(20))
@@ -82,13 +85,16 @@ def give_fields(db: Path, seed: int) -> dict[str, Any]:
 
 def measure(db: Path, texts: list[str]) -> dict[str, Any]:
     settings = Settings(data_dir=db.parent, serve=ServeSettings(watch=False, workers=1))
-    with open_lorebase(settings=settings, embedder=FakeEmbedder(synthetic.DIM)) as lb:
+    with (
+        open_lorebase(settings=settings, embedder=FakeEmbedder(synthetic.DIM)) as lb,
+        SqliteStore(db) as other,
+    ):
         kb = lb.knowledge_bases()[0]
         conditions = {
             name: tuple(parse_condition(text) for text in given) for name, given in FILTERS.items()
         }
-        matched = {
-            name: len(lb.store.matching_documents([kb.id], conditions=wanted)) if wanted else None
+        matched = {  # counted on another store: this one's first filtered search is cold
+            name: len(other.matching_documents([kb.id], conditions=wanted)) if wanted else None
             for name, wanted in conditions.items()
         }
         started = time.perf_counter()
@@ -109,6 +115,7 @@ def measure(db: Path, texts: list[str]) -> dict[str, Any]:
         "filters": {
             name: {
                 "matching_documents": matched[name],
+                "first_ms": values[0],
                 **search_bench.percentiles(values),
                 "p95_ratio": search_bench.percentiles(values)["p95"] / unfiltered["p95"],
             }
@@ -143,10 +150,16 @@ def main() -> None:
         f"{result['chunks']:,} chunks, {result['documents']:,} documents, {len(texts)} queries, "
         f"load {result['load']:.1f} → {result['load_after']:.1f}"
     )
-    print(f"{'filter':42} {'documents':>10} {'p50 ms':>8} {'p95 ms':>8} {'p95 ÷ none':>10}")
+    print(
+        f"{'filter':42} {'documents':>10} {'first ms':>8} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'p95 ÷ none':>10}"
+    )
     for name, row in result["filters"].items():
         count = "all" if row["matching_documents"] is None else f"{row['matching_documents']:,}"
-        print(f"{name:42} {count:>10} {row['p50']:8.1f} {row['p95']:8.1f} {row['p95_ratio']:10.2f}")
+        print(
+            f"{name:42} {count:>10} {row['first_ms']:8.1f} {row['p50']:8.1f} {row['p95']:8.1f} "
+            f"{row['p95_ratio']:10.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -403,7 +403,9 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     conn.execute("BEGIN IMMEDIATE")
     if fts.fts_present(conn):  # FTS5 is the engine; Tantivy builds at the first search
         conn.execute(fts.rebuild_fts_sql())
-    writes.bump(tx, kb.id)
+    # Every document stamped with the new generation: Tantivy reads the documents stamped
+    # after its own generation (the store it opened above was already caught up, empty).
+    writes.bump(tx, kb.id, every_document=True)
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from contract.store_contract import SETTINGS_KEY, make_chunks, new_doc
+from contract.store_contract import SETTINGS_KEY, Backend, make_chunks, new_doc
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.fields import Condition, conditions_from_json, parse_condition
 from lorebase.store.base import KnowledgeBase, Region, Store
@@ -108,12 +109,12 @@ def test_field_conditions_combine_with_the_path_and_stay_within_the_bases(
     other = store.create_kb("other")
     elsewhere = _put(store, other, "hr/leave.md", {"tags": "policy"})
     wanted = [parse_condition("tags=policy")]
-    assert store.matching_documents([kb.id], path_prefix="hr/", conditions=wanted) == [
+    assert list(store.matching_documents([kb.id], path_prefix="hr/", conditions=wanted)) == [
         ids["policy"]
     ]
-    assert store.matching_documents([kb.id], path_prefix="notes/", conditions=wanted) == []
+    assert list(store.matching_documents([kb.id], path_prefix="notes/", conditions=wanted)) == []
     both = store.matching_documents([kb.id, other.id], conditions=wanted)
-    assert set(both) == {ids["policy"], elsewhere} and both == sorted(both)
+    assert set(both) == {ids["policy"], elsewhere} and list(both) == sorted(both)
 
 
 def test_a_document_shows_its_fields_and_the_names_are_listed(
@@ -164,6 +165,42 @@ def test_tags_people_set_survive_a_new_reading_and_are_removed_on_demand(
     other = store.create_kb("other")
     with pytest.raises(NotFound):
         store.tag_document(other.id, ids["bare"], ["x"], [])
+
+
+def test_a_filter_asked_again_sees_every_change_by_this_process_or_another(
+    backend: Backend,
+    store: Store,
+    library: tuple[KnowledgeBase, dict[str, str]],
+    tmp_path: Path,
+) -> None:
+    """A store may give a filter's documents again without asking the database while its
+    bases have not changed (SQLite does, see lorebase.store.restriction): every kind of change
+    — tags people set, a document read again or added, a deletion, a write by another
+    process — is seen by the next search."""
+    kb, ids = library
+    first = store.matching_documents([kb.id], conditions=[parse_condition("tags=policy")])
+    assert set(first) == {ids["policy"]}
+    assert set(store.matching_documents([kb.id], conditions=[parse_condition("tags=policy")])) == {
+        ids["policy"]
+    }
+    store.tag_document(kb.id, ids["bare"], ["Policy"], [])
+    assert _matching(store, kb, "tags=policy") == {ids["policy"], ids["bare"]}
+    store.tag_document(kb.id, ids["bare"], [], ["policy"])
+    assert _matching(store, kb, "tags=policy") == {ids["policy"]}
+    added = _put(store, kb, "hr/travel.md", {"tags": "policy"})
+    assert _matching(store, kb, "tags=policy") == {ids["policy"], added}
+    _put(store, kb, "hr/travel.md", {"tags": "travel"})  # read again, its tags changed
+    assert _matching(store, kb, "tags=policy") == {ids["policy"]}
+    assert _matching(store, kb, "tags=policy", "author=ann lee") == {ids["policy"]}
+    other = backend.open(tmp_path)  # another process on the same data
+    try:
+        other.tag_document(kb.id, ids["draft"], ["policy"], [])
+        assert _matching(store, kb, "tags=policy") == {ids["policy"], ids["draft"]}
+        other.delete_documents(kb.id, [ids["policy"]])
+        assert _matching(store, kb, "tags=policy") == {ids["draft"]}
+        assert _matching(store, kb, "tags=policy", "author=ann lee") == set()
+    finally:
+        other.close()
 
 
 def test_deleting_a_document_deletes_its_fields(
@@ -220,3 +257,31 @@ def test_a_restriction_changes_which_chunks_match_never_their_scores(store: Stor
     assert restricted and set(restricted) < set(unrestricted)
     for chunk_id, score in restricted.items():
         assert score == pytest.approx(unrestricted[chunk_id], rel=1e-5)
+
+
+@pytest.mark.parametrize("allowed_count", [3, 70, 140])
+def test_a_restricted_keyword_ranking_is_the_unrestricted_one_cut_to_the_allowed(
+    store: Store, allowed_count: int
+) -> None:
+    """However the restriction is carried out (a term set of a few documents; for many, a
+    deeper unrestricted ranking whose hits are kept by their document), the hits are the
+    unrestricted ranking's hits of the allowed documents, in its order, with its scores."""
+    kb = store.create_kb("depth")
+    ids = []
+    for n in range(150):
+        text = "heron " * (1 + n % 9) + " ".join(f"filler{n}x{k}" for k in range(n % 11 + 1))
+        chunks = make_chunks([text, f"unrelated words {n}"], salt=f"depth{n}")
+        written = store.replace_document(
+            kb.id, new_doc(f"d{n}.md", "x"), chunks, None, None, SETTINGS_KEY
+        )
+        ids.append(written.id)
+    allowed = ids[::2][:allowed_count] if allowed_count <= 75 else ids[:allowed_count]
+    owner = {}
+    for document_id in ids:
+        for chunk in store.document_chunks(kb.id, document_id, 0, 10):
+            owner[chunk.id] = document_id
+    everything = store.keyword_search([kb.id], "heron", 1000)
+    expected = [(c, s) for c, s in everything if owner[c] in set(allowed)][:8]
+    found = store.keyword_search([kb.id], "heron", 8, allowed)
+    assert [c for c, _ in found] == [c for c, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected], rel=1e-5)

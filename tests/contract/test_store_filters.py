@@ -65,17 +65,17 @@ def test_matching_documents_by_path_prefix_and_language(store: Store) -> None:
         lib,
         elsewhere,
     }
-    assert store.matching_documents([], path_prefix="app/") == []
+    assert list(store.matching_documents([], path_prefix="app/")) == []
     found = store.matching_documents([kb.id], path_prefix="app/")
-    assert found == sorted(found)
+    assert list(found) == sorted(found)
 
 
 def test_a_path_prefix_is_text_not_a_pattern(store: Store) -> None:
     kb = store.create_kb("docs")
     under = _put_code(store, kb.id, "a_b/x%.py", "python", ["def x"])
     _put_code(store, kb.id, "aXb/y.py", "python", ["def y"])
-    assert store.matching_documents([kb.id], path_prefix="a_b/x%") == [under]
-    assert store.matching_documents([kb.id], path_prefix="a_") == [under]
+    assert list(store.matching_documents([kb.id], path_prefix="a_b/x%")) == [under]
+    assert list(store.matching_documents([kb.id], path_prefix="a_")) == [under]
 
 
 def _put_prose(store: Store, kb_id: int, path: str, languages: list[str | None]) -> str:
@@ -97,4 +97,4 @@ def test_a_natural_language_finds_documents_with_passages_in_it(store: Store) ->
     _put_code(store, kb.id, "a.py", "python", ["def a"])
     assert set(store.matching_documents([kb.id], language="de")) == {german, mixed}
     assert set(store.matching_documents([kb.id], language="EN")) == {mixed, older}
-    assert store.matching_documents([kb.id], language="zh") == []
+    assert list(store.matching_documents([kb.id], language="zh")) == []

@@ -540,5 +540,5 @@ def test_tags_people_set_and_ocr_regions_travel_with_the_base(
         moved = next(d for d in lb.documents("notes") if d.path == document.path)
         assert lb.fields_of(kb, moved)["tags"][-2:] == ["Q3 audit", "Reviewed"]
         wanted = [parse_condition("tags=reviewed")]
-        assert lb.store.matching_documents([kb.id], conditions=wanted) == [moved.id]
+        assert list(lb.store.matching_documents([kb.id], conditions=wanted)) == [moved.id]
         assert lb.store.regions(kb.id, moved.id, 1, 0, 5) == list(boxes)

@@ -16,6 +16,7 @@ model that cannot read it says so in a note.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -117,7 +118,7 @@ class DenseArm:
         query: str,
         kbs: list[KnowledgeBase],
         limit: int,
-        documents: list[str] | None,
+        documents: Sequence[str] | None,
         timings: dict[str, float],
         warnings: list[str],
     ) -> DenseResult:

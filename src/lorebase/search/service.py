@@ -14,7 +14,7 @@ warnings name it; the search never fails for that. Likewise the reranker (see
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -285,7 +285,7 @@ class SearchService:
         kb_ids: list[int],
         query: str,
         limit: int,
-        documents: list[str] | None,
+        documents: Sequence[str] | None,
         timings: dict[str, float],
     ) -> Future[_Keyword]:
         """The keyword arm on its own thread (it overlaps embedding the query)."""
@@ -319,7 +319,7 @@ class SearchService:
             return kbs
         return [self.store.get_kb(name, totals=False) for name in dict.fromkeys(names)]
 
-    def _documents(self, request: SearchRequest, kb_ids: list[int]) -> list[str] | None:
+    def _documents(self, request: SearchRequest, kb_ids: list[int]) -> Sequence[str] | None:
         """The documents both arms are restricted to (None: all): ``document_ids``, and the
         documents the path and language filters match (resolved here, before ranking)."""
         documents = list(request.document_ids) if request.document_ids is not None else None
@@ -337,7 +337,7 @@ class SearchService:
             if unknown:
                 raise InvalidInput(unknown_field_message(unknown, known))
         if documents is None:
-            return matching
+            return matching  # as the store gave it: what the arms derive from it is kept
         allowed = set(matching)
         return [document for document in documents if document in allowed]
 

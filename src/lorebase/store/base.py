@@ -727,13 +727,15 @@ class Chunks(Protocol):
         path_prefix: str | None = None,
         language: str | None = None,
         conditions: Sequence[Condition] = (),
-    ) -> list[str]:
+    ) -> Sequence[str]:
         """The ids (in order) of the documents of these bases whose path as stored (what a
         hit's provenance shows, e.g. ``folder/src/x.py``) starts with ``path_prefix``
         (case-sensitive), whose indexed chunks are all code in ``language``
         (case-insensitive: source files in it, not pages with fenced examples), and whose
         fields meet every one of ``conditions`` (see :mod:`lorebase.fields`); None: no such
-        condition. What a search filter resolves to before both arms run."""
+        condition. What a search filter resolves to before both arms run; a store may give the
+        same (immutable) sequence again while the bases have not changed, and the arms may keep
+        what they derive from it (see :mod:`lorebase.store.restriction`)."""
         ...
 
 

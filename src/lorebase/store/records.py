@@ -29,6 +29,7 @@ from lorebase.store.base import (
     StoredChunk,
     ambiguous,
 )
+from lorebase.store.restriction import Restriction
 from lorebase.types import Chunk, ContentKind, Provenance
 
 TEXT_COMPRESSION_LEVEL = 6
@@ -423,9 +424,10 @@ def kb_list(kb_ids: Sequence[int]) -> list[int]:
     return [int(kb_id) for kb_id in kb_ids]
 
 
-def document_list(document_ids: Sequence[str] | None) -> list[str] | None:
-    """Document ids as a statement's parameter (None: no filter)."""
-    return None if document_ids is None else [str(d) for d in document_ids]
+def document_list(document_ids: Sequence[str] | None) -> Restriction | None:
+    """Document ids as a statement's parameter (None: no filter); a restriction as it is (it
+    remembers what searches derive from it)."""
+    return None if document_ids is None else Restriction.of(document_ids)
 
 
 # A chunk's language when it is all code, else '' (a passage of a page around a code example).

@@ -6,7 +6,7 @@ lexemes, half-precision vectors with a reuse cache, dense search through pgvecto
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,7 +76,7 @@ class PostgresRole(RelationalRole):
 
     # -- the read side of the vectors --------------------------------------------------------
     def _dense_search(
-        self, tx: Bound, query: DenseQuery, limit: int, document_ids: list[str] | None
+        self, tx: Bound, query: DenseQuery, limit: int, document_ids: Sequence[str] | None
     ) -> Scored:
         return search.dense_search(
             tx.raw,

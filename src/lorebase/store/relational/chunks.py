@@ -20,6 +20,7 @@ from lorebase.store.records import (
 )
 from lorebase.store.relational import rows
 from lorebase.store.relational.role import RelationalRole
+from lorebase.store.restriction import Restriction
 
 NO_CHUNK = "no such chunk in these knowledge bases; search again for a current id"
 
@@ -93,11 +94,11 @@ class ChunksMixin(RelationalRole):
         path_prefix: str | None = None,
         language: str | None = None,
         conditions: Sequence[Condition] = (),
-    ) -> list[str]:
+    ) -> Restriction:
         """See :meth:`lorebase.store.base.Chunks.matching_documents`."""
         kbs = kb_list(kb_ids)
         if not kbs:
-            return []
+            return Restriction()
         with self._reading() as tx:
             dialect = tx.dialect
             sql, params = matching_documents_query(
@@ -108,7 +109,10 @@ class ChunksMixin(RelationalRole):
                 language=language,
                 conditions=conditions,
             )
-            return [str(row[0]) for row in tx.all(sql, params)]
+            key = (tuple(kbs), path_prefix, language, tuple(conditions))
+            return self._restriction(
+                tx, kbs, key, lambda: Restriction(str(row[0]) for row in tx.all(sql, params))
+            )
 
     def document_chunks(
         self, kb_id: int, document_id: str, start: int, limit: int

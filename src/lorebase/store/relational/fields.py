@@ -100,6 +100,7 @@ class FieldsMixin(RelationalRole):
                     for folded, tag in adding.items()
                 ],
             )
+            self._fields_changed(tx, kb_id)
             now = tx.all(
                 "SELECT value FROM document_fields WHERE document_id = ? AND field = ? "
                 "AND origin = 'user' ORDER BY folded",

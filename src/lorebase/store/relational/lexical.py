@@ -24,7 +24,7 @@ class LexicalMixin(RelationalRole):
         document_ids: Sequence[str] | None = None,
     ) -> Scored:
         documents = document_list(document_ids)
-        if limit <= 0 or not kb_ids or documents == []:
+        if limit <= 0 or not kb_ids or (documents is not None and not documents):
             return []
         kbs = kb_list(kb_ids)
         with self._read() as conn:

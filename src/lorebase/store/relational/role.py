@@ -6,7 +6,7 @@ the indexes kept beside the rows, and the read side of the vector engine."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -16,6 +16,7 @@ import numpy as np
 from lorebase.store.base import NewDocument, Scored
 from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound, Dialect
+from lorebase.store.restriction import Restriction
 from lorebase.types import Chunk, EmbedderIdentity
 
 
@@ -159,6 +160,17 @@ class RelationalRole:
         or every document's): what indexes kept beside the rows need to know. Nothing by
         default (indexes inside the database follow by themselves)."""
 
+    def _restriction(
+        self, tx: Bound, kb_ids: list[int], key: Hashable, resolve: Callable[[], Restriction]
+    ) -> Restriction:
+        """The documents a filter (``key``) leaves in these bases, from ``resolve`` — or, where
+        the backend can tell that the bases have not changed since, as resolved before."""
+        return resolve()
+
+    def _fields_changed(self, tx: Bound, kb_id: int) -> None:
+        """Fields people set on a base's documents changed in ``tx`` (its searchable rows did
+        not): what remembers a filter's documents needs to know. Nothing by default."""
+
     def _purging(self, tx: Bound, column: str, value: object) -> None:
         """The chunks whose ``column`` (``document_id`` or ``kb_id``) is ``value`` are about to
         be deleted: drop what an index beside them keeps. Nothing by default."""
@@ -196,7 +208,7 @@ class RelationalRole:
 
     @abstractmethod
     def _dense_search(
-        self, tx: Bound, query: DenseQuery, limit: int, document_ids: list[str] | None
+        self, tx: Bound, query: DenseQuery, limit: int, document_ids: Sequence[str] | None
     ) -> Scored:
         """The best ``limit`` chunks by inner product (``limit`` above 0; ``document_ids``:
         only theirs, never an empty list), in ``tx``'s snapshot."""

@@ -35,7 +35,7 @@ class VectorsMixin(RelationalRole):
     ) -> Scored:
         query = checked_query(vector, identity)
         documents = document_list(document_ids)
-        if limit <= 0 or not kb_ids or documents == []:
+        if limit <= 0 or not kb_ids or (documents is not None and not documents):
             return []
         with self._reading() as tx:
             dense = self._dense_query(tx, kb_ids, identity, query)

@@ -37,6 +37,7 @@ from lorebase.store.ann import (
 )
 from lorebase.store.base import Scored
 from lorebase.store.packed_ids import PackedIds
+from lorebase.store.restriction import Restriction
 from lorebase.store.sqlite.rows import base_generations
 from lorebase.store.vectors import (
     VECTOR_DTYPE,
@@ -64,6 +65,9 @@ STOP_TIMEOUT_S = 30.0
 GROWTH = 1.25
 """Spare rows allocated when the matrix must grow: appends copy the matrix rarely, and a base
 never holds much more memory than its vectors need."""
+
+MASKS_PER_INDEX = 8
+"""Restrictions whose row masks an index keeps (a byte per row each)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +150,32 @@ class LoadedIndex:
     rows: GrowingRows | None = None
     # Each document's code, filled on the first filtered search (document_ids only grows).
     code_of: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # The row masks of the last few restrictions, by identity (each entry holds its
+    # restriction, so an id is not reused while it is kept); a refreshed index starts afresh.
+    masks: dict[int, tuple[Restriction, np.ndarray | None]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def allowed(self, document_ids: Sequence[str] | None) -> np.ndarray | None:
-        """The row mask: live rows, of the filter's documents if there is a filter."""
+        """The row mask: live rows, of the filter's documents if there is a filter (made once
+        per restriction: a repeated filter costs no pass over the rows)."""
         if document_ids is None:
             return self.live
+        if not isinstance(document_ids, Restriction):
+            return self._mask(document_ids)
+        kept = self.masks.get(id(document_ids))
+        if kept is not None and kept[0] is document_ids:
+            return kept[1]
+        mask = self._mask(document_ids)
+        while len(self.masks) >= MASKS_PER_INDEX:  # the oldest goes (searches run at once)
+            try:
+                del self.masks[next(iter(self.masks))]
+            except (KeyError, RuntimeError, StopIteration):
+                break
+        self.masks[id(document_ids)] = (document_ids, mask)
+        return mask
+
+    def _mask(self, document_ids: Sequence[str]) -> np.ndarray | None:
         known = self.code_of
         for code in range(len(known), len(self.document_ids)):
             known[self.document_ids[code]] = code

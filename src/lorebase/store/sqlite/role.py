@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -19,8 +19,9 @@ import numpy as np
 from lorebase.store.base import NewDocument, Scored
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import DenseQuery, DocumentChunks, RelationalRole
+from lorebase.store.restriction import Restriction, RestrictionCache
 from lorebase.store.sqlite import fts, search, writes
-from lorebase.store.sqlite.rows import batches, placeholders
+from lorebase.store.sqlite.rows import batches, json_ids, placeholders
 from lorebase.store.sqlite.schema import CONTENT_HASH_PREFIX
 from lorebase.store.vectors import blob_bytes, from_blob, matrix_from_blobs
 from lorebase.types import EmbedderIdentity
@@ -56,6 +57,7 @@ class SqliteRole(RelationalRole):
     _dense: DenseIndexes
     _dense_lock: threading.Lock
     _lexical: LexicalEngine
+    _restrictions: RestrictionCache
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -70,6 +72,27 @@ class SqliteRole(RelationalRole):
         self, tx: Bound, kb_id: int, documents: Sequence[str] = (), *, every_document: bool = False
     ) -> None:
         writes.bump(tx, kb_id, documents, every_document=every_document)
+
+    def _restriction(
+        self, tx: Bound, kb_ids: list[int], key: Hashable, resolve: Callable[[], Restriction]
+    ) -> Restriction:
+        """Remembered while every base's generation and last change stay as they were (each
+        write to a base bumps one or the other, whichever process wrote)."""
+        version = tuple(
+            tx.raw.execute(
+                "SELECT id, generation, updated_at, created_at FROM knowledge_bases "
+                "WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                (json_ids(kb_ids),),
+            )
+        )
+        found = self._restrictions.get(key, version)
+        if found is None:
+            found = resolve()
+            self._restrictions.put(key, version, found)
+        return found
+
+    def _fields_changed(self, tx: Bound, kb_id: int) -> None:
+        writes.touch(tx, kb_id)
 
     def _purging(self, tx: Bound, column: str, value: object) -> None:
         if fts.fts_present(tx.raw):
@@ -97,7 +120,7 @@ class SqliteRole(RelationalRole):
 
     # -- the read side of the vectors --------------------------------------------------------
     def _dense_search(
-        self, tx: Bound, query: DenseQuery, limit: int, document_ids: list[str] | None
+        self, tx: Bound, query: DenseQuery, limit: int, document_ids: Sequence[str] | None
     ) -> Scored:
         """Indexes are fetched (and reloaded when stale) under a lock of their own; the matrix
         products run outside it, so concurrent searches overlap."""

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 from lorebase.store.relational.store import RelationalStore
+from lorebase.store.restriction import RestrictionCache
 from lorebase.store.sqlite import dense
 from lorebase.store.sqlite.database import (
     BUSY_TIMEOUT_MS,
@@ -63,6 +64,7 @@ class SqliteStore(SqliteRole, SqliteMaintenance, RelationalStore[SqliteDatabase]
             raise
         self._dense = dense.DenseIndexes()
         self._dense_lock = threading.Lock()
+        self._restrictions = RestrictionCache()
 
     def _release(self) -> None:
         self._lexical.close()

@@ -47,6 +47,15 @@ def bump(
         tx.many(f"{stamp} WHERE id = ?", [(kb_id, doc) for doc in documents])
 
 
+def touch(tx: Bound, kb_id: int) -> None:
+    """Mark the base changed where its searchable rows did not (fields people set): its last
+    change moves forward, strictly, even within one tick of the clock."""
+    tx.execute(
+        "UPDATE knowledge_bases SET updated_at = max(updated_at + 0.000001, ?) WHERE id = ?",
+        (time.time(), kb_id),
+    )
+
+
 def write_chunks(
     tx: Bound, kb_id: int, document_id: str, chunks: Sequence[Chunk], *, lexical: bool = True
 ) -> list[str]:
