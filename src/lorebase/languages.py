@@ -14,16 +14,21 @@ model only when the detector is sure of another language: its best guess holds a
 is at least :data:`LESS_LIKELY` times less likely than that guess. Anything else — English, an
 identifier, a text in no language at all — is read.
 
-The model is loaded when first asked (0.6 s), once per :class:`LanguageDetector`.
+The model is loaded when first asked, once a process (see :class:`LanguageDetector`).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
+from array import array
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from functools import cache
+from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 CONFIDENT = 0.3
 """The share of the belief the best guess needs before a text counts as in that language."""
@@ -56,29 +61,92 @@ def readable(detected: Detected, languages: Collection[str] | None) -> bool:
 
 class LanguageDetector:
     """Detects a text's language with py3langid, its model loaded on first use (once a
-    process: the model is read-only data, 0.4 s to unpack). Thread-safe."""
+    process: the model is read-only data). Thread-safe.
+
+    py3langid ships its model LZMA-compressed, 0.3 s to unpack: most of a ``lorebase search``
+    from the command line. With ``unpacked`` (a folder: the data directory's model cache), the
+    first process writes the unpacked model there (68 MB) and every later one reads it in
+    ~0.04 s; anything wrong with that copy and the packed model is read instead."""
+
+    def __init__(self, unpacked: Path | None = None) -> None:
+        self.unpacked = unpacked
 
     def detect(self, text: str) -> Detected:
-        ranked = _model().rank(text)
+        ranked = _model(self.unpacked).rank(text)
         beliefs = {str(language): float(belief) for language, belief in ranked}
         language, confidence = max(beliefs.items(), key=lambda item: item[1])
         return Detected(language, confidence, beliefs)
 
 
-def _model() -> Any:
-    """py3langid's identifier, unpacked once a process."""
+def _model(unpacked: Path | None) -> Any:
+    """py3langid's identifier, loaded once a process (from ``unpacked`` if the first detector
+    to ask has one: the model is the same whichever copy it is read from)."""
     with _LOADING:
-        return _load()
+        if not _LOADED:
+            _LOADED.append(_load(unpacked))
+        return _LOADED[0]
 
 
 _LOADING = threading.Lock()
+_LOADED: list[Any] = []
 
 
-@cache
-def _load() -> Any:
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+def _load(unpacked: Path | None) -> Any:
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 
+    packed = MODEL_DIR / MODEL_FILE
+    if unpacked is not None:
+        try:
+            return _from_unpacked(LanguageIdentifier, packed, unpacked)
+        except (OSError, ValueError, KeyError) as exc:  # the packed model answers
+            log.warning("the unpacked language model could not be used: %s", type(exc).__name__)
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def _from_unpacked(identifier: Any, packed: Path, folder: Path) -> Any:
+    """The identifier from the unpacked copy of ``packed`` in ``folder`` (written first when
+    missing: named by the packed file's size and time, so another version writes its own)."""
+    import lzma
+    import shutil
+
+    stat = packed.stat()
+    path = folder / f"langid-{stat.st_size}-{int(stat.st_mtime)}.npz"
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        try:
+            with lzma.open(packed) as source, partial.open("wb") as target:
+                shutil.copyfileobj(source, target, length=1 << 20)
+            partial.replace(path)  # whole or not at all, whichever process writes it first
+        finally:
+            partial.unlink(missing_ok=True)
+    try:
+        return _read_unpacked(identifier, path)
+    except (OSError, ValueError, KeyError):
+        path.unlink(missing_ok=True)  # the next process writes it again
+        raise
+
+
+def _read_unpacked(identifier: Any, path: Path) -> Any:
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as data:
+        return identifier(
+            np.asarray(data["ptc"]),
+            np.asarray(data["pc"]),
+            data["classes"].tolist(),
+            _words(data["nextmove"]),
+            data["out_feat"].tolist(),
+            tk_row=_words(data["nextmove_row"]),
+            norm_probs=True,
+        )
+
+
+def _words(values: Any) -> array[int]:
+    """An unsigned numpy array as the stdlib array py3langid walks byte by byte."""
+    out = array({2: "H", 4: "I", 8: "L"}[values.dtype.itemsize])
+    out.frombytes(values.tobytes())
+    return out
 
 
 DETECTED_CHARS = 300

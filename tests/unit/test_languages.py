@@ -3,6 +3,9 @@ detector on real texts (py3langid's model ships in its wheel: no download)."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -68,3 +71,34 @@ def test_identifiers_and_codes_are_read_by_an_english_model(
     detector: LanguageDetector, text: str
 ) -> None:
     assert readable(detector.detect(text), {"en"})
+
+
+def test_the_model_is_unpacked_once_into_the_cache_and_read_from_there(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first process writes the unpacked model; later ones read it (a damaged copy: the
+    packed model answers, with a warning naming no text, and the copy is written again).
+    Loaded once a process, the model is the same whichever copy it came from."""
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+
+    from lorebase import languages
+
+    question = "Wie viele Einwohner hat die Stadt Berlin heute?"
+    packed = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True).rank(question)[:3]
+    folder = tmp_path / "models"
+    first = languages._from_unpacked(LanguageIdentifier, MODEL_DIR / MODEL_FILE, folder)
+    written = list(folder.glob("langid-*.npz"))
+    assert len(written) == 1 and written[0].stat().st_size > 1_000_000
+    assert not list(folder.glob(".*partial"))
+    again = languages._load(folder)  # read from the copy
+    for identifier in (first, again):
+        ranked = identifier.rank(question)[:3]
+        assert [lang for lang, _ in ranked] == [lang for lang, _ in packed]
+        assert [p for _, p in ranked] == pytest.approx([p for _, p in packed])
+    (folder / written[0].name).write_bytes(b"not a model")
+    with caplog.at_level(logging.WARNING, logger="lorebase.languages"):
+        fallback = languages._load(folder)
+    assert fallback.rank(question)[0][0] == "de"
+    assert "could not be used" in caplog.text and "Berlin" not in caplog.text
+    assert not (folder / written[0].name).exists()  # the next process writes it again
+    assert LanguageDetector(folder).detect(question).language == "de"

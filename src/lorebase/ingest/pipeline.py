@@ -79,9 +79,11 @@ class Ingestor:
         batch_chunks: int = EMBED_BATCH_CHUNKS,
         on_document: Callable[[int, DocumentRecord], None] | None = None,
         lookahead_chunks: int = LOOKAHEAD_CHUNKS,
+        detector: LanguageDetector | None = None,
     ) -> None:
         """``embedders``: the named embedders and the process's own (a base is indexed with
-        its own, see :mod:`lorebase.embed.registry`).
+        its own, see :mod:`lorebase.embed.registry`); ``detector``: tells each passage's
+        language (one is made when not given).
         ``on_document(kb_id, record)`` is told each document that settled, indexed or failed
         (the service turns it into an event: pages follow a folder pass live)."""
         self.store = store
@@ -90,7 +92,8 @@ class Ingestor:
         self.batch_chunks = batch_chunks
         self.lookahead_chunks = lookahead_chunks
         self.on_document = on_document
-        self.detector = LanguageDetector()  # its model loads with the first passage told
+        # Its model loads with the first passage told.
+        self.detector = detector if detector is not None else LanguageDetector()
         self._pool: ExtractionPool | None = None
         self._pool_lock = threading.Lock()
 

@@ -37,6 +37,7 @@ from lorebase.ingest.report import IngestReport, Progress
 from lorebase.ingest.sync import Syncer
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS
 from lorebase.inspect import chunk_bytes
+from lorebase.languages import LanguageDetector
 from lorebase.lock import IngestLock
 from lorebase.rerank.base import Reranker
 from lorebase.search.query import SearchRequest, SearchResponse
@@ -125,11 +126,18 @@ class Lorebase:
         self.embedder = self.embedders.default
         self.reranker = reranker
         events = self.events = events if events is not None else EventBus()
+        languages = LanguageDetector(settings.model_cache)  # one model a process, unpacked once
         self.ingestor = Ingestor(
-            store, self.embedders, settings.extract, on_document=announcing(events)
+            store,
+            self.embedders,
+            settings.extract,
+            on_document=announcing(events),
+            detector=languages,
         )
         self.syncer = Syncer(store, self.ingestor, on_pace=pacing(events))
-        self.searcher = SearchService(store, self.embedders, reranker, settings.search)
+        self.searcher = SearchService(
+            store, self.embedders, reranker, settings.search, languages=languages
+        )
         lock = self.lock = IngestLock(settings.data_dir, holder)
         # The queue's callbacks are this facade's: the objects that do the jobs come below.
         self.queue: JobQueue = (
