@@ -185,7 +185,13 @@ class OnnxEmbedder(Embedder):
         """Tokenise the batch (truncated, unpadded), then run it in calls of at most
         ``max_tokens_per_call`` tokens, each padded to its own longest text."""
         loaded = self._load()
-        encodings = loaded.tokenizer.encode_batch(list(texts))
+        # One text (a question) is tokenised on this thread: a batch goes to the tokenizer's
+        # thread pool, whose wake-up cost ~2 ms a question while the keyword arm held a core.
+        encodings = (
+            [loaded.tokenizer.encode(texts[0])]
+            if len(texts) == 1
+            else loaded.tokenizer.encode_batch(list(texts))
+        )
         lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(encodings), loaded.identity.dim), dtype=np.float32)
         for rows in token_budget_groups(lengths, self.max_tokens_per_call):
