@@ -1,7 +1,9 @@
 """The README's quick start, the CLI docs and --help stay true."""
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -132,3 +134,36 @@ def test_make_run_indexes_the_small_files_first_and_says_so() -> None:
     quick_start = (REPO / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ")[0]
     assert "make run-all" in quick_start
     assert f"{first_kb.group(1)} KB" in quick_start
+
+
+def test_the_quick_start_says_what_a_plain_clone_indexes() -> None:
+    """Without ../shared/data/docs, `make run` indexes this repository's docs/: the README
+    says how many files that is (and that the 73-of-85 figure is the sample documents')."""
+    quick_start = (REPO / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ")[0]
+    flat = " ".join(quick_start.split())
+    own = [p for p in (REPO / "docs").rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert f"own `docs/` ({len(own)} files" in flat
+    assert all(p.stat().st_size <= 200 * 1024 for p in own)  # all indexed by the first run
+    assert "of the 85 sample documents, 73" in flat
+
+
+def test_every_command_but_the_long_running_ones_takes_json() -> None:
+    """The README promises `--json` on every command that ends."""
+
+    def leaves(command: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                yield from leaves(sub, f"{prefix} {name}".strip())
+        else:
+            yield prefix, command
+
+    running = {"serve", "worker", "watch", "mcp"}
+    missing = [
+        name
+        for name, command in leaves(typer.main.get_command(app))
+        if name not in running
+        and "--json" not in {o for p in command.params for o in getattr(p, "opts", ())}
+    ]
+    assert missing == []
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert all(f"`{name}`" in readme for name in running)

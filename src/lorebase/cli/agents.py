@@ -84,6 +84,10 @@ def mcp(ctx: typer.Context, profile: ProfileOption = None) -> None:
 def ask(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question, in your own words.")],
+    kb: Annotated[
+        list[str] | None,
+        typer.Option("--kb", help="Knowledge base(s) to answer from (default: all; repeatable)."),
+    ] = None,
     profile: ProfileOption = None,
     inject: InjectOption = False,
     top_k: TopKOption = 5,
@@ -110,7 +114,8 @@ def ask(
             allow_cloud=True if allow_cloud else None,
         ) as client,
     ):
-        asker = Asker(toolbox_for(lb, profile=profile), client)
+        only = {lb.kb(name, totals=False).id for name in kb} if kb else None
+        asker = Asker(toolbox_for(lb, profile=profile, only=only), client)
         answer, notices = _show(asker.ask(question, inject=inject, top_k=top_k), as_json)
     if as_json:
         render.print_json(Console(), _answer_json(answer, notices, client.decision))
@@ -181,6 +186,7 @@ def create(
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite a profile of the same name.")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a profile: the knowledge bases a conversation (an agent, a chat channel) may
     use. Pass it to `mcp` and `ask` with --profile."""
@@ -195,6 +201,9 @@ def create(
             name, kb, description=description, replace=replace
         )
         hint = system_prompt_hint([bases[n] for n in profile.knowledge_bases])
+    if as_json:
+        render.print_json(Console(), render.to_jsonable(profile) | {"system_prompt_hint": hint})
+        return
     Console().print(Text(f"created profile {profile.name}: {', '.join(profile.knowledge_bases)}"))
     Console().print(Text(hint, style="dim"), soft_wrap=True)
 
@@ -222,10 +231,15 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
 @profile_app.command()
 @handles_errors
 def delete(
-    ctx: typer.Context, name: Annotated[str, typer.Argument(help="The profile to delete.")]
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The profile to delete.")],
+    as_json: JsonOption = False,
 ) -> None:
     """Delete a profile (its knowledge bases are untouched)."""
     from lorebase.agent.profiles import Profiles
 
     Profiles(_data_dir(ctx)).delete(name)
+    if as_json:
+        render.print_json(Console(), {"deleted": name})
+        return
     Console().print(Text(f"deleted profile {name}"))

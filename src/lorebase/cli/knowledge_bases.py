@@ -86,6 +86,7 @@ def create(
         typer.Option("--source", help="A folder to follow (repeatable, at most 16)."),
     ] = None,
     embedder: EmbedderOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a knowledge base, optionally following folders (index them with `sync`). Its
     embedder is chosen now and kept: only `kb update --embedder NAME --reembed` changes it."""
@@ -99,6 +100,9 @@ def create(
             sources=source or (),
             embedder=embedder,
         )
+    if as_json:
+        render.print_json(render.console(), render.kb_json(kb))
+        return
     Console().print(
         Text(
             f"created knowledge base {kb.name} (id {kb.id}), embedded with "
@@ -140,7 +144,11 @@ def update(
         with open_from(ctx) as lb:
             current = lb.kb(name, totals=False).chunk_settings
             lb.update_kb(name, _chunking(current, chunk_size, max_tokens, overlap))
+            after = lb.kb(name, totals=False)
         if embedder is None:
+            if as_json:
+                render.print_json(render.console(), {"knowledge_base": render.kb_json(after)})
+                return
             Console().print(Text(f"updated {name}; run `lorebase sync --kb {name}` to apply"))
             return
     assert embedder is not None
@@ -244,10 +252,14 @@ def sources_add(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The knowledge base.")],
     folder: Annotated[Path, typer.Argument(help="The folder to follow.")],
+    as_json: JsonOption = False,
 ) -> None:
     """Follow another folder (not inside, nor containing, one already followed)."""
     with open_from(ctx) as lb:
         source = lb.add_source(name, folder)
+    if as_json:
+        render.print_json(render.console(), render.source_json(source))
+        return
     Console().print(
         Text(f"{name} now follows {source.path} as {source.label}; run `lorebase sync --kb {name}`")
     )
@@ -259,10 +271,14 @@ def sources_remove(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The knowledge base.")],
     folder: Annotated[str, typer.Argument(help="The folder or file (its path or label).")],
+    as_json: JsonOption = False,
 ) -> None:
     """Stop following a folder or file; its documents leave the index (the files stay)."""
     with open_from(ctx) as lb:
         dropped = lb.remove_source(name, folder)
+    if as_json:
+        render.print_json(render.console(), {"removed": folder, "documents_dropped": dropped})
+        return
     Console().print(Text(f"stopped following {folder}; {dropped} documents dropped"))
 
 
@@ -272,10 +288,14 @@ def delete(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The knowledge base to delete.")],
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Delete a knowledge base and everything indexed in it (source files are untouched)."""
     if not yes:
-        typer.confirm(f"Delete knowledge base {name!r} and its index?", abort=True)
+        typer.confirm(f"Delete knowledge base {name!r} and its index?", abort=True, err=as_json)
     with open_from(ctx) as lb:
         lb.delete_kb(name)
+    if as_json:
+        render.print_json(render.console(), {"deleted": name})
+        return
     Console().print(Text(f"deleted knowledge base {name}"))

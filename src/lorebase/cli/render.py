@@ -255,14 +255,19 @@ def summary_tables(summary: Summary, failures: list[FileReport]) -> list[Table]:
 
 def ingest_summary(report: IngestReport, kb: str) -> Text:
     line = (
-        f"{kb}: {report.files} files · {report.added} added · {report.updated} updated · "
-        f"{report.unchanged} unchanged · {report.removed} removed · {len(report.failed)} not "
-        f"read · {report.chunks} chunks ({report.embedded} embedded, {report.reused} reused) "
-        f"in {report.seconds:.1f} s"
+        f"{kb}: {counted(report.files, 'file')} · {report.added} added · "
+        f"{report.updated} updated · {report.unchanged} unchanged · {report.removed} removed · "
+        f"{len(report.failed)} not read · {counted(report.chunks, 'chunk')} "
+        f"({report.embedded} embedded, {report.reused} reused) in {report.seconds:.1f} s"
     )
     if report.left_out:
         line += "; left out: " + left_out_summary(report.left_out)
     return Text(line)
+
+
+def counted(count: int, thing: str) -> str:
+    """``1 file``, ``2 files``: a count with its noun. Pure."""
+    return f"{count:,} {thing}{'' if count == 1 else 's'}"
 
 
 def left_out_summary(left_out: dict[str, int]) -> str:
@@ -362,6 +367,7 @@ NOTHING_FOUND = (
 
 
 FILTERED_OUT = "filter_matched_nothing"
+EMPTY_BASES = "no_documents_yet"
 SHOWN_FIELDS = ("tags", "author", "date")
 """The fields a hit shows in the terminal (``--json`` gives them all)."""
 
@@ -382,7 +388,8 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
         out.print(Text(f"warning: {warning}", style="yellow"))
     for note in response.notes:
         out.print(Text(f"note: {note}", style="dim"))
-    if response.no_answer and not any(n.startswith(FILTERED_OUT) for n in response.notes):
+    explained = any(n.startswith((FILTERED_OUT, EMPTY_BASES)) for n in response.notes)
+    if response.no_answer and not explained:
         out.print(NOTHING_FOUND)
     for rank, hit in enumerate(response.hits, start=1):
         step, best = best_step(hit)

@@ -235,12 +235,17 @@ def users_create(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="User name.")],
     admin: Annotated[bool, typer.Option("--admin", help="Make an administrator.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a user (member by default) and print a first API key for them, once."""
     with administering(ctx) as accounts:
         user = accounts.create_user(name, Role.ADMIN if admin else Role.MEMBER)
-        key, _ = accounts.create_key(user.id, "created with the user")
+        key, record = accounts.create_key(user.id, "created with the user")
         accounts.audit("cli", "create_user", f"user:{user.id}")
+    if as_json:
+        shown = {"user": render.to_jsonable(user), "key": key, "record": record}
+        render.print_json(render.console(), render.to_jsonable(shown))
+        return
     Console().print(Text(f"created {user.name}; API key (shown once): {key}"))
 
 
@@ -261,11 +266,18 @@ def teams_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 @teams_app.command("create")
 @handles_errors
-def teams_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Name.")]) -> None:
+def teams_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Name.")],
+    as_json: JsonOption = False,
+) -> None:
     """Create a team."""
     with administering(ctx) as accounts:
         team = accounts.create_team(name)
         accounts.audit("cli", "create_team", f"team:{team.id}")
+    if as_json:
+        render.print_json(render.console(), render.to_jsonable(team))
+        return
     Console().print(Text(f"created team {team.name}"))
 
 
@@ -276,6 +288,7 @@ def teams_add(
     team: Annotated[str, typer.Argument(help="The team.")],
     user: Annotated[str, typer.Argument(help="The user.")],
     admin: Annotated[bool, typer.Option("--admin", help="As a team admin.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Add a user to a team (or change their role in it)."""
     with administering(ctx) as accounts:
@@ -283,6 +296,10 @@ def teams_add(
         role = Role.ADMIN if admin else Role.MEMBER
         accounts.set_member(found_team.id, found_user.id, role)
         accounts.audit("cli", "set_member", f"team:{found_team.id} user:{found_user.id}")
+    if as_json:
+        shown = {"team": found_team.name, "user": found_user.name, "role": role.value}
+        render.print_json(render.console(), shown)
+        return
     Console().print(Text(f"{user} is now {role.value} of {team}"))
 
 
@@ -292,12 +309,17 @@ def teams_remove(
     ctx: typer.Context,
     team: Annotated[str, typer.Argument(help="The team.")],
     user: Annotated[str, typer.Argument(help="The user.")],
+    as_json: JsonOption = False,
 ) -> None:
     """Remove a user from a team."""
     with administering(ctx) as accounts:
         found_team, found_user = accounts.get_team(team), accounts.get_user(user)
         accounts.set_member(found_team.id, found_user.id, None)
         accounts.audit("cli", "remove_member", f"team:{found_team.id} user:{found_user.id}")
+    if as_json:
+        shown = {"team": found_team.name, "user": found_user.name, "role": None}
+        render.print_json(render.console(), shown)
+        return
     Console().print(Text(f"{user} left {team}"))
 
 
@@ -340,6 +362,7 @@ def keys_create(
     days: Annotated[
         int | None, typer.Option(help="Expires after this many days (1 or more).")
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Create an API key for a user; it is printed once and stored only as a hash."""
     if days is not None and days < 1:  # 0 used to mean "never", a negative "already expired"
@@ -349,29 +372,47 @@ def keys_create(
         expires = time.time() + days * DAY if days is not None else None
         key, record = accounts.create_key(found.id, name, expires)
         accounts.audit("cli", "create_key", f"key:{record.id}")
+    if as_json:  # as POST /v1/keys answers
+        render.print_json(render.console(), {"key": key, "record": render.to_jsonable(record)})
+        return
     Console().print(Text(f"API key for {user} (shown once): {key}"))
 
 
 @keys_app.command("revoke")
 @handles_errors
 def keys_revoke(
-    ctx: typer.Context, key_id: Annotated[int, typer.Argument(help="The key's id.")]
+    ctx: typer.Context,
+    key_id: Annotated[int, typer.Argument(help="The key's id.")],
+    as_json: JsonOption = False,
 ) -> None:
     """Revoke an API key at once."""
     with administering(ctx) as accounts:
         accounts.revoke_key(key_id)
         accounts.audit("cli", "revoke_key", f"key:{key_id}")
+    if as_json:
+        render.print_json(render.console(), {"revoked": key_id})
+        return
     Console().print(Text(f"revoked key {key_id}"))
 
 
 @keys_app.command("rotate-data-key")
 @handles_errors
-def keys_rotate_data_key(ctx: typer.Context) -> None:
+def keys_rotate_data_key(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Re-encrypt every uploaded original and display name under a new data key (stop the
     server first). Safe to run again if it was interrupted."""
     with open_from(ctx, holder="lorebase keys rotate-data-key") as lb:
         rotation = lb.rotate_data_key()
         lb.accounts.audit("cli", "rotate_data_key", f"key:{rotation.new_key.id}")
+    if as_json:
+        shown = {
+            "key_id": rotation.new_key.id,
+            "files": rotation.blobs,
+            "names": rotation.names,
+            # Only when the key lives in LOREBASE_DATA_KEY: shown once, to put there.
+            "new_key": rotation.new_key.to_base64() if rotation.key_file is None else None,
+        }
+        render.print_json(render.console(), shown)
+        return
     console = Console()
     console.print(
         Text(
@@ -386,9 +427,13 @@ def keys_rotate_data_key(ctx: typer.Context) -> None:
 
 @keys_app.command("new-data-key")
 @handles_errors
-def keys_new_data_key() -> None:
+def keys_new_data_key(as_json: JsonOption = False) -> None:
     """Print a fresh random data key (base64) for LOREBASE_DATA_KEY: what every process of a
     PostgreSQL store must be given, the same in each. It is not stored anywhere."""
     from lorebase.vault.keys import DataKey
 
-    Console().print(Text(DataKey.generate().to_base64()))
+    key = DataKey.generate().to_base64()
+    if as_json:
+        render.print_json(render.console(), {"data_key": key})
+        return
+    Console().print(Text(key))

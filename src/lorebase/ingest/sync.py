@@ -20,11 +20,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from lorebase.ingest.files import SourceFile, placeholders
+from lorebase.ingest.ignore import IGNORED
 from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.progress import Estimate, RateMeter, chunks_left
 from lorebase.ingest.report import STOP_REQUESTED, IngestReport, Progress, merge_counts
@@ -72,14 +73,26 @@ class Syncer:
         on_progress: Callable[[Progress], None] | None = None,
         defer_larger_than: int | None = None,
         stale: bool = True,
+        only: Mapping[int, set[str]] | None = None,
     ) -> IngestReport:
         """One pass over ``sources`` (default: all of the base's) plus ``extra_files``; with
         ``defer_larger_than`` (bytes), the sources' files over it that the base holds no
         document of yet are left for a later pass; ``stale`` False leaves the documents an
-        older version made as they are (see :meth:`Ingestor.process`)."""
+        older version made as they are (see :meth:`Ingestor.process`). ``only`` names, by
+        source id, the keys of the files to read of that source (files someone named inside a
+        folder the base follows): its other files are neither read nor counted, and none of
+        its documents is removed (that is for a pass over the whole folder)."""
         with self._one_pass:
             return self._sync(
-                kb, sources, extra_files, full, stop, on_progress, defer_larger_than, stale
+                kb,
+                sources,
+                extra_files,
+                full,
+                stop,
+                on_progress,
+                defer_larger_than,
+                stale,
+                only or {},
             )
 
     def _sync(
@@ -92,7 +105,9 @@ class Syncer:
         on_progress: Callable[[Progress], None] | None,
         defer_larger_than: int | None = None,
         stale: bool = True,
+        only: Mapping[int, set[str]] | None = None,
     ) -> IngestReport:
+        only = only or {}
         self.store.set_kb_state(kb.id, KbState.INDEXING, started=True)
         chosen = self.store.list_sources(kb.id) if sources is None else list(sources)
         files: list[SourceFile] = []
@@ -103,12 +118,18 @@ class Syncer:
         gone = self._orphans(kb) if sources is None else []
         left_out: Counter[str] = Counter()
         for source in chosen:
-            found = self._walk(source, left_out)
+            # A folder of which only some files were named counts only what befell those.
+            found = self._walk(source, left_out if source.id not in only else Counter())
             if found is None:
                 missing.append(source.label)
                 continue
             if source.kind is SourceKind.FILE and not found:
                 removed += self.store.remove_source(kb.id, source.id)
+                continue
+            if source.id in only:
+                named = [f for f in found if f.key in only[source.id]]
+                left_out[IGNORED] += len(only[source.id]) - len(named)  # its rules leave out
+                files += named
                 continue
             files += found
             gone += self._gone(kb, source, {f.key for f in found})

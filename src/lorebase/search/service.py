@@ -186,6 +186,8 @@ class SearchService:
             )
             hydrate_started += timings.get("rerank", 0.0) / 1000
         hits = self._finished(kb_ids, request, self._hits(request, pool, order, document_of))
+        if not hits:
+            notes += _empty(self.store, kbs)
         timings["hydrate"] = elapsed_ms(hydrate_started)
         timings["total"] = elapsed_ms(started)
         answered = dense.ranking is not None or request.mode is Mode.KEYWORD
@@ -376,6 +378,22 @@ class SearchService:
         before = tuple(n for n in as_neighbor if n.ordinal < ordinal)
         after = tuple(n for n in as_neighbor if n.ordinal > ordinal)
         return replace(hit, before=before, after=after)
+
+
+def _empty(store: SearchableStore, kbs: list[KnowledgeBase]) -> list[str]:
+    """The note of a search that found nothing because its bases hold no document yet."""
+    if any(store.get_kb_by_id(kb.id).documents for kb in kbs):
+        return []
+    if len(kbs) == 1:
+        return [
+            f"no_documents_yet: the knowledge base {kbs[0].name} has no documents yet; add "
+            f"files with `lorebase add PATH --kb {kbs[0].name}`, or upload them"
+        ]
+    names = ", ".join(kb.name for kb in kbs)
+    return [
+        f"no_documents_yet: none of these knowledge bases has documents yet ({names}); add "
+        "files with `lorebase add PATH --kb NAME`, or upload them"
+    ]
 
 
 def _reembedding(kbs: list[KnowledgeBase], keyword_only: set[int]) -> list[str]:

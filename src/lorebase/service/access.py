@@ -18,7 +18,7 @@ from collections.abc import Callable
 from lorebase.accounts.access import Caller, can_change, can_create, can_see
 from lorebase.accounts.base import AccountStore, ApiKey, Role, User
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
-from lorebase.service.names import as_id, choose
+from lorebase.service.names import as_id, choose, missing_kb
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope, Store
 
@@ -163,9 +163,11 @@ class Access:
         number = as_id(name)
         if not named and number is not None:
             return self.kb_by_id(number, caller, write=write, totals=totals)
-        missing = (
-            NO_KB if caller else f"no knowledge base named {name!r}; list them to see the names"
-        )
+        missing = ""
+        if not named:
+            seen = self._store.list_kbs(totals=False)
+            visible = [kb.name for kb in seen if caller is None or can_see(caller, kb)]
+            missing = missing_kb(name, visible, named_in_message=caller is None)
         kb = choose(name, named, caller, missing=missing)
         if caller is not None:
             self._allowed(caller, kb, write)

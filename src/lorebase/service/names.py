@@ -15,6 +15,7 @@ team's bases, one owner's personal bases), so one name may answer for several ba
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from lorebase.accounts.access import Caller
@@ -46,3 +47,18 @@ def choose(
     if len(named) > 1:
         raise InvalidInput(ambiguous(name, named))
     return named[0]
+
+
+def missing_kb(name: str, visible: Sequence[str], *, named_in_message: bool = True) -> str:
+    """What to say when no base the asker may see is called ``name``: the nearest of the
+    ``visible`` names when one is close (a typo, another case), else how to list them. Pure."""
+    folded = {known.casefold(): known for known in visible}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    head = f"no knowledge base named {name!r}" if named_in_message else "no such knowledge base"
+    if close:
+        return f"{head}; did you mean {folded[close[0]]!r}?"
+    if not visible and named_in_message:
+        return f"{head}; there are no knowledge bases yet: add files with `lorebase add`"
+    if not visible:
+        return f"{head}; you can see none yet"
+    return f"{head}; list them to see the names"

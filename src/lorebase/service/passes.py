@@ -28,7 +28,7 @@ from lorebase.service.bases import DEFAULT_KB, Bases
 from lorebase.service.originals import Originals
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentRecord, KnowledgeBase, Store
+from lorebase.store.base import DocumentRecord, KnowledgeBase, Source, SourceKind, Store
 
 if TYPE_CHECKING:
     from lorebase.vault.rotation import Rotation
@@ -124,7 +124,17 @@ class Passes:
                 raise NotFound(f"{path} does not exist; check the path and try again")
         with self.ingesting():
             base = self._bases.ensure_kb(kb)
-            chosen = {self._bases.source_for(base, path).id for path in paths}
+            chosen: set[int] = set()
+            whole: set[int] = set()  # sources named themselves (a folder, a file on its own)
+            named: dict[int, set[str]] = {}  # files named inside a folder the base follows
+            for path in paths:
+                source = self._bases.source_for(base, path)
+                chosen.add(source.id)
+                inside = named_inside(source, path)
+                if inside is None:
+                    whole.add(source.id)
+                else:
+                    named.setdefault(source.id, set()).add(inside)
             # A folder added after a file inside it took that file's source over.
             sources = [s for s in self._store.list_sources(base.id) if s.id in chosen]
             return self._syncer.sync(
@@ -133,6 +143,7 @@ class Passes:
                 on_progress=on_progress,
                 stop=stop,
                 defer_larger_than=defer_larger_than,
+                only={source: keys for source, keys in named.items() if source not in whole},
             )
 
     def sync(
@@ -221,3 +232,19 @@ class Passes:
         rotation cut short is finished by running it again)."""
         with self.ingesting():
             return self._originals.rotate()
+
+
+def named_inside(source: Source, path: Path) -> str | None:
+    """The key of ``path``, a file named inside the folder ``source`` follows; None when the
+    path is the source itself (a folder, or a file followed on its own). Pure but for
+    resolving the path."""
+    if source.kind is not SourceKind.FOLDER or path.is_dir():
+        return None
+    absolute = path.expanduser().absolute()
+    wanted = (
+        absolute.parent.resolve() / absolute.name
+    )  # as the source was found (a link keeps its name)
+    root = Path(source.path)
+    if not wanted.is_relative_to(root):
+        return None
+    return f"{source.label}/{wanted.relative_to(root).as_posix()}"

@@ -9,6 +9,8 @@ import { fill, flash, h, highlighted, highlightedWords } from "./dom.js";
 
 // Each step scores on its own scale: a score compares only with the same step's scores.
 const MEASURES = { keyword: "keyword (BM25)", dense: "dense (cosine)", fused: "fused", rerank: "rerank" };
+const EMPTY_BASES = "no_documents_yet";
+const NO_DOCUMENTS_YET = "Nothing to search yet: the knowledge bases searched hold no documents. Upload files to a base on the Knowledge bases tab.";
 const NOTHING_FOUND = "Nothing relevant found: no passage matches enough of the question or comes close to it in meaning.";
 
 function scoreText(s) {
@@ -99,8 +101,9 @@ export async function searchView(view, route) {
     const timings = Object.entries(answer.timings_ms).map(([step, ms]) => `${step} ${ms.toFixed(1)} ms`).join(", ");
     fill(results,
       answer.warnings.map((w) => h("p", { class: "warning", role: "alert" }, w)),
-      (answer.notes || []).map((n) => h("p", { class: "muted" }, n)),
-      h("p", { class: "muted" }, answer.no_answer ? NOTHING_FOUND : `${answer.hits.length} documents (${answer.mode})`),
+      (answer.notes || []).filter((n) => !n.startsWith(EMPTY_BASES)).map((n) => h("p", { class: "muted" }, n)),
+      h("p", { class: "muted" }, !answer.no_answer ? `${answer.hits.length} documents (${answer.mode})`
+        : (answer.notes || []).some((n) => n.startsWith(EMPTY_BASES)) ? NO_DOCUMENTS_YET : NOTHING_FOUND),
       h("ol", { class: "hits" }, answer.hits.map((hit) => {
         const scores = h("dl", { class: "scores", hidden: true },
           Object.entries(hit.scores).flatMap(([step, s]) => [h("dt", {}, MEASURES[step] || step), h("dd", {}, scoreText(s))]),
