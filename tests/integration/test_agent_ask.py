@@ -309,3 +309,24 @@ def test_ask_over_http_streams_events_and_sources(
         assert answer["text"] == "Up to ten days carry over [1]."
         assert answer["sources"][0]["citation"].startswith("team/handbook.md")
         assert "<untrusted-document" in stand_in.bodies[1]
+
+
+def test_ask_answers_from_the_bases_named_with_kb(
+    data_dir: Path, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ask --kb` takes bases as `search --kb` does: only theirs reach the model, and a
+    misspelled name gets the nearest one."""
+    monkeypatch.setenv("LOREBASE_CHAT_URL", stand_in.url)
+    monkeypatch.setenv("LOREBASE_CHAT_MODEL", "stand-in")
+    other = data_dir.parent / "other"
+    other.mkdir()
+    (other / "menu.md").write_text("# Menu\n\nVacation days at the canteen: soup on Fridays.\n")
+    base = ["--data-dir", str(data_dir), "--embedder", "fake"]
+    assert CliRunner().invoke(app, [*base, "add", str(other), "--kb", "canteen"]).exit_code == 0
+    stand_in.script = [Turn(text="Soup [1].")]
+    result = CliRunner().invoke(app, [*base, "ask", QUESTION, "--kb", "canteen", "--inject"])
+    assert result.exit_code == 0, result.output
+    assert "other/menu.md" in result.stdout and "team/" not in result.stdout
+    assert "soup on Fridays" in stand_in.bodies[-1] and "thirty days" not in stand_in.bodies[-1]
+    result = CliRunner().invoke(app, [*base, "ask", QUESTION, "--kb", "canten"])
+    assert result.exit_code != 0 and "did you mean 'canteen'?" in result.output
