@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from integration.serve_process import free_port, serve_command, wait_until_ready
+from lorebase.lock import IngestLock
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -102,3 +104,73 @@ def test_serve_refuses_to_start_without_the_data_key_of_its_uploads(tmp_path: Pa
     assert result.returncode == 7, result.stderr  # a server fault: an operator must act
     assert "missing" in result.stderr and "restore" in result.stderr
     assert not (tmp_path / "data.key").exists()
+
+
+def _lorebase(data: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "lorebase", "--data-dir", str(data), "--embedder", "fake", *args]
+
+
+def test_add_beside_an_idle_server_goes_ahead_and_the_server_finds_it(tmp_path: Path) -> None:
+    """A server holds the ingestion lock only while it indexes (issue 35): `lorebase add`
+    beside an idle one indexes at once, and the server searches what it added."""
+    data, folder = tmp_path / "data", tmp_path / "notes"
+    folder.mkdir()
+    (folder / "leave.md").write_text("# Leave\n\nVacation days carry over up to ten days.\n")
+    port = free_port()
+    process = subprocess.Popen(
+        serve_command(data, port, "--workers", "1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        key = [process.stdout.readline() for _ in range(3)][1].strip()
+        base = f"http://127.0.0.1:{port}"
+        wait_until_ready(base, process)
+        added = subprocess.run(
+            _lorebase(data, "add", str(folder), "--kb", "notes"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert added.returncode == 0, added.stdout + added.stderr
+        assert "notes: 1 file · 1 added" in added.stdout and "waiting" not in added.stdout
+        found = httpx.post(
+            f"{base}/v1/search",
+            json={"query": "vacation carry over"},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=10,
+        )
+        assert found.status_code == 200, found.text
+        assert found.json()["hits"][0]["path"].endswith("leave.md")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_add_waits_while_another_process_indexes_and_says_so(tmp_path: Path) -> None:
+    data, folder = tmp_path / "data", tmp_path / "notes"
+    folder.mkdir()
+    (folder / "leave.md").write_text("# Leave\n\nVacation days carry over up to ten days.\n")
+    busy = IngestLock(data, "lorebase serve")
+    busy.acquire()  # a server in the middle of a job
+    adding = subprocess.Popen(
+        _lorebase(data, "add", str(folder), "--kb", "notes"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert adding.stdout is not None
+        said = adding.stdout.readline()
+        assert "waiting:" in said and "(lorebase serve) is indexing" in said, said
+        assert adding.poll() is None  # still waiting
+        busy.release()
+        rest, _ = adding.communicate(timeout=120)
+        assert adding.returncode == 0, rest
+        assert "notes: 1 file · 1 added" in rest
+    finally:
+        busy.release()
+        if adding.poll() is None:
+            adding.kill()

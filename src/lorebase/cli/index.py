@@ -46,6 +46,8 @@ def add(
         open_from(ctx, holder="lorebase add") as lb,
         graceful_stop() as stop,
     ):
+        # Beside a server that is indexing, wait for its job to end (an idle one holds nothing).
+        lb.lock.wait_when_busy(lambda other: console.print(Text(waiting(other))), stop)
         defer = defer_over_kb * 1024 if defer_over_kb else None
         report = lb.add(paths, kb=kb, on_progress=on_progress, stop=stop, defer_larger_than=defer)
         base = lb.kb(kb, totals=False)
@@ -202,3 +204,11 @@ def status(ctx: typer.Context, as_json: JsonOption = False) -> None:
         console.print(Text("no knowledge bases yet; add files with `lorebase add PATH`"))
     for block in render.status_blocks(kbs, sources, reach, damaged, stale):
         console.print(block)
+
+
+def waiting(other: str) -> str:
+    """What `add` says while another process indexes this data directory."""
+    return (
+        f"waiting: {other} is indexing this data directory; these files are read as soon as "
+        "it finishes (Ctrl-C stops waiting; searches work meanwhile)"
+    )

@@ -22,7 +22,7 @@ from lorebase.ingest.progress import Estimate, pass_seconds_left
 from lorebase.ingest.report import IngestReport, Progress
 from lorebase.ingest.sync import Pace, Syncer
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
-from lorebase.lock import IngestLock
+from lorebase.lock import WATCH_LOCK_FILE, IngestLock
 from lorebase.service.access import Access
 from lorebase.service.bases import DEFAULT_KB, Bases
 from lorebase.service.originals import Originals
@@ -219,12 +219,21 @@ class Passes:
             return [Path(s.path) for s in self._store.list_sources(base.id)]
 
         def run_pass(base: KnowledgeBase) -> IngestReport:
-            report = self._syncer.sync(self._store.get_kb_by_id(base.id), stop=stop, stale=stale)
+            with self.ingesting():  # one pass at a time: other indexers go in between
+                base = self._store.get_kb_by_id(base.id)
+                report = self._syncer.sync(base, stop=stop, stale=stale)
             if on_report is not None:
                 on_report(base, report)
             return report
 
-        with self.ingesting():
+        # One process follows the folders of a data directory; Conflict names it.
+        follower = IngestLock(
+            self._settings.data_dir,
+            self._lock.holder,
+            WATCH_LOCK_FILE,
+            doing="follows this data directory's folders",
+        )
+        with follower:
             watch(bases, folders, run_pass, stop, rescan_seconds=rescan_seconds)
 
     def rotate_data_key(self) -> Rotation:

@@ -1,8 +1,9 @@
 """The background of ``serve`` (and of ``lorebase worker``): :class:`Serving` starts and stops
 the ingestion queue's workers and the folder watcher, runs the queue's jobs (an upload is
 :class:`Uploads`', a pass over a base's folders the ``run_pass`` it is given) and tells the
-queue's sweep what is left to do. Over the embedded store it holds the ingestion lock for its
-whole life; it announces each base's totals after a pass.
+queue's sweep what is left to do. Over the embedded store it takes the ingestion lock for each
+job (waiting for another indexer, such as `lorebase add`, to finish); it announces each base's
+totals after a pass.
 
 Documents an older version made (stale) are re-read at low priority: the folder watcher's
 passes leave them, and the sweep queues a few (one per worker) only when nothing else waits
@@ -10,6 +11,7 @@ passes leave them, and the sweep queues a few (one per worker) only when nothing
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +27,8 @@ from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentState, KnowledgeBase, Store
+
+log = logging.getLogger(__name__)
 
 WATCHER_JOIN_SECONDS = 30
 
@@ -70,25 +74,29 @@ class Serving:
         """Start the queue's workers (unless ``serve.ingest`` is off) and, unless turned off,
         the folder watcher.
 
-        Over the embedded store this process is the only indexer: it holds the ingestion lock
-        for its life, and at start puts back what a crash left half way and sweeps orphaned
-        blobs of any age. Over a shared store other processes index at the same time: the
-        jobs' leases take care of crashed work, and orphans are swept only past the grace
-        period (an upload in flight elsewhere has stored its original, not yet its row)."""
+        Over the embedded store one process indexes at a time: this one takes the ingestion
+        lock for each job (waiting while another holds it), and at start, holding it, puts back
+        what a crash left half way and sweeps orphaned blobs of any age. Over a shared store
+        other processes index at the same time: the jobs' leases take care of crashed work, and
+        orphans are swept only past the grace period (an upload in flight elsewhere has stored
+        its original, not yet its row)."""
         if self._serving:
             return
         self._originals.data_key  # noqa: B018  (refuses to start with a missing or wrong key)
         shared = self._settings.shared_store
-        if not shared:
-            self._lock.acquire()
-        self._serving = True
-        self._stop.clear()
         if shared:
             self._originals.blobs.sweep_orphans(self._uploads.upload_ids())
         else:
-            self._store.reset_unfinished()
-            # Holding the lock, no upload is half-stored: orphans of any age can go.
-            self._originals.blobs.sweep_orphans(self._uploads.upload_ids(), grace=0)
+            with self._lock:  # refused while another process indexes, naming it
+                self._store.reset_unfinished()
+                # Holding the lock before taking uploads, none is half-stored: orphans of any
+                # age can go.
+                self._originals.blobs.sweep_orphans(self._uploads.upload_ids(), grace=0)
+            # From now on the lock is taken for each job and waited for: `lorebase add` beside
+            # an idle server goes ahead, and the server's next job waits for it.
+            self._lock.wait_when_busy(self._waiting, self._stop)
+        self._serving = True
+        self._stop.clear()
         # An upload whose original is missing fails now instead of being queued forever.
         self._uploads.fail_lost_uploads()
         if not self._settings.serve.ingest:
@@ -115,8 +123,9 @@ class Serving:
         if self._watcher is not None:
             self._watcher.join(timeout=WATCHER_JOIN_SECONDS)
             self._watcher = None
-        if not self._settings.shared_store:
-            self._lock.release()
+
+    def _waiting(self, holder: str) -> None:
+        log.info("waiting for %s to finish indexing before the next job", holder)
 
     def _watch_folders(self) -> None:
         def on_report(kb: KnowledgeBase, report: IngestReport) -> None:
