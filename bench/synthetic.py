@@ -344,7 +344,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     from lorebase.store.relational import rows
     from lorebase.store.sqlite import writes
     from lorebase.store.sqlite.database import DIALECT
-    from lorebase.store.sqlite.rows import compress_text
+    from lorebase.store.document_text import spans_of, stored_text
     from lorebase.store.sqlite.store import connect
 
     fake = FakeEmbedder(DIM)
@@ -374,7 +374,7 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
             chunk_count=len(chunks),
             identity_key=fake.identity.key,
             settings_key=kb.chunk_settings.key,
-            text=compress_text(doc.document.text),
+            text=stored_text(doc.document.text, spans_of(chunks)),
             purge=lambda _tx, _id: None,  # a new store: no document has old chunks
         )
         stored = writes.write_chunks(tx, kb.id, document_id, chunks, lexical=False)

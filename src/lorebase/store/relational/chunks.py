@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from lorebase.errors import NotFound
 from lorebase.fields import Condition
 from lorebase.store.base import StoredChunk
+from lorebase.store.document_text import Span, needs_chunks, read_text
 from lorebase.store.records import (
     STORED_CHUNK_SELECT,
-    decompress_text,
     kb_list,
     matching_documents_query,
     stored_chunk_from_row,
@@ -135,6 +135,15 @@ class ChunksMixin(RelationalRole):
                 "WHERE d.id = ? AND d.kb_id = ?",
                 (document_id, kb_id),
             )
-        if row is None:
-            raise NotFound(rows.NO_DOCUMENT)
-        return decompress_text(row[0])
+            if row is None:
+                raise NotFound(rows.NO_DOCUMENT)
+            spans: list[Span] = []
+            if needs_chunks(row[0]):  # stored as the gaps between its chunks
+                spans = [
+                    (int(start), int(end), str(text))
+                    for start, end, text in tx.all(
+                        "SELECT start_offset, end_offset, text FROM chunks WHERE document_id = ?",
+                        (document_id,),
+                    )
+                ]
+        return read_text(row[0], spans)

@@ -20,12 +20,12 @@ from lorebase.store.base import (
     RunningVersions,
     new_document_id,
 )
+from lorebase.store.document_text import spans_of, stored_text
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
     DOCUMENT_VALUE_COLUMNS,
     check_awaiting,
     check_chunks,
-    compress_text,
     document_from_row,
     document_values,
     stale_sql,
@@ -148,7 +148,7 @@ class DocumentsMixin(RelationalRole):
                 chunk_count=len(chunks),
                 identity_key=identity.key if identity_id is not None and identity else None,
                 settings_key=settings_key,
-                text=compress_text(document.text),
+                text=stored_text(document.text, spans_of(chunks)),
                 purge=self._purge,
                 extra=self._document_extra,
             )

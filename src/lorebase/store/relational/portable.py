@@ -35,13 +35,12 @@ from lorebase.store.base import (
     Region,
     Source,
 )
+from lorebase.store.document_text import read_text, spans_of, stored_text
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
     DOCUMENT_FIELDS,
     DOCUMENT_VALUE_COLUMNS,
     check_chunks,
-    compress_text,
-    decompress_text,
     document_from_row,
     name_taken,
     source_from_row,
@@ -202,7 +201,9 @@ class PortableMixin(RelationalRole):
             chunk_count=len(chunks),
             identity_key=base.identity.key if matrix is not None and base.identity else None,
             settings_key=fields.get("settings_key"),
-            text=compress_text(document.text) if document.text is not None else None,
+            text=(
+                stored_text(document.text, spans_of(chunks)) if document.text is not None else None
+            ),
             purge=self._purge,
             new_document_id=document_id,
             insert_only=True,
@@ -267,8 +268,8 @@ class _Snapshot:
     def _batch(self, records: list[DocumentRecord]) -> Iterator[ExportedDocument]:
         tx, dialect = self._tx, self._tx.dialect
         ids = dialect.ids([record.id for record in records])
-        texts = {
-            str(document_id): decompress_text(blob)
+        blobs = {
+            str(document_id): blob
             for document_id, blob in tx.all(
                 "SELECT document_id, text FROM document_texts "
                 f"WHERE {dialect.any_of('document_id')}",
@@ -304,7 +305,11 @@ class _Snapshot:
             held = chunks.get(record.id, [])
             yield ExportedDocument(
                 record=record,
-                text=texts.get(record.id),
+                text=(
+                    read_text(blobs[record.id], spans_of(chunk for chunk, _ in held))
+                    if record.id in blobs
+                    else None
+                ),
                 chunks=[chunk for chunk, _ in held],
                 sections=[section for _, section in held],
                 vectors=vectors.get(record.id),
