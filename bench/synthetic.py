@@ -341,10 +341,10 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     the product's ``rebuild`` statement instead of row by row. The search path measured
     afterwards is the product's, unchanged."""
     from lorebase.store.base import DocumentState
+    from lorebase.store.document_text import spans_of, stored_text
     from lorebase.store.relational import rows
     from lorebase.store.sqlite import writes
     from lorebase.store.sqlite.database import DIALECT
-    from lorebase.store.document_text import spans_of, stored_text
     from lorebase.store.sqlite.store import connect
 
     fake = FakeEmbedder(DIM)
