@@ -11,8 +11,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as Bar
 from rich.text import Text
 
 from lorebase.ingest.progress import Estimate, RateMeter, describe, time_left
@@ -59,6 +57,10 @@ class PassProgress:
         self._last: tuple[Progress, Estimate] | None = None
         self._printed_at: float | None = None
         self._printed: Progress | None = None
+        # Imported here: rich.progress is a tenth of the command line's start (`--help`).
+        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
+
         self._bar = Bar(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
