@@ -47,7 +47,11 @@ def test_a_stop_ends_a_wait_and_the_threads_of_a_process_share_one_hold(tmp_path
     assert not mine.held
     other.release()
     mine.acquire()
-    inside = threading.Thread(target=lambda: (mine.acquire(), mine.release()))
+    def nested() -> None:
+        mine.acquire()
+        mine.release()
+
+    inside = threading.Thread(target=nested)
     inside.start()
     inside.join(5)
     assert mine.held  # another thread's acquire and release left the first hold in place

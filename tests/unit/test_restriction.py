@@ -67,11 +67,11 @@ def test_an_index_makes_a_restrictions_row_mask_once_and_keeps_a_few() -> None:
     assert np.flatnonzero(mask).tolist() == [3, 4, 5, 12, 13, 14]
     # A plain list is not kept (it may change), and masks the same rows.
     plain = index.allowed(["d1", "d4"])
-    assert plain is not mask and np.array_equal(plain, mask)
+    assert plain is not None and plain is not mask and np.array_equal(plain, mask)
     for other in range(MASKS_PER_INDEX):
         index.allowed(Restriction([f"d{other % 6}"]))
     again = index.allowed(chosen)  # made again once it left the few kept
-    assert again is not mask and np.array_equal(again, mask)
+    assert again is not None and again is not mask and np.array_equal(again, mask)
 
 
 @given(
