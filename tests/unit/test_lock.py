@@ -47,6 +47,7 @@ def test_a_stop_ends_a_wait_and_the_threads_of_a_process_share_one_hold(tmp_path
     assert not mine.held
     other.release()
     mine.acquire()
+
     def nested() -> None:
         mine.acquire()
         mine.release()
