@@ -10,7 +10,7 @@ KB ?= docs
 QUERY ?= what happens when a PDF is password protected or has no text layer
 FIRST_KB ?= 200
 
-.PHONY: run run-all test test-fast lint bench clean
+.PHONY: run run-all test test-fast lint bench screenshots clean
 
 # What `make run` needs: lorebase with local OCR (the `ocr` extra: images and scanned pages)
 # and the bundled model's tokenizer.
@@ -57,6 +57,10 @@ test-fast: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/extract.py
+
+# The web page's screenshots in docs/ (see docs/web.md), made again; needs /usr/bin/chromium.
+screenshots: $(DEV_STAMP)
+	$(BIN)/python bench/screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -22,4 +22,4 @@ def sign_in(page: Page, server: Server, user: str) -> None:
     page.goto(server.url + "/")
     page.fill("#key", server.keys[user])
     page.click("#sign-in button[type=submit]")
-    page.wait_for_selector("table#bases tbody tr")
+    page.wait_for_selector("table#bases tbody tr:not(.loading-row)")

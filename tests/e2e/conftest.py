@@ -65,6 +65,18 @@ def chat_url() -> str | None:
 
 
 @pytest.fixture
+def chat_model() -> str:
+    """The chat model's name the server reports (a test module may override this)."""
+    return "stand-in"
+
+
+@pytest.fixture
+def embedding_model() -> str | None:
+    """The default embedder's model name (None: the fake's own; a module may override this)."""
+    return None
+
+
+@pytest.fixture
 def auth() -> bool:
     """Whether the server wants keys (a test module may override this)."""
     return True
@@ -80,17 +92,20 @@ def named_embedders() -> tuple[EmbedderConfig, ...]:
 def server(
     tmp_path: Path,
     chat_url: str | None,
+    chat_model: str,
+    embedding_model: str | None,
     auth: bool,
     named_embedders: tuple[EmbedderConfig, ...],
 ) -> Iterator[Server]:
     """A real lorebase server with users admin, alice, bob (alice and bob in team "red",
     carol in team "blue")."""
     serve = ServeSettings(auth=auth, workers=1)
-    chat = ChatConfig(url=chat_url, model="stand-in") if chat_url else ChatConfig()
+    chat = ChatConfig(url=chat_url, model=chat_model) if chat_url else ChatConfig()
     settings = Settings(
         data_dir=tmp_path / "data", serve=serve, chat=chat, embedders=named_embedders
     )
-    lb = open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=DataKey.generate())
+    embedder = FakeEmbedder(model=embedding_model) if embedding_model else FakeEmbedder()
+    lb = open_lorebase(settings=settings, embedder=embedder, data_key=DataKey.generate())
     accounts = lb.accounts
     live = Server(lb, "")
     users = {"admin": Role.ADMIN, "alice": Role.MEMBER, "bob": Role.MEMBER, "carol": Role.MEMBER}

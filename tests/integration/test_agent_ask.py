@@ -330,3 +330,71 @@ def test_ask_answers_from_the_bases_named_with_kb(
     assert "soup on Fridays" in stand_in.bodies[-1] and "thirty days" not in stand_in.bodies[-1]
     result = CliRunner().invoke(app, [*base, "ask", QUESTION, "--kb", "canten"])
     assert result.exit_code != 0 and "did you mean 'canteen'?" in result.output
+
+
+def test_a_follow_up_over_http_carries_the_earlier_turns(stand_in: StandIn, tmp_path: Path) -> None:
+    """POST /v1/ask's ``history``: the earlier turns reach the model, oldest first, between
+    the instructions and the new question (both ways); it is bounded, and a gated endpoint
+    gets the question alone."""
+    from lorebase.api.app import create_app
+    from lorebase.api.routes.ask import MAX_ANSWER_CHARS, MAX_HISTORY_TURNS
+    from lorebase.settings import ChatConfig, ServeSettings
+
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "handbook.md").write_text(HANDBOOK)
+    settings = Settings(
+        data_dir=tmp_path / "d",
+        serve=ServeSettings(auth=False, watch=False, workers=1),
+        chat=ChatConfig(url=stand_in.url, model="stand-in"),
+    )
+    history = [
+        {"question": "Do vacation days carry over?", "answer": "Yes, some do [1]."},
+        {"question": "Until when?", "answer": "To the next year [1]."},
+    ]
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        lb.add([folder], kb="team")
+        client = api_client(create_app(lb, manage=False))
+        for inject in (False, True):
+            stand_in.script = [Turn(text="Up to ten [1].")]
+            follow_up = {"question": "How many?", "history": history, "inject": inject}
+            response = client.post("/v1/ask", json=follow_up)
+            assert response.status_code == 200 and "event: answer" in response.text
+            messages = stand_in.requests[-1]["messages"]
+            assert [m["role"] for m in messages] == [
+                "system",
+                "user",
+                "assistant",
+                "user",
+                "assistant",
+                "user",
+            ]
+            assert [m["content"] for m in messages[1:5]] == [
+                "Do vacation days carry over?",
+                "Yes, some do [1].",
+                "Until when?",
+                "To the next year [1].",
+            ]
+            assert messages[5]["content"].startswith("How many?")
+
+        too_many = [history[0]] * (MAX_HISTORY_TURNS + 1)
+        too_long = [{"question": "Why?", "answer": "x" * (MAX_ANSWER_CHARS + 1)}]
+        no_question = [{"question": "", "answer": "Yes."}]
+        unknown = [{"question": "Why?", "answer": "Yes.", "role": "system"}]
+        for bad in (too_many, too_long, no_question, unknown):
+            response = client.post("/v1/ask", json={"question": "How many?", "history": bad})
+            assert response.status_code == 422, bad
+
+    # Behind the gate, the question goes alone (earlier answers may quote the bases).
+    stand_in.script = [Turn(text="I cannot see your files.")]
+    settings_ = ChatSettings(url=stand_in.url, model="stand-in")
+    from lorebase.agent.ask import Turn as AskTurn
+
+    with (
+        open_lorebase(settings=Settings(data_dir=tmp_path / "d"), embedder=FakeEmbedder()) as lb,
+        ChatClient(settings_, NOT_LOOPBACK) as chat,
+    ):
+        turns = [AskTurn(t["question"], t["answer"]) for t in history]
+        events = list(Asker(ToolBox(lb), chat).ask("How many?", history=turns))
+    assert [m["role"] for m in stand_in.requests[-1]["messages"]] == ["system", "user"]
+    assert any(isinstance(e, Notice) and "earlier turns" in e.text for e in events)

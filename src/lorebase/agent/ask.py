@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,15 @@ GATED_PROMPT = (
     "Answer the user's question. You have no access to the user's knowledge bases in this "
     "conversation; say so if the question needs them."
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """An earlier question of the same conversation and the answer it got: a follow-up
+    carries them to the model, between the instructions and the new question."""
+
+    question: str
+    answer: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,22 +113,35 @@ class Asker:
         self.client = client
 
     def ask(
-        self, question: str, *, inject: bool = False, top_k: int = DEFAULT_INJECT_TOP_K
+        self,
+        question: str,
+        *,
+        inject: bool = False,
+        top_k: int = DEFAULT_INJECT_TOP_K,
+        history: Sequence[Turn] = (),
     ) -> Iterator[AskEvent]:
+        """Answer ``question``; ``history`` holds the conversation's earlier turns, oldest
+        first. Behind the gate (content may not reach the endpoint) the question goes alone:
+        earlier answers may quote the knowledge bases."""
         decision = self.client.decision
         yield Notice(decision.notice)
         if not decision.content_allowed:
+            if history:
+                yield Notice("the earlier turns of this conversation were not sent (see above)")
             messages = [_system(GATED_PROMPT), _user(question)]
             reply = yield from self._turn(messages)
             yield Answer(reply.text, (), False, 0)
             return
+        earlier = _earlier(history)
         if inject:
-            yield from self._inject(question, top_k)
+            yield from self._inject(question, top_k, earlier)
         else:
-            yield from self._with_tools(question)
+            yield from self._with_tools(question, earlier)
 
     # -- the two ways ----------------------------------------------------------------------
-    def _inject(self, question: str, top_k: int) -> Iterator[AskEvent]:
+    def _inject(
+        self, question: str, top_k: int, earlier: list[dict[str, Any]]
+    ) -> Iterator[AskEvent]:
         try:
             found = self.toolbox.call("search_knowledge_base", {"query": question, "top_k": top_k})
             passages = found.text
@@ -127,11 +149,12 @@ class Asker:
             yield Notice(f"no passages: {error}")
             passages = "(no knowledge base is available)"
         prompt = f"{question}\n\n---\nPassages (cite as [n]):\n\n{passages}"
-        reply = yield from self._turn([_system(INJECT_PROMPT), _user(prompt)])
+        reply = yield from self._turn([_system(INJECT_PROMPT), *earlier, _user(prompt)])
         yield self._answer(reply.text, 0)
 
-    def _with_tools(self, question: str) -> Iterator[AskEvent]:
-        messages = [_system(TOOLS_PROMPT.format(hint=self.toolbox.hint())), _user(question)]
+    def _with_tools(self, question: str, earlier: list[dict[str, Any]]) -> Iterator[AskEvent]:
+        system = _system(TOOLS_PROMPT.format(hint=self.toolbox.hint()))
+        messages = [system, *earlier, _user(question)]
         tools = self.toolbox.schemas()
         said: list[str] = []
         rounds = 0
@@ -197,6 +220,14 @@ def _system(text: str) -> dict[str, Any]:
 
 def _user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
+
+
+def _earlier(history: Sequence[Turn]) -> list[dict[str, Any]]:
+    """The conversation's earlier turns as chat messages, oldest first."""
+    messages: list[dict[str, Any]] = []
+    for turn in history:
+        messages += [_user(turn.question), {"role": "assistant", "content": turn.answer}]
+    return messages
 
 
 def _assistant(reply: Reply) -> dict[str, Any]:

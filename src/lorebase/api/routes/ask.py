@@ -25,8 +25,20 @@ from lorebase.service import Caller, Lorebase
 router = APIRouter(tags=["agent tools"])
 
 
+MAX_HISTORY_TURNS = 20
+MAX_QUESTION_CHARS = 4000
+MAX_ANSWER_CHARS = 20000
+
+
+class AskTurnIn(Strict):
+    """An earlier turn of the conversation, as the client kept it."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    answer: str = Field(max_length=MAX_ANSWER_CHARS)
+
+
 class AskIn(Strict):
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     profile: str | None = Field(None, max_length=64)
     inject: bool = False
     top_k: int = Field(5, ge=1, le=20)
@@ -36,6 +48,13 @@ class AskIn(Strict):
         description="Only these bases (ids) for this question: the bases switched on; default "
         "every base the caller may see (or the profile's).",
     )
+    history: list[AskTurnIn] = Field(
+        default_factory=list,
+        max_length=MAX_HISTORY_TURNS,
+        description="The conversation's earlier turns, oldest first ({question, answer}): "
+        "a follow-up carries them to the model. Not sent to an endpoint the locality gate "
+        "keeps content from.",
+    )
 
 
 def _event(kind: str, data: dict[str, Any]) -> str:
@@ -43,7 +62,7 @@ def _event(kind: str, data: dict[str, Any]) -> str:
 
 
 def _answer_events(lb: Lorebase, caller: Caller, body: AskIn) -> Iterator[str]:
-    from lorebase.agent.ask import Answer, Asker, Delta, Notice, ToolUse
+    from lorebase.agent.ask import Answer, Asker, Delta, Notice, ToolUse, Turn
     from lorebase.agent.chat import chat_client
     from lorebase.agent.tools import toolbox_for
 
@@ -51,7 +70,9 @@ def _answer_events(lb: Lorebase, caller: Caller, body: AskIn) -> Iterator[str]:
         toolbox = toolbox_for(lb, caller, body.profile, body.knowledge_bases)
         with chat_client(lb.settings.chat) as client:
             asker = Asker(toolbox, client)
-            for event in asker.ask(body.question, inject=body.inject, top_k=body.top_k):
+            history = [Turn(t.question, t.answer) for t in body.history]
+            events = asker.ask(body.question, inject=body.inject, top_k=body.top_k, history=history)
+            for event in events:
                 if isinstance(event, Notice):
                     yield _event("notice", {"text": event.text})
                 elif isinstance(event, Delta):

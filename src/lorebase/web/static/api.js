@@ -15,6 +15,21 @@ export function setCsrf(token) {
   csrf = token;
 }
 
+// Requests under way: while any runs, the header's thin bar (#busy) shows the page is waiting.
+let inFlight = 0;
+
+function track(promise) {
+  inFlight++;
+  const bar = document.getElementById("busy");
+  if (bar) bar.hidden = false;
+  const done = () => {
+    inFlight--;
+    if (bar && inFlight === 0) bar.hidden = true;
+  };
+  promise.then(done, done);
+  return promise;
+}
+
 function headers(extra = {}) {
   const out = { Accept: "application/json", ...extra };
   if (csrf) out["X-Lorebase-CSRF"] = csrf;
@@ -28,7 +43,11 @@ async function failure(response) {
 }
 
 /** Call the API; JSON in and out. Throws ApiError on a problem answer. */
-export async function api(method, path, body, options = {}) {
+export function api(method, path, body, options = {}) {
+  return track(call(method, path, body, options));
+}
+
+async function call(method, path, body, options) {
   const init = { method, headers: headers(), credentials: "same-origin", signal: options.signal };
   if (body instanceof FormData) init.body = body;
   else if (body !== undefined) {
@@ -43,7 +62,7 @@ export async function api(method, path, body, options = {}) {
 
 /** POST a form with upload progress (fetch cannot report it): onProgress(fraction). */
 export function upload(path, form, onProgress) {
-  return new Promise((resolve, reject) => {
+  return track(new Promise((resolve, reject) => {
     const request = new XMLHttpRequest();
     request.open("POST", path);
     for (const [name, value] of Object.entries(headers())) request.setRequestHeader(name, value);
@@ -57,11 +76,15 @@ export function upload(path, form, onProgress) {
     });
     request.addEventListener("error", () => reject(new ApiError(0, { detail: "the server did not answer" })));
     request.send(form);
-  });
+  }));
 }
 
 /** One page of a paged list: {items, total} (the total from X-Total-Count). */
-export async function apiPage(path, options = {}) {
+export function apiPage(path, options = {}) {
+  return track(page(path, options));
+}
+
+async function page(path, options) {
   const response = await fetch(path, { headers: headers(), credentials: "same-origin", signal: options.signal });
   if (!response.ok) throw await failure(response);
   const items = await response.json();
@@ -69,7 +92,11 @@ export async function apiPage(path, options = {}) {
 }
 
 /** Read a server-sent-event body (POST /v1/ask) as it arrives: onEvent(name, data). */
-export async function stream(path, body, onEvent, signal) {
+export function stream(path, body, onEvent, signal) {
+  return track(read(path, body, onEvent, signal));
+}
+
+async function read(path, body, onEvent, signal) {
   const response = await fetch(path, {
     method: "POST",
     headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
@@ -117,7 +144,11 @@ export function onChange(listener) {
 
 /** GET a picture (a document's page): an object URL for it and the response's headers.
  * Throws ApiError on a problem answer. Revoke the URL when it is no longer shown. */
-export async function picture(path, options = {}) {
+export function picture(path, options = {}) {
+  return track(fetchPicture(path, options));
+}
+
+async function fetchPicture(path, options) {
   const response = await fetch(path, { headers: headers({ Accept: "image/png" }), credentials: "same-origin", signal: options.signal });
   if (!response.ok) throw await failure(response);
   return { url: URL.createObjectURL(await response.blob()), headers: response.headers };

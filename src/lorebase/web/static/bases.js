@@ -1,9 +1,9 @@
 // Knowledge bases: the list with totals and state, create, delete with a confirmation.
 import { api, onChange } from "./api.js";
-import { bytes, fill, flash, h, timeLeft, when } from "./dom.js";
+import { bytes, fill, flash, h, loading, stacked, timeLeft, when } from "./dom.js";
 
 export async function basesView(view, route, session) {
-  const table = h("tbody");
+  const table = h("tbody", {}, h("tr", { class: "loading-row" }, h("td", { colspan: 8 }, loading("Loading the knowledge bases…"))));
   const teamNames = new Map(session.teams.map((t) => [t.id, t.name]));
 
   async function load() {
@@ -133,9 +133,9 @@ export async function basesView(view, route, session) {
 
   fill(view,
     h("h1", {}, "Knowledge bases"),
-    h("div", { class: "scroll" }, h("table", { id: "bases" },
+    h("div", { class: "scroll" }, stacked(h("table", { id: "bases" },
       h("thead", {}, h("tr", {}, ["Name", "Scope", "Indexed / pending / failed", "Chunks", "Size", "Embedder", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
-      table)),
+      table))),
     form);
   let timer = null;
   const stop = onChange((kind) => {

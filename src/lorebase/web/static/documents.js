@@ -1,7 +1,7 @@
 // A base's documents: a live table (sort, filter, pages), uploads by button or drop with an
 // answer per file, reindex, delete.
 import { api, apiPage, ApiError, onChange, upload } from "./api.js";
-import { bytes, fill, flash, h } from "./dom.js";
+import { busyWhile, bytes, fill, flash, h, loading, stacked } from "./dom.js";
 
 const PAGE = 100;
 const POLL_MS = 3000;
@@ -74,7 +74,7 @@ export async function documentsView(view, route, session) {
   let sortKey = "name";
   let ascending = true;
   let page = 0;
-  const body = h("tbody");
+  const body = h("tbody", {}, h("tr", { class: "loading-row" }, h("td", { colspan: 7 }, loading("Loading the documents…"))));
   const filterText = h("input", { id: "doc-filter", type: "search", placeholder: "name contains…" });
   const filterState = h("select", { id: "doc-state" }, h("option", { value: "" }, "any state"),
     ["pending", "extracting", "chunking", "embedding", "indexed", "failed"].map((s) => h("option", { value: s }, s)));
@@ -82,18 +82,18 @@ export async function documentsView(view, route, session) {
   const uploads = h("ul", { id: "uploads", class: "uploads", "aria-live": "polite" });
 
   let total = 0;
-  let loading = null;
+  let listing = null;
 
   // One page at a time from the API (sorted and filtered there): a base of 10,000 documents
   // costs the page 100 rows.
   async function load() {
-    loading?.abort();
-    loading = new AbortController();
+    listing?.abort();
+    listing = new AbortController();
     const query = new URLSearchParams({ limit: PAGE, offset: page * PAGE, sort: sortKey, order: ascending ? "asc" : "desc" });
     if (filterText.value) query.set("q", filterText.value);
     if (filterState.value) query.set("state", filterState.value);
     try {
-      const answer = await apiPage(`/v1/knowledge-bases/${kbId}/documents?${query}`, { signal: loading.signal });
+      const answer = await busyWhile(table, apiPage(`/v1/knowledge-bases/${kbId}/documents?${query}`, { signal: listing.signal }));
       docs = answer.items;
       total = answer.total;
       draw();
@@ -166,19 +166,36 @@ export async function documentsView(view, route, session) {
     }
   }
 
+  // Uploads under way: the drop zone is busy and says how many files are still going.
+  let uploading = 0;
+  function uploadState(change) {
+    uploading += change;
+    if (uploading) drop.setAttribute("aria-busy", "true");
+    else drop.removeAttribute("aria-busy");
+    fill(progress, uploading ? loading(`Uploading ${uploading} file${uploading > 1 ? "s" : ""}…`) : null);
+  }
+
   async function uploadAll(files) {
     const list = [...files];
     let next = 0;
-    const worker = async () => { while (next < list.length) await uploadOne(list[next++]); };
+    uploadState(list.length);
+    const worker = async () => {
+      while (next < list.length) {
+        try { await uploadOne(list[next++]); } finally { uploadState(-1); }
+      }
+    };
     await Promise.all([worker(), worker(), worker()]);
     await load();
   }
 
-  const picker = h("input", { id: "upload-files", type: "file", multiple: true });
+  // The native file input stays (keyboard, screen readers, tests set its files) but is drawn
+  // as its label: a button.
+  const picker = h("input", { id: "upload-files", class: "file-input", type: "file", multiple: true });
   picker.addEventListener("change", () => { uploadAll(picker.files); picker.value = ""; });
+  const progress = h("div", { class: "upload-progress" });
   const drop = h("div", { id: "drop", class: "drop" },
-    h("label", { for: "upload-files" }, "Upload files"), picker,
-    h("p", { class: "muted" }, "…or drop files anywhere on this page."));
+    picker, h("label", { for: "upload-files", class: "file-button" }, "Choose files to upload…"),
+    h("p", { class: "muted" }, "…or drop files anywhere on this page."), progress);
   const onDragOver = (event) => { event.preventDefault(); drop.classList.add("over"); };
   const onDragLeave = () => drop.classList.remove("over");
   const onDrop = (event) => {
@@ -194,6 +211,7 @@ export async function documentsView(view, route, session) {
   const head = h("tr", {}, headers.map(([key, label]) => h("th", { scope: "col", dataset: { key } },
     h("button", { type: "button", class: "sort", onclick: () => { ascending = sortKey === key ? !ascending : true; sortKey = key; page = 0; load(); } }, label))),
     h("th", { scope: "col" }, "Why it failed, what to do"), h("th", {}, ""));
+  const table = stacked(h("table", { id: "documents", class: "sortable" }, h("thead", {}, head), body));
   let typing = null;
   filterText.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(() => { page = 0; load(); }, 200); });
   filterState.addEventListener("change", () => { page = 0; load(); });
@@ -211,7 +229,7 @@ export async function documentsView(view, route, session) {
       h("a", { href: `#/search?kb=${kbId}` }, "Search this base")),
     uploads,
     h("div", { class: "toolbar" }, h("label", { for: "doc-filter" }, "Filter"), filterText, h("label", { for: "doc-state" }, "State"), filterState),
-    h("div", { class: "scroll" }, h("table", { id: "documents" }, h("thead", {}, head), body)),
+    h("div", { class: "scroll" }, table),
     pager);
 
   let timer = null;

@@ -107,3 +107,39 @@ export function flash(message, kind = "info") {
   const box = document.getElementById("flash");
   fill(box, h("p", { class: `flash ${kind}` }, message));
 }
+
+/** A line saying something is on its way ("Searching…"): a polite status, styled as loading. */
+export function loading(text) {
+  return h("p", { class: "loading", role: "status" }, text);
+}
+
+/** Mark ``el`` busy (aria-busy) while ``promise`` runs; ``buttons`` are disabled meanwhile.
+ * Returns the promise's result. */
+export async function busyWhile(el, promise, ...buttons) {
+  el.setAttribute("aria-busy", "true");
+  for (const button of buttons) button.disabled = true;
+  try {
+    return await promise;
+  } finally {
+    el.removeAttribute("aria-busy");
+    for (const button of buttons) button.disabled = false;
+  }
+}
+
+/** A table that stacks at phone width: each body cell gets its column's heading (the
+ * ``data-label`` the stylesheet shows before it), now and whenever rows are redrawn. */
+export function stacked(table) {
+  table.classList.add("stack");
+  const label = () => {
+    const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+    for (const row of table.querySelectorAll("tbody tr")) {
+      const cells = [...row.children];
+      if (cells.length === 1) continue; // a message row spanning the table
+      cells.forEach((cell, i) => { if (names[i]) cell.dataset.label = names[i]; });
+    }
+  };
+  label();
+  new MutationObserver(label).observe(table, { childList: true, subtree: false });
+  for (const body of table.tBodies) new MutationObserver(label).observe(body, { childList: true });
+  return table;
+}

@@ -5,7 +5,7 @@
 // on demand its scores (each labelled with its step's measure) and the timings. Warnings and
 // notes are shown; a search that found nothing relevant says so.
 import { api } from "./api.js";
-import { fill, flash, h, highlighted, highlightedWords } from "./dom.js";
+import { busyWhile, fill, flash, h, highlighted, highlightedWords, loading } from "./dom.js";
 
 // Each step scores on its own scale: a score compares only with the same step's scores.
 const MEASURES = { keyword: "keyword (BM25)", dense: "dense (cosine)", fused: "fused", rerank: "rerank" };
@@ -70,13 +70,15 @@ export async function searchView(view, route) {
   });
   drawChips();
   const results = h("section", { id: "results", "aria-live": "polite" });
+  const send = h("button", { type: "submit" }, "Search");
+  let runs = 0; // only the latest search shows its answer
   const form = h("form", { id: "search", class: "card", role: "search" },
     h("label", { for: "q" }, "Search"), query,
     h("div", { class: "toolbar" },
       h("label", { for: "search-kb" }, "In"), base,
       h("label", { for: "search-mode" }, "Mode"), mode,
       h("label", { for: "search-rerank" }, rerank, " rerank (when configured)"),
-      h("button", { type: "submit" }, "Search")),
+      send),
     h("div", { class: "toolbar" },
       h("label", { for: "search-filter" }, "Filter"), filterInput,
       h("button", { type: "button", onclick: () => { addChip(filterInput.value); filterInput.value = ""; } }, "Add filter"),
@@ -88,10 +90,13 @@ export async function searchView(view, route) {
     if (base.value) body.knowledge_bases = [Number(base.value)];
     const wanted = filterObject(chips);
     if (wanted) body.filter = wanted;
-    fill(results, h("p", { class: "muted" }, "Searching…"));
+    const mine = ++runs;
+    fill(results, loading("Searching…"));
     try {
-      show(await api("POST", "/v1/search", body));
+      const answer = await busyWhile(results, api("POST", "/v1/search", body), send);
+      if (mine === runs) show(answer);
     } catch (error) {
+      if (mine !== runs) return;
       fill(results);
       flash(error.message, "error");
     }

@@ -1,7 +1,7 @@
 // Status: the server's health, queue and models, and the caller's own API keys (create —
 // the new key shown once —, revoke).
 import { api } from "./api.js";
-import { fill, flash, h, when } from "./dom.js";
+import { fill, flash, h, stacked, when } from "./dom.js";
 
 async function probe(path) {
   try {
@@ -15,8 +15,8 @@ export async function statusView(view, route, session) {
   // The named embedders, probed (a server that is down takes a moment to say so).
   const embedders = h("tbody", {}, h("tr", {}, h("td", { colspan: 4 }, "checking…")));
   api("GET", "/v1/embedders").then((listed) => fill(embedders, listed.map((e) => h("tr", { dataset: { embedder: e.name } },
-    h("td", {}, e.name + (e.default ? " (default)" : "")),
-    h("td", {}, e.model ?? e.kind, e.url ? h("div", { class: "muted" }, e.url) : null),
+    h("td", {}, h("span", { class: "name" }, e.name + (e.default ? " (default)" : ""))),
+    h("td", {}, h("span", { class: "name" }, e.model ?? e.kind), e.url ? h("div", { class: "muted" }, e.url) : null),
     h("td", { class: "num" }, e.dimensions ? String(e.truncate ?? e.dimensions) : "?"),
     h("td", {}, e.reachable === false ? h("span", { class: "unreachable" }, `not answering (${e.detail ?? "no reason given"})`)
       : e.reachable ? h("span", { class: "reachable" }, "answers") : "not checked"))))).catch((error) => {
@@ -28,7 +28,7 @@ export async function statusView(view, route, session) {
   async function loadKeys() {
     const list = await api("GET", "/v1/keys");
     fill(keys, list.length ? list.map((k) => h("tr", { dataset: { key: k.id } },
-      h("td", {}, k.name || "(no name)"), h("td", {}, h("code", {}, `${k.prefix}…`)),
+      h("td", {}, h("span", { class: "name" }, k.name || "(no name)")), h("td", {}, h("code", {}, `${k.prefix}…`)),
       h("td", {}, when(k.created_at)), h("td", {}, k.expires_at ? when(k.expires_at) : "never"),
       h("td", {}, k.revoked_at ? `revoked ${when(k.revoked_at)}` : "active"),
       h("td", {}, k.revoked_at ? null : h("button", { type: "button", class: "danger", onclick: async () => {
@@ -68,12 +68,12 @@ export async function statusView(view, route, session) {
       h("dt", {}, "Signed in as"), h("dd", {}, session.auth ? `${session.user} (${session.role})` : "nobody: this server runs without keys"),
       h("dt", {}, "Teams"), h("dd", {}, session.teams.map((t) => `${t.name} (${t.role})`).join(", ") || "none")),
     session.auth ? [h("h2", {}, "Your API keys"), shown,
-      h("div", { class: "scroll" }, h("table", { id: "keys" },
-        h("thead", {}, h("tr", {}, ["Name", "Key", "Created", "Expires", "State", ""].map((t) => h("th", { scope: "col" }, t)))), keys)),
+      h("div", { class: "scroll" }, stacked(h("table", { id: "keys" },
+        h("thead", {}, h("tr", {}, ["Name", "Key", "Created", "Expires", "State", ""].map((t) => h("th", { scope: "col" }, t)))), keys))),
       form] : null,
     h("h2", {}, "Embedding models"),
-    h("div", { class: "scroll" }, h("table", { id: "embedders" },
-      h("thead", {}, h("tr", {}, ["Name", "Model", "Dimensions", "Answers"].map((t) => h("th", { scope: "col" }, t)))), embedders)),
+    h("div", { class: "scroll" }, stacked(h("table", { id: "embedders" },
+      h("thead", {}, h("tr", {}, ["Name", "Model", "Dimensions", "Answers"].map((t) => h("th", { scope: "col" }, t)))), embedders))),
     h("p", {}, "The HTTP API is described at ", h("a", { href: "/docs" }, "/docs"), "."));
   if (session.auth) await loadKeys();
 }
