@@ -308,6 +308,8 @@ def test_ask_says_which_model_answers_and_keeps_conversations(
     conversations.first.wait_for()
     page.click("#sign-out")
     page.wait_for_selector("#sign-in")
+    # Signing out clears them: answers quote the bases, and a browser may be shared.
+    assert page.evaluate("localStorage.getItem('lorebase.conversations.alice')") is None
     sign_in(page, server, "bob")
     page.goto(f"{server.url}/#/ask")
     page.locator("#conversations li", has_text="None yet").wait_for()

@@ -120,7 +120,11 @@ function signInView() {
 async function signOut() {
   try { await api("DELETE", "/v1/session"); } catch { /* signed out anyway */ }
   setCsrf(null);
-  flash("Signed out.");
+  // Conversations quote the knowledge bases: a browser that was signed out of keeps none.
+  for (const name of Object.keys(localStorage)) {
+    if (name.startsWith("lorebase.conversations.")) localStorage.removeItem(name);
+  }
+  flash("Signed out; this browser's conversations were cleared.");
   signInView();
 }
 
