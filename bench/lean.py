@@ -17,8 +17,10 @@ peak memory, and later runs reuse the index (``--rebuild`` makes it again). Part
   asks for) and ``Lorebase.search`` (hybrid, top 10, query embedding included: each question is
   searched once, so the search's own cache of recent question vectors never answers); p50/p95
   of each and hybrid / (embed + keyword + dense).
-- ``rest``: ``lorebase serve --no-auth`` on 127.0.0.1 (a fresh server per measurement, warmed
-  up with other questions, so that no question's vector is remembered from an earlier one):
+- ``rest``: ``lorebase serve --no-auth`` on 127.0.0.1 over a scratch copy of the data
+  directory (a server writes keys and an audit log; the uploads' base comes and goes: none of
+  it may reach the store the disk part measures), a fresh server per measurement, warmed up
+  with other questions, so that no question's vector is remembered from an earlier one:
   the same searches from 1 client, then from 16 (threads, one ``httpx.Client`` each);
   searches/s, errors, p50/p95.
 - ``ingest``: 1 client's searches on an idle server, then on another while files are uploaded
@@ -417,6 +419,20 @@ def serving(data: Path, log: Path) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def scratch_copy(data: Path) -> Iterator[Path]:
+    """A copy of the data directory for the servers (the model's folder linked, not copied):
+    a server writes its keys, audit log and the uploads' base, none of which may change the
+    store the disk part measures."""
+    with sqlite3.connect(data / "lorebase.db") as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with tempfile.TemporaryDirectory(prefix="lorebase-lean-") as tmp:
+        copy = Path(tmp) / "data"
+        shutil.copytree(data, copy, ignore=shutil.ignore_patterns("models", "*.lock"))
+        (copy / "models").symlink_to(data / "models")
+        yield copy
 
 
 def warm(server: Server, clients: int) -> None:
@@ -823,9 +839,11 @@ def main() -> None:
         elif part == "hybrid":
             results["hybrid"] = hybrid(data, texts)
         elif part == "rest":
-            results["rest"] = rest(data, texts[: args.requests], log)
+            with scratch_copy(data) as copy:
+                results["rest"] = rest(copy, texts[: args.requests], log)
         elif part == "ingest":
-            results["ingest"] = ingest(data, texts[: args.requests], args.uploads, log)
+            with scratch_copy(data) as copy:
+                results["ingest"] = ingest(copy, texts[: args.requests], args.uploads, log)
         elif part == "cli":
             results["cli"] = command_line(data, texts)
         elif part == "add":
