@@ -25,6 +25,7 @@ document, chunk or query text.
     └── ServerFault               the server's own data or configuration is at fault, not the
         │                         request: an operator has to act
         ├── WrongKey              data encrypted with another key than the configured one
+        ├── DamagedText           a document's stored text its chunks do not rebuild
         ├── DamagedBlob           a stored file failed authentication or is not a blob file
         ├── DamagedDatabase       the database file cannot be read (corrupt or not a database)
         └── RotationIncomplete    a key rotation left some files under the old key
@@ -204,6 +205,10 @@ class WrongKey(ServerFault):
         if found is not None:
             detail = f" (written with key {found}; configured: {', '.join(configured) or '-'})"
         super().__init__(WRONG_KEY_MESSAGE + detail)
+
+
+class DamagedText(ServerFault):
+    """A document's stored text that its chunks and gaps do not rebuild (a damaged row)."""
 
 
 class DamagedBlob(ServerFault):

@@ -10,14 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lorebase.store.document_text import (
-    GAPS,
-    DamagedText,
-    Span,
-    needs_chunks,
-    read_text,
-    stored_text,
-)
+from lorebase.errors import DamagedText
+from lorebase.store.document_text import GAPS, Span, needs_chunks, read_text, stored_text
 
 
 @st.composite

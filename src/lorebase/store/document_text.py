@@ -21,7 +21,7 @@ import json
 import zlib
 from collections.abc import Iterable, Sequence
 
-from lorebase.errors import ServerFault
+from lorebase.errors import DamagedText
 from lorebase.types import Chunk
 
 GAPS = b"\x00gaps1\x00"
@@ -30,10 +30,6 @@ COMPRESSION_LEVEL = 6
 
 Span = tuple[int, int, str]
 """A chunk's ``(start, end, text)``: its text and where it sits in its document's text."""
-
-
-class DamagedText(ServerFault):
-    """A stored text that its chunks and gaps do not rebuild (a damaged row)."""
 
 
 def stored_text(text: str, spans: Iterable[Span]) -> bytes:
