@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,11 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
-import uvicorn
 from PIL import Image
 
+import local_server  # bench/local_server.py (the script's folder is first on sys.path)
 from lorebase.accounts.base import Role
-from lorebase.api.app import create_app
 from lorebase.app import open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ChatConfig, ServeSettings, Settings
@@ -92,15 +89,7 @@ def serving(folder: Path) -> Iterator[Live]:
     lb = open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=DataKey.generate())
     user = lb.accounts.create_user(USER, Role.ADMIN)
     key, _ = lb.accounts.create_key(user.id)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn.Config(create_app(lb), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
+    with local_server.serving(lb, join_seconds=5) as url:
         headers = {"Authorization": f"Bearer {key}"}
         for name, notes in NOTES.items():
             made = httpx.post(
@@ -119,12 +108,6 @@ def serving(folder: Path) -> Iterator[Live]:
                     raise SystemExit(f"the sample base {name} was not indexed in time")
                 time.sleep(0.1)
         yield Live(url, key)
-    finally:
-        server.should_exit = True
-        lb.events.close()
-        thread.join(5)
-        sock.close()
-        lb.close()
 
 
 def conversation(live: Live) -> dict[str, Any]:

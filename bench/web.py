@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import argparse
 import io
-import socket
 import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
-from lorebase.api.app import create_app
+import local_server  # bench/local_server.py (the script's folder is first on sys.path)
 from lorebase.app import open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
@@ -91,15 +88,7 @@ def main() -> None:
             serve=ServeSettings(auth=False, workers=1, queue_size=args.docs + 100),
         )
         lb = open_lorebase(settings=settings, embedder=FakeEmbedder(), data_key=DataKey.generate())
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        server = uvicorn.Server(uvicorn.Config(create_app(lb), log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.01)
-        try:
+        with local_server.serving(lb) as url:
             kb = httpx.post(f"{url}/v1/knowledge-bases", json={"name": "bench"}).json()["id"]
             for start in range(0, args.docs, 50):
                 files = [note(n) for n in range(start, min(args.docs, start + 50))]
@@ -166,11 +155,6 @@ def main() -> None:
                     f"the API alone answers in {statistics.median(api_ms):.0f} ms"
                 )
                 browser.close()
-        finally:
-            server.should_exit = True
-            lb.events.close()
-            thread.join(10)
-            lb.close()
 
 
 if __name__ == "__main__":

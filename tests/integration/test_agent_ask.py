@@ -279,17 +279,10 @@ def test_nothing_from_a_tool_session_reaches_a_log(
         assert needle.lower() not in logged.lower(), needle
 
 
-def test_ask_over_http_streams_events_and_sources(
-    stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-
-    from lorebase.api.app import create_app
+def _handbook_server(tmp_path: Path, stand_in: StandIn) -> tuple[Path, Settings]:
+    """A folder holding the handbook, and a server's settings asking the stand-in model."""
     from lorebase.settings import ChatConfig, ServeSettings
 
-    stand_in.script = [
-        Turn(calls=[("search_knowledge_base", {"query": "vacation carry over"})]),
-        Turn(text="Up to ten days carry over [1]."),
-    ]
     folder = tmp_path / "team"
     folder.mkdir()
     (folder / "handbook.md").write_text(HANDBOOK)
@@ -298,6 +291,20 @@ def test_ask_over_http_streams_events_and_sources(
         serve=ServeSettings(auth=False, watch=False, workers=1),
         chat=ChatConfig(url=stand_in.url, model="stand-in"),
     )
+    return folder, settings
+
+
+def test_ask_over_http_streams_events_and_sources(
+    stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    from lorebase.api.app import create_app
+
+    stand_in.script = [
+        Turn(calls=[("search_knowledge_base", {"query": "vacation carry over"})]),
+        Turn(text="Up to ten days carry over [1]."),
+    ]
+    folder, settings = _handbook_server(tmp_path, stand_in)
     with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
         lb.add([folder], kb="team")
         client = api_client(create_app(lb, manage=False))
@@ -338,16 +345,8 @@ def test_a_follow_up_over_http_carries_the_earlier_turns(stand_in: StandIn, tmp_
     gets the question alone."""
     from lorebase.api.app import create_app
     from lorebase.api.routes.ask import MAX_ANSWER_CHARS, MAX_HISTORY_TURNS
-    from lorebase.settings import ChatConfig, ServeSettings
 
-    folder = tmp_path / "team"
-    folder.mkdir()
-    (folder / "handbook.md").write_text(HANDBOOK)
-    settings = Settings(
-        data_dir=tmp_path / "d",
-        serve=ServeSettings(auth=False, watch=False, workers=1),
-        chat=ChatConfig(url=stand_in.url, model="stand-in"),
-    )
+    folder, settings = _handbook_server(tmp_path, stand_in)
     history = [
         {"question": "Do vacation days carry over?", "answer": "Yes, some do [1]."},
         {"question": "Until when?", "answer": "To the next year [1]."},
