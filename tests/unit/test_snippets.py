@@ -74,3 +74,67 @@ def test_snippet_is_bounded_comes_from_the_text_and_marks_words_in_it(
         piece = found.text[start:end]
         assert piece and piece.strip() == piece and "…" not in piece
     assert list(found.marks) == sorted(found.marks)
+
+
+_WORDS = st.sampled_from(
+    [
+        "Index",
+        "indexing",
+        "indexed",
+        "Über",
+        "über",
+        "naïve",
+        "Naive",
+        "café",
+        "Café",
+        "retrieval",
+        "retrieved",
+        "skies",
+        "sky",
+        "dying",
+        "die",
+        "lying",
+        "ÉTÉ",
+        "été",
+        "2024",
+        "x",
+        "X-ray",
+        "co-op",
+        "Straße",
+        "strasse",
+        "the",
+        "and",
+        "fish",
+        "Fishing",
+    ]
+)
+_GLUE = st.sampled_from([" ", ", ", ". ", " — ", "’s ", "\n", " (", ") ", "_", "-"])
+
+
+@given(
+    st.lists(st.tuples(_WORDS, _GLUE), min_size=1, max_size=40),
+    st.lists(_WORDS, min_size=1, max_size=4),
+    st.sampled_from(["en", "de", "fr", "es", "nl", "tr", "ru", None]),
+)
+def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
+    pieces: list[tuple[str, str]], question: list[str], language: str | None
+) -> None:
+    """Snippets look up only the words that may be a wanted term (lorebase.analysis
+    .spans_that_may_be); the marks are those a lookup of every word gives."""
+    from lorebase.analysis import analysis, word_spans
+    from lorebase.search.snippets import matches
+
+    text = "".join(word + glue for word, glue in pieces)
+    lang = analysis(language)
+    wanted = frozenset(lang.query_terms(" ".join(question)))
+    held = word_spans(text, lang.language)
+    terms = dict(zip([w for w, _, _ in held], lang.terms_of([w for w, _, _ in held]), strict=True))
+    only_stop = all(term in lang.stop_words for term in wanted)
+    singles = any(len(term) == 1 for term in wanted)
+    every: list[tuple[int, int]] = []
+    for word, start, end in held:
+        if terms[word] in wanted and (only_stop or not lang.is_stop_word(word)):
+            every.append((start, end))
+        elif singles and len(word) > 1:
+            every.extend((start + i, start + i + 1) for i, c in enumerate(word) if c in wanted)
+    assert matches(text, lang, wanted) == every

@@ -29,10 +29,11 @@ its analysis makes of the question.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -182,6 +183,54 @@ def word_spans(text: str, language: str | None = None) -> list[tuple[str, int, i
     if _latin(text):
         return [(m.group(), m.start(), m.end()) for m in _LATIN_WORD.finditer(text)]
     return [(word.text, word.start, word.end) for word in words(text, language)]
+
+
+SUFFIX_STEMMERS = frozenset(
+    {
+        "catalan",
+        "danish",
+        "dutch",
+        "english",
+        "finnish",
+        "french",
+        "german",
+        "italian",
+        "norwegian",
+        "portuguese",
+        "romanian",
+        "spanish",
+        "swedish",
+    }
+)
+"""Snowball stemmers that change only a word's end: a word of ASCII letters keeps its first
+letter (lower-cased) as its term's first letter."""
+
+
+def spans_that_may_be(
+    text: str, analysis: Analysis, terms: Collection[str]
+) -> list[tuple[str, int, int]]:
+    """The words of ``text`` (as :func:`word_spans` gives them) that may be indexed as one of
+    ``terms``: in Latin text of a language whose stemmer changes only a word's end (or that
+    has none), the words that begin with a term's first letter, and those that begin with a
+    letter outside ASCII (folding may change it); every word otherwise. The snippets of a
+    search look up far fewer words (what the analysis of the rest would have said is known:
+    no wanted term). Pure."""
+    if not _latin(text) or (
+        analysis.stemmer is not None and analysis.stemmer not in SUFFIX_STEMMERS
+    ):
+        return word_spans(text, analysis.language)
+    firsts = "".join(sorted({term[0] for term in terms if term and term[0].isascii()}))
+    pattern = _words_starting(firsts)
+    return [(m.group(), m.start(), m.end()) for m in pattern.finditer(text)]
+
+
+@functools.lru_cache(maxsize=256)
+def _words_starting(firsts: str) -> re.Pattern[str]:
+    """Whole words (as :data:`_LATIN_WORD` finds them) that begin with one of ``firsts`` (any
+    case) or with a letter outside ASCII."""
+    beyond = "[^\\W_\\x00-\\x7f]"  # a letter or digit outside ASCII
+    starts = f"[{re.escape(firsts)}]|{beyond}" if firsts else beyond
+    return re.compile(f"(?<![^\\W_])(?:{starts})[^\\W_]*", re.IGNORECASE)
 
 
 def _segments(text: str, language: str | None) -> Iterator[tuple[str, list[Word]]]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lorebase.analysis import Analysis, analysis, word_spans
+from lorebase.analysis import Analysis, analysis, spans_that_may_be, word_spans
 
 SNIPPET_CHARS = 240
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
@@ -69,8 +69,9 @@ def matches(
     if not wanted:
         return []
     found: list[Mark] = []
-    held = word_spans(text, lang.language)
     singles = any(len(term) == 1 for term in wanted)  # characters of an unspaced script
+    # Only the words that may be a wanted term are looked up (the rest cannot be).
+    held = word_spans(text, lang.language) if singles else spans_that_may_be(text, lang, wanted)
     only_stop = _only_stop(wanted, lang)
     known = {} if known is None else known  # word -> term, kept by the caller across texts
     fresh = list({word for word, _, _ in held if word not in known})
