@@ -173,8 +173,11 @@ class SearchService:
         pool = Hydrated(
             self.store, kb_ids, Steps(arms.keyword, arms.dense, cosines, kept if both else None)
         )
+        # The documents of what may be shown (an explanation shows every candidate).
         document_of = (
-            self.store.chunk_documents(kb_ids, [item for item, _ in fused])
+            self.store.chunk_documents(
+                kb_ids, [item for item, _ in (fused if request.explain else kept)]
+            )
             if request.collapse or request.explain
             else {}
         )
