@@ -146,6 +146,14 @@ def test_filters_return_only_allowed_rows(share: float) -> None:
             assert len(set(positions.tolist()) & set(expected)) >= 8
 
 
+def test_a_filter_allowing_no_row_finds_nothing() -> None:
+    """A base none of whose documents a filter allows (or whose allowed documents have no
+    vectors yet) answers with no hit, not an error."""
+    index = build_ann_index(clustered(), keys(ROWS), slot(), generation=1)
+    positions, scores = index.search(clustered(1, seed=5)[0], 10, np.zeros(ROWS, dtype=bool))
+    assert positions.size == 0 and scores.size == 0
+
+
 def test_the_side_file_is_reused_and_brought_up_to_date(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -452,13 +452,13 @@ class AnnIndex(VectorIndex):
         if allowed is not None:
             allowed = np.asarray(allowed, dtype=bool)
             share = float(np.count_nonzero(allowed)) / self.size
+            if share < EXACT_FILTER_SHARE:  # few rows (or none) allowed: scored exactly
+                return self._exact.search(query, k, allowed)
         slack = FILTER_SLACK if allowed is not None else 1.0
         want = min(
             self.size, math.ceil(max(k, ANN_CANDIDATES) / share * slack), MAX_FILTER_CANDIDATES
         )
-        if allowed is not None and (
-            share < EXACT_FILTER_SHARE or share * self.size <= EXACT_ROWS_PER_CANDIDATE * want
-        ):
+        if allowed is not None and share * self.size <= EXACT_ROWS_PER_CANDIDATE * want:
             return self._exact.search(query, k, allowed)
         found = self._graph_search(query, want)
         if found is None:  # the graph is being edited, or there is none
