@@ -98,7 +98,7 @@ def _load(unpacked: Path | None) -> Any:
     if unpacked is not None:
         try:
             return _from_unpacked(LanguageIdentifier, packed, unpacked)
-        except (OSError, ValueError, KeyError) as exc:  # the packed model answers
+        except Exception as exc:  # any damage (a cut zip, an empty file): the packed one answers
             log.warning("the unpacked language model could not be used: %s", type(exc).__name__)
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
@@ -117,12 +117,14 @@ def _from_unpacked(identifier: Any, packed: Path, folder: Path) -> Any:
         try:
             with lzma.open(packed) as source, partial.open("wb") as target:
                 shutil.copyfileobj(source, target, length=1 << 20)
+                target.flush()
+                os.fsync(target.fileno())  # whole on disk before it has its name
             partial.replace(path)  # whole or not at all, whichever process writes it first
         finally:
             partial.unlink(missing_ok=True)
     try:
         return _read_unpacked(identifier, path)
-    except (OSError, ValueError, KeyError):
+    except Exception:
         path.unlink(missing_ok=True)  # the next process writes it again
         raise
 

@@ -20,6 +20,9 @@ from pathlib import Path
 from lorebase.errors import Conflict
 
 LOCK_FILE = "ingest.lock"
+SERVE_LOCK_FILE = "serve.lock"
+"""Held by a server over the embedded store for its whole life, idle or not: what must not run
+beside one (a restore, a key rotation, a repair, a vacuum) takes it too, and is refused."""
 WATCH_LOCK_FILE = "watch.lock"
 """Held by the process following the folders (one per machine and data directory); its
 passes take the ingestion lock one at a time, so other indexers go between them."""
@@ -46,11 +49,14 @@ class IngestLock:
         holder: str = "lorebase",
         file: str = LOCK_FILE,
         doing: str = "is indexing this data directory",
+        advice: str = "wait for it to finish (or stop it) and try again — searches work meanwhile",
     ) -> None:
-        """``doing``: what the holder is said to be doing when the lock is busy."""
+        """``doing``: what the holder is said to be doing when the lock is busy; ``advice``:
+        what to do about it."""
         self.path = data_dir / file
         self.holder = holder
         self.doing = doing
+        self.advice = advice
         self._fd: int | None = None
         self._depth = 0
         self._guard = threading.Lock()
@@ -66,7 +72,10 @@ class IngestLock:
         refusing; ``stop`` set ends a wait with :class:`Conflict`."""
         self._on_wait, self._stop = on_wait, stop
 
-    def acquire(self) -> None:
+    def acquire(self, on_first: Callable[[], object] | None = None) -> None:
+        """Take the lock (or join this process's hold). ``on_first`` runs when this call is
+        the one that took it, before any other thread of the process can join: what holding
+        it alone proves (no pass is running anywhere) is still true while it runs."""
         with self._guard:
             if self._fd is not None:
                 self._depth += 1
@@ -79,9 +88,17 @@ class IngestLock:
                 os.close(fd)
                 raise
             os.ftruncate(fd, 0)
-            os.write(fd, f"lorebase process {os.getpid()} ({self.holder})".encode())
+            # Reading the holder's name moved the offset: the name goes at the start.
+            os.pwrite(fd, f"lorebase process {os.getpid()} ({self.holder})".encode(), 0)
             self._fd = fd
             self._depth = 1
+            if on_first is not None:
+                try:
+                    on_first()
+                except BaseException:
+                    self._depth = 0
+                    self._unlock()
+                    raise
 
     def _lock(self, fd: int) -> None:
         """Take the file's lock: at once, or after waiting when this lock waits."""
@@ -93,10 +110,7 @@ class IngestLock:
             except BlockingIOError:
                 other = _holder(fd)
             if self._on_wait is None:
-                raise Conflict(
-                    f"{other} {self.doing}; wait for it to finish (or stop it) and try again — "
-                    "searches work meanwhile"
-                ) from None
+                raise Conflict(f"{other} {self.doing}; {self.advice}") from None
             if not told:
                 self._on_wait(other)
                 told = True
@@ -111,10 +125,14 @@ class IngestLock:
                 return
             self._depth -= 1
             if self._depth == 0:
-                os.ftruncate(self._fd, 0)
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-                os.close(self._fd)
-                self._fd = None
+                self._unlock()
+
+    def _unlock(self) -> None:
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
 
     def __enter__(self) -> IngestLock:
         self.acquire()
@@ -128,3 +146,15 @@ def _holder(fd: int) -> str:
     """Who holds the lock, as it wrote itself into the file."""
     os.lseek(fd, 0, os.SEEK_SET)
     return os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
+
+
+def serving_lock(data_dir: Path, holder: str) -> IngestLock:
+    """The lock a server holds for its life (see :data:`SERVE_LOCK_FILE`), not yet taken: a
+    command that must not run beside a server takes it for as long as it runs."""
+    return IngestLock(
+        data_dir,
+        holder,
+        SERVE_LOCK_FILE,
+        doing="is serving this data directory",
+        advice="stop the server first, then try again",
+    )

@@ -144,6 +144,13 @@ def test_add_beside_an_idle_server_goes_ahead_and_the_server_finds_it(tmp_path: 
         )
         assert found.status_code == 200, found.text
         assert found.json()["hits"][0]["path"].endswith("leave.md")
+        # What must not run beside a server is refused even while it is idle, naming it.
+        for command in (["vacuum"], ["keys", "rotate-data-key"]):
+            refused = subprocess.run(
+                _lorebase(data, *command), capture_output=True, text=True, timeout=120
+            )
+            assert refused.returncode != 0, command
+            assert "(lorebase serve) is serving this data directory" in refused.stderr, command
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -345,6 +346,48 @@ def test_watch_follows_changes(tmp_path: Path, folder: Path) -> None:
             stop.set()
             thread.join(timeout=30)
         assert not thread.is_alive()
+
+
+def test_a_watcher_waits_for_another_indexer_between_its_passes(
+    tmp_path: Path, folder: Path
+) -> None:
+    """The watcher holds the ingestion lock only for a pass: another indexer (`lorebase add`)
+    goes between two passes, and the watcher's next pass waits for it instead of ending."""
+    from lorebase.lock import IngestLock
+
+    with make(tmp_path / "data") as lb:
+        lb.create_kb("notes", sources=[folder])
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=lb.watch, kwargs={"kb": "notes", "stop": stop, "rescan_seconds": 30}
+        )
+        thread.start()
+        try:
+            wait_until(lambda: len(paths(lb)) == 6)
+            other = IngestLock(tmp_path / "data", "lorebase add")
+            wait_until(lambda: not other.held and _took(other))  # between two passes
+            write(folder / "later.md", "# Later\n\nWritten while another indexed: zebra.\n")
+            time.sleep(2.5)  # the watcher sees the change and waits for the lock
+            assert thread.is_alive()
+            assert lb.search("zebra", kb="notes", mode="keyword").hits == []
+            other.release()
+            wait_until(lambda: lb.search("zebra", kb="notes", mode="keyword").hits != [])
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+        assert not thread.is_alive()
+
+
+def _took(lock: object) -> bool:
+    from lorebase.errors import Conflict
+    from lorebase.lock import IngestLock
+
+    assert isinstance(lock, IngestLock)
+    try:
+        lock.acquire()
+    except Conflict:
+        return False
+    return True
 
 
 def test_files_added_on_their_own_are_followed(tmp_path: Path, folder: Path) -> None:

@@ -95,6 +95,10 @@ def test_the_model_is_unpacked_once_into_the_cache_and_read_from_there(
         ranked = identifier.rank(question)[:3]
         assert [lang for lang, _ in ranked] == [lang for lang, _ in packed]
         assert [p for _, p in ranked] == pytest.approx([p for _, p in packed])
+    (folder / written[0].name).write_bytes(b"")  # cut short by a power loss: EOFError
+    with caplog.at_level(logging.WARNING, logger="lorebase.languages"):
+        assert languages._load(folder).rank(question)[0][0] == "de"
+    languages._from_unpacked(LanguageIdentifier, MODEL_DIR / MODEL_FILE, folder)
     (folder / written[0].name).write_bytes(b"not a model")
     with caplog.at_level(logging.WARNING, logger="lorebase.languages"):
         fallback = languages._load(folder)

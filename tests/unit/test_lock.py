@@ -59,3 +59,27 @@ def test_a_stop_ends_a_wait_and_the_threads_of_a_process_share_one_hold(tmp_path
     mine.release()
     assert not mine.held
     IngestLock(tmp_path, "lorebase add").acquire()  # free again
+
+
+def test_the_first_holder_runs_its_setup_alone_and_the_file_names_it(tmp_path: Path) -> None:
+    other = IngestLock(tmp_path, "lorebase sync")
+    other.acquire()
+    mine = IngestLock(tmp_path, "lorebase serve")
+    mine.wait_when_busy(lambda holder: other.release())  # the other finishes meanwhile
+    runs: list[int] = []
+    mine.acquire(on_first=lambda: runs.append(1))
+    mine.acquire(on_first=lambda: runs.append(2))  # joined, not taken: no setup
+    assert runs == [1]
+    # The waiter read the holder's name first; its own still starts the file.
+    assert (tmp_path / "ingest.lock").read_bytes().startswith(b"lorebase process ")
+    mine.release()
+    mine.release()
+    failing = IngestLock(tmp_path, "lorebase add")
+
+    def broken() -> None:
+        raise RuntimeError("setup failed")
+
+    with pytest.raises(RuntimeError):
+        failing.acquire(on_first=broken)
+    assert not failing.held
+    IngestLock(tmp_path, "lorebase sync").acquire()  # the failed setup let go of the file

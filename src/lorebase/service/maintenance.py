@@ -26,13 +26,14 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lorebase.errors import Conflict, InvalidInput, LorebaseError, NotFound, Unsupported
-from lorebase.lock import LOCK_FILE, IngestLock
+from lorebase.lock import LOCK_FILE, SERVE_LOCK_FILE, WATCH_LOCK_FILE, IngestLock, serving_lock
 from lorebase.private import private_file, private_folder
 from lorebase.service.originals import BLOBS_FOLDER, Originals
 from lorebase.settings import Settings
@@ -142,7 +143,7 @@ class Maintaining:
             {f.kb_id for f in repairable if f.kb_id is not None}
             | (set(everyone) if any(f.kb_id is None for f in repairable) else set())
         )
-        with self._lock:
+        with self._alone():
             repaired = self._store.repair(bases)
         return CheckReport(findings, self._findings(kb_ids, sample), repaired, names)
 
@@ -197,8 +198,20 @@ class Maintaining:
         return self._store.reclaimable()
 
     def vacuum(self) -> Compaction:
-        with self._lock:
+        with self._alone():
             return self._store.vacuum()
+
+    @contextmanager
+    def _alone(self) -> Iterator[None]:
+        """No server beside (it keeps indexes in memory that a repair or a vacuum rebuilds
+        under it) and no pass: over the embedded store the serve lock, then the ingestion
+        lock, each refused naming its holder."""
+        if self._settings.shared_store:
+            with self._lock:
+                yield
+            return
+        with serving_lock(self._settings.data_dir, self._lock.holder), self._lock:
+            yield
 
     # -- backup ---------------------------------------------------------------------------
     def backup(self, folder: Path, *, key: bool = True) -> BackupReport:
@@ -415,10 +428,17 @@ def restore(backup: Path, settings: Settings, *, replace: bool = False) -> Resto
         raise InvalidInput("restore into a data directory apart from the backup's folder")
     manifest = read_manifest(backup)
     lock = IngestLock(data_dir, "lorebase restore") if data_dir.is_dir() else None
-    if lock is not None:
-        lock.acquire()  # Conflict naming the process that holds it (a server, a pass)
+    served = serving_lock(data_dir, "lorebase restore") if data_dir.is_dir() else None
+    if served is not None and lock is not None:
+        served.acquire()  # Conflict naming the server, idle or not
+        try:
+            lock.acquire()  # Conflict naming the process that holds it (a pass)
+        except BaseException:
+            served.release()
+            raise
     try:
-        present = data_dir.is_dir() and any(e.name != LOCK_FILE for e in data_dir.iterdir())
+        locks = (LOCK_FILE, SERVE_LOCK_FILE, WATCH_LOCK_FILE)
+        present = data_dir.is_dir() and any(e.name not in locks for e in data_dir.iterdir())
         if present and not replace:
             raise Conflict(
                 f"{data_dir} already holds data; restore into a new or empty folder, or add "
@@ -454,6 +474,8 @@ def restore(backup: Path, settings: Settings, *, replace: bool = False) -> Resto
     finally:
         if lock is not None:
             lock.release()
+        if served is not None:
+            served.release()
     return RestoreReport(
         data_dir, len(manifest["files"]), total, str(manifest.get("data_key", "")), present
     )

@@ -9,6 +9,7 @@ what a pass tells as it records its progress: an event with the time left."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from lorebase.ingest.progress import Estimate, pass_seconds_left
 from lorebase.ingest.report import IngestReport, Progress
 from lorebase.ingest.sync import Pace, Syncer
 from lorebase.ingest.watch import DEFAULT_RESCAN_SECONDS, watch
-from lorebase.lock import WATCH_LOCK_FILE, IngestLock
+from lorebase.lock import WATCH_LOCK_FILE, IngestLock, serving_lock
 from lorebase.service.access import Access
 from lorebase.service.bases import DEFAULT_KB, Bases
 from lorebase.service.originals import Originals
@@ -32,6 +33,8 @@ from lorebase.store.base import DocumentRecord, KnowledgeBase, Source, SourceKin
 
 if TYPE_CHECKING:
     from lorebase.vault.rotation import Rotation
+
+log = logging.getLogger(__name__)
 
 
 def announcing(events: EventBus) -> Callable[[int, DocumentRecord], None]:
@@ -97,11 +100,10 @@ class Passes:
     def ingesting(self) -> Iterator[None]:
         """Hold the ingestion lock. On first taking it, documents a crashed pass left half
         way go back to ``pending`` (holding the lock proves no other pass is running)."""
-        first = not self._lock.held
-        self._lock.acquire()
+        # Over a shared store, uploads in flight are other processes' jobs.
+        uploads = not self._settings.shared_store
+        self._lock.acquire(on_first=lambda: self._store.reset_unfinished(uploads=uploads))
         try:
-            if first:  # over a shared store, uploads in flight are other processes' jobs
-                self._store.reset_unfinished(uploads=not self._settings.shared_store)
             yield
         finally:
             self._lock.release()
@@ -226,6 +228,10 @@ class Passes:
                 on_report(base, report)
             return report
 
+        # Each pass waits for another indexer (an `add` beside this watcher) to finish.
+        self._lock.wait_when_busy(
+            lambda other: log.info("waiting for %s to finish before the next pass", other), stop
+        )
         # One process follows the folders of a data directory; Conflict names it.
         follower = IngestLock(
             self._settings.data_dir,
@@ -239,7 +245,8 @@ class Passes:
     def rotate_data_key(self) -> Rotation:
         """Re-encrypt every upload and sealed name under a new data key (re-runnable: a
         rotation cut short is finished by running it again)."""
-        with self.ingesting():
+        # Never beside a server: it keeps the old key in memory and would seal with it.
+        with serving_lock(self._settings.data_dir, self._lock.holder), self.ingesting():
             return self._originals.rotate()
 
 

@@ -20,7 +20,7 @@ from lorebase.errors import Conflict, NotFound
 from lorebase.events import EventBus
 from lorebase.ingest.queue import Job, JobQueue
 from lorebase.ingest.report import IngestReport
-from lorebase.lock import IngestLock
+from lorebase.lock import IngestLock, serving_lock
 from lorebase.service.originals import Originals
 from lorebase.service.passes import Passes
 from lorebase.service.stale import StaleDocuments
@@ -61,6 +61,7 @@ class Serving:
         self._events = events
         self._queue = queue
         self._lock = lock
+        self._served = serving_lock(settings.data_dir, lock.holder)
         self._originals = originals
         self._uploads = uploads
         self._passes = passes
@@ -87,11 +88,14 @@ class Serving:
         if shared:
             self._originals.blobs.sweep_orphans(self._uploads.upload_ids())
         else:
-            with self._lock:  # refused while another process indexes, naming it
-                self._store.reset_unfinished()
-                # Holding the lock before taking uploads, none is half-stored: orphans of any
-                # age can go.
-                self._originals.blobs.sweep_orphans(self._uploads.upload_ids(), grace=0)
+            # Held for the server's life: a restore, a key rotation, a repair or a vacuum is
+            # refused beside it (the ingestion lock, held only while indexing, would let them).
+            self._served.acquire()
+            try:
+                self._start_alone()
+            except BaseException:
+                self._served.release()
+                raise
             # From now on the lock is taken for each job and waited for: `lorebase add` beside
             # an idle server goes ahead, and the server's next job waits for it.
             self._lock.wait_when_busy(self._waiting, self._stop)
@@ -123,6 +127,17 @@ class Serving:
         if self._watcher is not None:
             self._watcher.join(timeout=WATCHER_JOIN_SECONDS)
             self._watcher = None
+        if not self._settings.shared_store:
+            self._served.release()
+
+    def _start_alone(self) -> None:
+        """What a server over the embedded store does first, holding the ingestion lock
+        (refused, naming it, while another process indexes)."""
+        with self._lock:
+            self._store.reset_unfinished()
+            # Holding the lock before taking uploads, none is half-stored: orphans of any age
+            # can go.
+            self._originals.blobs.sweep_orphans(self._uploads.upload_ids(), grace=0)
 
     def _waiting(self, holder: str) -> None:
         log.info("waiting for %s to finish indexing before the next job", holder)

@@ -212,8 +212,9 @@ class Subsets:
     filter repeated (the store keeps each filter's mask, see
     :class:`lorebase.store.sqlite.dense.LoadedIndex`) neither finds its rows again nor copies
     them (at 1M chunks the copy took as long as the products). Masks are known by identity and
-    held weakly: a mask made for one search leaves nothing behind once dropped. At most
-    :data:`SUBSET_BYTES` of copies are kept (thread-safe: searches run at once)."""
+    held weakly: the entry of a mask made for one search goes at the next insertion once the
+    mask is dropped. At most :data:`SUBSET_BYTES` of copies are kept (thread-safe: searches
+    run at once)."""
 
     def __init__(self, budget: int = SUBSET_BYTES) -> None:
         self._budget = budget

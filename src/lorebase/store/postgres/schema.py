@@ -267,6 +267,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "the versions that made a document; the pace of a pass", _VERSIONS_AND_PACE),
     Migration(9, "the fields of a document a search filters on", _DOCUMENT_FIELDS),
     Migration(10, "where OCR read a document's text", _REGIONS),
+    # Nothing to change: an older lorebase cannot read the gaps form of a document's text
+    # (lorebase.store.document_text) and must refuse the database.
+    Migration(11, "a document's text stored as the gaps between its chunks", ()),
 )
 
 

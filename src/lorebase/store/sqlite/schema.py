@@ -414,6 +414,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "the versions that made a document; the pace of a pass", _VERSIONS_AND_PACE),
     Migration(15, "the fields of a document a search filters on", _DOCUMENT_FIELDS),
     Migration(16, "where OCR read a document's text", _REGIONS),
+    # Nothing to change in the tables: a document's text may now be stored as the gaps
+    # between its chunks (lorebase.store.document_text), which an older lorebase cannot read,
+    # so it must refuse the database (it refuses any migration it does not know).
+    Migration(17, "a document's text stored as the gaps between its chunks", ()),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

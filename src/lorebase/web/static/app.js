@@ -78,8 +78,17 @@ function showSession(info) {
   document.getElementById("sign-out").hidden = !info.auth;
 }
 
+// Conversations quote the knowledge bases: once a session is over (signed out, expired,
+// revoked) the browser keeps none, since it may be shared.
+function forgetConversations() {
+  for (const name of Object.keys(localStorage)) {
+    if (name.startsWith("lorebase.conversations.")) localStorage.removeItem(name);
+  }
+}
+
 function signInView() {
   if (leave) { leave(); leave = null; }
+  forgetConversations();
   navigation++;
   document.getElementById("nav").hidden = true;
   document.getElementById("sign-out").hidden = true;
@@ -120,10 +129,6 @@ function signInView() {
 async function signOut() {
   try { await api("DELETE", "/v1/session"); } catch { /* signed out anyway */ }
   setCsrf(null);
-  // Conversations quote the knowledge bases: a browser that was signed out of keeps none.
-  for (const name of Object.keys(localStorage)) {
-    if (name.startsWith("lorebase.conversations.")) localStorage.removeItem(name);
-  }
   flash("Signed out; this browser's conversations were cleared.");
   signInView();
 }

@@ -148,9 +148,11 @@ export async function askView(view, route, session) {
     if (!server.chat_model) return;
     controller?.abort();
     controller = new AbortController();
+    const mine = controller; // a later question replaces it
     // The turn answered last joins the conversation above; this one is asked under it.
     drawEarlier();
     const text = question.value;
+    const asking = open; // the conversation asked in: another may be opened before the end
     fill(asked, text);
     fill(answer, loading(`Asking ${server.chat_model}…`));
     fill(tools); fill(sources); notice.hidden = true; current.hidden = false;
@@ -178,7 +180,7 @@ export async function askView(view, route, session) {
           fill(answer, data.text);
           fill(sources, sourceItems(data.sources));
         } else if (kind === "error") { fill(answer); flash(browserWords(data.message), "error"); }
-      }, controller.signal);
+      }, mine.signal);
     } catch (error) {
       if (error.name !== "AbortError") { fill(answer); flash(browserWords(error.message), "error"); }
     } finally {
@@ -189,11 +191,12 @@ export async function askView(view, route, session) {
     }
     if (!final) return;
     const turn = { question: text, answer: final.text, sources: final.sources };
-    const conversation = open ? kept.get(open.id) || open : { id: `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, title: "", turns: [] };
+    const conversation = asking ? kept.get(asking.id) || asking : { id: `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, title: "", turns: [] };
     conversation.title ||= text.length > TITLE_CHARS ? `${text.slice(0, TITLE_CHARS - 1)}…` : text;
     conversation.turns = [...conversation.turns, turn].slice(-KEPT_TURNS);
     conversation.updated = Date.now();
     kept.put(conversation);
+    if (mine.signal.aborted) { drawList(); return; } // answered, then the user moved on: kept, not shown
     open = conversation;
     question.value = "";
     drawList();
