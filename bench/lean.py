@@ -53,7 +53,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -61,7 +60,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,9 +68,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 
-import search as search_bench  # bench/search.py: python puts the script's folder first
+import local_server  # bench/local_server.py: python puts the script's folder first
+import search as search_bench  # bench/search.py
 from lorebase.search.query import Mode, SearchRequest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,27 +112,10 @@ GOAL_MILLION_MS = 30.0
 
 
 # -- small helpers ------------------------------------------------------------------------------
-def pct(values: Sequence[float]) -> dict[str, float]:
-    ordered = np.asarray(sorted(values), dtype=float)
-    return {
-        "p50": float(np.percentile(ordered, 50)),
-        "p95": float(np.percentile(ordered, 95)),
-        "max": float(ordered[-1]),
-        "n": float(len(ordered)),
-    }
-
-
 def cli() -> list[str]:
     """The console script beside this interpreter (what users run), else ``python -m``."""
     script = Path(sys.executable).with_name("lorebase")
     return [str(script)] if script.is_file() else [sys.executable, "-m", "lorebase"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def vm_rss_kb(pid: int) -> int:
@@ -343,15 +325,17 @@ def hybrid(data: Path, texts: list[str]) -> dict[str, Any]:
                 started = time.perf_counter()
                 arms[name](text)
                 ms[name].append((time.perf_counter() - started) * 1000)
-    stats = {name: pct(values) for name, values in ms.items()}
+    stats = {name: search_bench.percentiles(values) for name, values in ms.items()}
     parts = ("embed", "keyword", "dense")
     return {
         "queries": len(texts),
         "chunks": kb.chunks,
         "ms": stats,
-        "hybrid_inner_total_ms": pct(inner),
-        "hybrid_embed_step_ms": pct(embed_steps),
-        "hybrid_steps_ms": {step: pct(values) for step, values in steps.items()},
+        "hybrid_inner_total_ms": search_bench.percentiles(inner),
+        "hybrid_embed_step_ms": search_bench.percentiles(embed_steps),
+        "hybrid_steps_ms": {
+            step: search_bench.percentiles(values) for step, values in steps.items()
+        },
         "p95_over_parts": stats["hybrid"]["p95"] / sum(stats[p]["p95"] for p in parts),
         "p50_over_parts": stats["hybrid"]["p50"] / sum(stats[p]["p50"] for p in parts),
     }
@@ -389,24 +373,13 @@ def quiet(base: str) -> None:
 @contextmanager
 def serving(data: Path, log: Path) -> Iterator[Server]:
     """``lorebase serve --no-auth`` on a free loopback port, ready and quiet."""
-    port = free_port()
+    port = local_server.free_port()
     base = f"http://127.0.0.1:{port}"
     command = [*cli(), "--data-dir", str(data), "serve", "--port", str(port), "--no-auth"]
     with log.open("ab") as err:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
     try:
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while True:
-            if process.poll() is not None:
-                sys.exit(f"lorebase serve exited ({process.returncode}); see {log}")
-            try:
-                if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                sys.exit(f"lorebase serve did not get ready in {SERVER_START_SECONDS} s")
-            time.sleep(0.2)
+        local_server.wait_ready(base, process, SERVER_START_SECONDS, log=str(log))
         quiet(base)
         found = kb_id(base, KB)
         if found is None:
@@ -485,7 +458,7 @@ def clients_search(server: Server, texts: list[str], clients: int) -> dict[str, 
         "searches": len(latencies),
         "searches_per_s": len(latencies) / seconds,
         "errors": errors,
-        "ms": pct(latencies),
+        "ms": search_bench.percentiles(latencies),
         "load_average": os.getloadavg(),
     }
 

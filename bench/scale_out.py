@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
+import local_server  # bench/local_server.py (the script's folder is first on sys.path)
 import synthetic  # bench/synthetic.py
 from backends import database_url, load, pct, postgres_admin  # bench/backends.py
 from lorebase.app import open_lorebase
@@ -300,28 +301,6 @@ def search_base(admin: str, chunks: int) -> tuple[str, dict[str, Any]]:
     return url, info
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit("lorebase serve exited")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    sys.exit("lorebase serve did not get ready")
-
-
 def search_run(
     url: str,
     postmaster: int,
@@ -335,7 +314,7 @@ def search_run(
     with tempfile.TemporaryDirectory() as tmp:
         processes, bases = [], []
         for n in range(serves):
-            port = free_port()
+            port = local_server.free_port()
             command = lorebase(
                 Path(tmp) / f"serve{n}", "serve", "--port", str(port), "--no-ingest", "--no-auth"
             )
@@ -346,7 +325,7 @@ def search_run(
             bases.append(f"http://127.0.0.1:{port}")
         try:
             for base, process in zip(bases, processes, strict=True):
-                wait_ready(base, process)
+                local_server.wait_ready(base, process, READY_SECONDS)
             listed = httpx.get(bases[0] + "/v1/knowledge-bases", timeout=30).json()
             kb_id = next(kb["id"] for kb in listed if kb["name"] == "search")
             latencies: list[float] = []
