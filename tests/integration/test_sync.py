@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.base import EmbedKind
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import Conflict, InvalidInput, Unavailable
+from lorebase.lock import IngestLock
 from lorebase.search.floor import NO_FLOOR
 from lorebase.settings import ChunkSettings, ExtractSettings, Settings
 from lorebase.store.base import DocumentState, KbState
@@ -330,22 +332,30 @@ def test_a_second_indexer_is_refused_with_a_clear_message(tmp_path: Path, folder
         assert again.add([folder], kb="notes").added == 6
 
 
+@contextmanager
+def watching(lb: Lorebase) -> Iterator[threading.Thread]:
+    """``lb.watch`` of the base "notes" on a thread of its own, stopped (and checked to
+    end) when the block ends."""
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=lb.watch, kwargs={"kb": "notes", "stop": stop, "rescan_seconds": 30}
+    )
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
 def test_watch_follows_changes(tmp_path: Path, folder: Path) -> None:
     with make(tmp_path / "data") as lb:
         lb.create_kb("notes", sources=[folder])
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=lb.watch, kwargs={"kb": "notes", "stop": stop, "rescan_seconds": 30}
-        )
-        thread.start()
-        try:
+        with watching(lb):
             wait_until(lambda: len(paths(lb)) == 6)
             write(folder / "later.md", "# Later\n\nWritten while watching: zebra.\n")
             wait_until(lambda: lb.search("zebra", kb="notes", mode="keyword").hits != [])
-        finally:
-            stop.set()
-            thread.join(timeout=30)
-        assert not thread.is_alive()
 
 
 def test_a_watcher_waits_for_another_indexer_between_its_passes(
@@ -353,36 +363,22 @@ def test_a_watcher_waits_for_another_indexer_between_its_passes(
 ) -> None:
     """The watcher holds the ingestion lock only for a pass: another indexer (`lorebase add`)
     goes between two passes, and the watcher's next pass waits for it instead of ending."""
-    from lorebase.lock import IngestLock
-
     with make(tmp_path / "data") as lb:
         lb.create_kb("notes", sources=[folder])
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=lb.watch, kwargs={"kb": "notes", "stop": stop, "rescan_seconds": 30}
-        )
-        thread.start()
-        try:
+        with watching(lb) as thread:
             wait_until(lambda: len(paths(lb)) == 6)
             other = IngestLock(tmp_path / "data", "lorebase add")
-            wait_until(lambda: not other.held and _took(other))  # between two passes
+            wait_until(lambda: _taken(other))  # between two passes
             write(folder / "later.md", "# Later\n\nWritten while another indexed: zebra.\n")
             time.sleep(2.5)  # the watcher sees the change and waits for the lock
             assert thread.is_alive()
             assert lb.search("zebra", kb="notes", mode="keyword").hits == []
             other.release()
             wait_until(lambda: lb.search("zebra", kb="notes", mode="keyword").hits != [])
-        finally:
-            stop.set()
-            thread.join(timeout=30)
-        assert not thread.is_alive()
 
 
-def _took(lock: object) -> bool:
-    from lorebase.errors import Conflict
-    from lorebase.lock import IngestLock
-
-    assert isinstance(lock, IngestLock)
+def _taken(lock: IngestLock) -> bool:
+    """Whether ``lock`` was taken now (False: another holds it)."""
     try:
         lock.acquire()
     except Conflict:

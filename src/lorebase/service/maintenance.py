@@ -427,55 +427,53 @@ def restore(backup: Path, settings: Settings, *, replace: bool = False) -> Resto
     if data_dir == backup or data_dir.is_relative_to(backup) or backup.is_relative_to(data_dir):
         raise InvalidInput("restore into a data directory apart from the backup's folder")
     manifest = read_manifest(backup)
-    lock = IngestLock(data_dir, "lorebase restore") if data_dir.is_dir() else None
-    served = serving_lock(data_dir, "lorebase restore") if data_dir.is_dir() else None
-    if served is not None and lock is not None:
-        served.acquire()  # Conflict naming the server, idle or not
-        try:
-            lock.acquire()  # Conflict naming the process that holds it (a pass)
-        except BaseException:
-            served.release()
-            raise
-    try:
-        locks = (LOCK_FILE, SERVE_LOCK_FILE, WATCH_LOCK_FILE)
-        present = data_dir.is_dir() and any(e.name not in locks for e in data_dir.iterdir())
-        if present and not replace:
-            raise Conflict(
-                f"{data_dir} already holds data; restore into a new or empty folder, or add "
-                "--replace to put the backup in its place"
-            )
-        staging = data_dir.with_name(f".{data_dir.name}.restoring-{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        moved: list[str] = []  # entries of the replaced directory moved into staging
-        try:
-            private_folder(staging)
-            total = 0
-            for entry in manifest["files"]:
-                copied = _copy(backup / entry["path"], staging / entry["path"])
-                if _sha256(copied) != entry["sha256"]:
-                    raise InvalidInput(f"{entry['path']} changed while it was restored; retry")
-                total += int(entry["bytes"])
-            if present:
-                for name in KEPT_ON_REPLACE:
-                    if (data_dir / name).exists() and not (staging / name).exists():
-                        os.replace(data_dir / name, staging / name)
-                        moved.append(name)
-            old = data_dir.with_name(f".{data_dir.name}.replaced-{os.getpid()}")
-            if data_dir.exists():
-                os.replace(data_dir, old)
-            os.replace(staging, data_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            for name in moved:  # back where they were: nothing of the old directory is lost
-                if (staging / name).exists() and data_dir.is_dir():
-                    os.replace(staging / name, data_dir / name)
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    finally:
-        if lock is not None:
-            lock.release()
-        if served is not None:
-            served.release()
+    with contextlib.ExitStack() as held:
+        if data_dir.is_dir():  # each refused naming its holder: a server (idle or not), a pass
+            held.enter_context(serving_lock(data_dir, "lorebase restore"))
+            held.enter_context(IngestLock(data_dir, "lorebase restore"))
+        total, present = _restore_into(data_dir, backup, manifest, replace)
     return RestoreReport(
         data_dir, len(manifest["files"]), total, str(manifest.get("data_key", "")), present
     )
+
+
+def _restore_into(
+    data_dir: Path, backup: Path, manifest: dict[str, Any], replace: bool
+) -> tuple[int, bool]:
+    """Copy the backup into a staging folder beside ``data_dir``, then rename it into place
+    (the caller holds the locks); returns the bytes copied and whether data was replaced."""
+    locks = (LOCK_FILE, SERVE_LOCK_FILE, WATCH_LOCK_FILE)
+    present = data_dir.is_dir() and any(e.name not in locks for e in data_dir.iterdir())
+    if present and not replace:
+        raise Conflict(
+            f"{data_dir} already holds data; restore into a new or empty folder, or add "
+            "--replace to put the backup in its place"
+        )
+    staging = data_dir.with_name(f".{data_dir.name}.restoring-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    moved: list[str] = []  # entries of the replaced directory moved into staging
+    try:
+        private_folder(staging)
+        total = 0
+        for entry in manifest["files"]:
+            copied = _copy(backup / entry["path"], staging / entry["path"])
+            if _sha256(copied) != entry["sha256"]:
+                raise InvalidInput(f"{entry['path']} changed while it was restored; retry")
+            total += int(entry["bytes"])
+        if present:
+            for name in KEPT_ON_REPLACE:
+                if (data_dir / name).exists() and not (staging / name).exists():
+                    os.replace(data_dir / name, staging / name)
+                    moved.append(name)
+        old = data_dir.with_name(f".{data_dir.name}.replaced-{os.getpid()}")
+        if data_dir.exists():
+            os.replace(data_dir, old)
+        os.replace(staging, data_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        for name in moved:  # back where they were: nothing of the old directory is lost
+            if (staging / name).exists() and data_dir.is_dir():
+                os.replace(staging / name, data_dir / name)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return total, present
