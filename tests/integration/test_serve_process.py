@@ -145,7 +145,10 @@ def test_add_beside_an_idle_server_goes_ahead_and_the_server_finds_it(tmp_path: 
         assert found.status_code == 200, found.text
         assert found.json()["hits"][0]["path"].endswith("leave.md")
         # What must not run beside a server is refused even while it is idle, naming it.
-        for command in (["vacuum"], ["keys", "rotate-data-key"]):
+        backup = tmp_path / "backup"
+        assert subprocess.run(_lorebase(data, "backup", str(backup)), timeout=120).returncode == 0
+        restore = ["restore", str(backup), "--replace"]
+        for command in (["vacuum"], ["keys", "rotate-data-key"], restore):
             refused = subprocess.run(
                 _lorebase(data, *command), capture_output=True, text=True, timeout=120
             )
