@@ -225,3 +225,27 @@ def test_dense_scores_are_the_cosines_dense_search_gives(store: Store) -> None:
     assert store.dense_scores([kb.id], IDENTITY, query, asked) == {}
     assert store.dense_scores([kb.id], OTHER_IDENTITY, query, list(ranked)) == {}
     assert store.dense_scores([kb.id], IDENTITY, query, []) == {}
+
+
+def test_dense_scores_follow_a_document_written_again_and_deleted(store: Store) -> None:
+    """A cosine is the current vector's: a document indexed again with the same passages
+    (the same chunk ids, new vectors) after a search loaded the old ones, then deleted."""
+    kb = store.create_kb("docs")
+    texts = [f"passage {i}" for i in range(4)]
+    put(store, kb, "a.md", texts, vectors=np.stack([unit(i) for i in range(4)]))
+    put(store, kb, "b.md", ["stays"], vectors=unit(7)[None])
+    query = unit(2)
+    before = dict(store.dense_search([kb.id], IDENTITY, query, 10))
+    assert store.dense_scores([kb.id], IDENTITY, query, list(before)) == pytest.approx(before)
+    put(store, kb, "a.md", texts, vectors=np.stack([unit(10 + i) for i in range(4)]))
+    after = dict(store.dense_search([kb.id], IDENTITY, query, 10))
+    assert after.keys() == before.keys()
+    scores = store.dense_scores([kb.id], IDENTITY, query, list(after))
+    assert scores.keys() == after.keys()
+    for chunk_id, score in after.items():
+        assert scores[chunk_id] == pytest.approx(score, abs=1e-5)
+    doc = store.get_document(kb.id, "a.md")
+    assert doc is not None
+    store.delete_document(kb.id, doc.id)
+    left = dict(store.dense_search([kb.id], IDENTITY, query, 10))
+    assert store.dense_scores([kb.id], IDENTITY, query, list(after)).keys() == left.keys()

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lorebase.store import stored_chunk_id
-from lorebase.store.packed_ids import ID_BYTES, PackedIds
+from lorebase.store.packed_ids import ID_BYTES, IdLookup, PackedIds
 
 
 def ids(n: int, start: int = 0) -> list[str]:
@@ -42,3 +42,25 @@ def test_any_ids_come_back_as_given(given_ids: list[str]) -> None:
     for start in range(0, len(given_ids), 4):
         packed.extend(given_ids[start : start + 4])
     assert list(packed) == given_ids
+
+
+@given(
+    st.lists(st.integers(0, 29), max_size=60),
+    st.lists(st.integers(0, 39), max_size=20),
+    st.integers(0, 60),
+    st.booleans(),
+)
+def test_a_lookup_finds_every_row_of_an_id_among_the_first_rows(
+    rows: list[int], asked: list[int], size: int, plain: bool
+) -> None:
+    """Each asked id's rows (in order) among the first ``size`` rows, none for an id not among
+    them; the same whether the ids are packed or kept as a list (ids that are not hex)."""
+    pool = ids(40) if not plain else [f"c{n}" for n in range(40)]
+    packed = PackedIds([pool[n] for n in rows])
+    size = min(size, len(rows))
+    wanted = [pool[n] for n in asked] + ["not an id", "f" * 32]
+    expected = [
+        [row for row in range(size) if rows[row] == pool.index(w)] if w in pool else []
+        for w in wanted
+    ]
+    assert IdLookup(packed, size).rows(wanted) == expected

@@ -224,6 +224,36 @@ def spans_that_may_be(
     return [(m.group(), m.start(), m.end()) for m in pattern.finditer(text)]
 
 
+def words_that_may_be(text: str, analysis: Analysis, terms: Collection[str]) -> set[str] | None:
+    """The distinct words of ``text`` that may be indexed as one of ``terms`` (the words
+    :func:`spans_that_may_be` gives, without their offsets: cheaper, no match objects), or
+    None for text that is not Latin (:func:`word_spans` splits it by ICU). Pure."""
+    if not _latin(text):
+        return None
+    if analysis.stemmer is not None and analysis.stemmer not in SUFFIX_STEMMERS:
+        return set(_LATIN_WORD.findall(text))
+    firsts = "".join(sorted({term[0] for term in terms if term and term[0].isascii()}))
+    return set(_words_starting(firsts).findall(text))
+
+
+def occurrences(text: str, words: Collection[str]) -> list[tuple[int, int]]:
+    """Where each of ``words`` stands in ``text`` as a whole word (no letter or digit either
+    side, as :data:`_LATIN_WORD` splits Latin text), in order. Pure."""
+    found: list[tuple[int, int]] = []
+    for word in words:
+        size = len(word)
+        start = text.find(word)
+        while start >= 0:
+            end = start + size
+            if (start == 0 or not text[start - 1].isalnum()) and (
+                end == len(text) or not text[end].isalnum()
+            ):
+                found.append((start, end))
+            start = text.find(word, end)
+    found.sort()
+    return found
+
+
 @functools.lru_cache(maxsize=256)
 def _words_starting(firsts: str) -> re.Pattern[str]:
     """Whole words (as :data:`_LATIN_WORD` finds them) that begin with one of ``firsts`` (any
@@ -282,8 +312,8 @@ class Analysis:
     def terms_of(self, words: Sequence[str]) -> list[str | None]:
         """:meth:`term` of each of ``words``, in one call of the stemmer. Pure."""
         lowered = [word.lower() for word in words]
-        if self.fold:
-            lowered = [fold(word) for word in lowered]
+        if self.fold:  # most words are ASCII: fold left uncalled for them
+            lowered = [word if word.isascii() else fold(word) for word in lowered]
         if self.stemmer is not None:
             lowered = _stemmer(self.stemmer).stemWords(lowered)
         return [
@@ -370,10 +400,20 @@ def query_variants(text: str, languages: Iterable[str | None]) -> list[dict[str,
     in a stable order); variants that find no term are left out. A word that is a stop word
     in any of these languages is left out of every variant (``what`` of an English question
     would otherwise be a search word of its German variant, found in every English passage)."""
-    codes = sorted({analysis_language(language) for language in languages} or {DEFAULT_LANGUAGE})
+    codes = tuple(
+        sorted({analysis_language(language) for language in languages} or {DEFAULT_LANGUAGE})
+    )
+    return list(_query_variants(text, codes))
+
+
+@functools.lru_cache(maxsize=64)
+def _query_variants(text: str, codes: tuple[str, ...]) -> tuple[dict[str, int], ...]:
+    """:func:`query_variants` of analysis codes, kept for the few questions last asked: a
+    search asks it of the keyword arm and of its ceiling, and a base of many languages makes
+    it one analysis per language (~0.6 ms for 25). The dicts are shared: never changed."""
     stops = frozenset().union(*(analysis(code).stop_words for code in codes))
     variants = [analysis(code).query_terms(text, stops) for code in codes]
-    return [variant for variant in variants if variant]
+    return tuple(variant for variant in variants if variant)
 
 
 def merged(variants: Sequence[dict[str, int]]) -> dict[str, int]:

@@ -9,10 +9,11 @@ Chinese word, or one character of it that the question names)."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lorebase.analysis import Analysis, analysis, spans_that_may_be, word_spans
+from lorebase.analysis import Analysis, analysis, occurrences, word_spans, words_that_may_be
 
 SNIPPET_CHARS = 240
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
@@ -68,14 +69,23 @@ def matches(
     only when the question was nothing but stop words."""
     if not wanted:
         return []
-    found: list[Mark] = []
     singles = any(len(term) == 1 for term in wanted)  # characters of an unspaced script
-    # Only the words that may be a wanted term are looked up (the rest cannot be).
-    held = word_spans(text, lang.language) if singles else spans_that_may_be(text, lang, wanted)
     only_stop = _only_stop(wanted, lang)
     known = {} if known is None else known  # word -> term, kept by the caller across texts
-    fresh = list({word for word, _, _ in held if word not in known})
-    known.update(zip(fresh, lang.terms_of(fresh), strict=True))
+    # Latin text: only its distinct words that may be a wanted term are looked up, then the
+    # wanted ones found where they stand.
+    present = None if singles else words_that_may_be(text, lang, wanted)
+    if present is not None:
+        _learn(known, lang, present)
+        hits = {
+            word
+            for word in present
+            if known[word] in wanted and (only_stop or not lang.is_stop_word(word))
+        }
+        return occurrences(text, hits) if hits else []
+    found: list[Mark] = []
+    held = word_spans(text, lang.language)
+    _learn(known, lang, {word for word, _, _ in held})
     for word, start, end in held:
         term = known[word]
         if term in wanted and (only_stop or not lang.is_stop_word(word)):
@@ -89,6 +99,13 @@ def matches(
     return found
 
 
+def _learn(known: dict[str, str | None], lang: Analysis, words: set[str]) -> None:
+    """Add the terms of ``words`` not yet in ``known`` (one call of the stemmer)."""
+    fresh = [word for word in words if word not in known]
+    if fresh:
+        known.update(zip(fresh, lang.terms_of(fresh), strict=True))
+
+
 def _only_stop(wanted: frozenset[str], lang: Analysis) -> bool:
     return all(term in lang.stop_words for term in wanted)
 
@@ -96,16 +113,27 @@ def _only_stop(wanted: frozenset[str], lang: Analysis) -> bool:
 def best_sentence(
     flat: str, found: list[Mark], lang: Analysis, wanted: frozenset[str]
 ) -> tuple[int, int]:
-    """The first sentence holding the most distinct words of the question."""
+    """The first sentence holding the most distinct words of the question (``found``: the
+    marks, in order)."""
     best_start, best_end, best_score = 0, 0, -1
+    starts = [start for start, _ in found]
+    keys: dict[str, str] = {}  # a marked piece -> the term it counts as
+    mark, count = 0, len(found)
     for match in _SENTENCE.finditer(flat):
-        inside = {
-            lang.term(flat[start:end]) or flat[start:end]
-            for start, end in found
-            if match.start() <= start < match.end()
-        }
+        start, end = match.span()
+        first = bisect_left(starts, start, mark)  # marks between sentences are in none
+        mark = bisect_left(starts, end, first)
+        inside: set[str] = set()
+        for begin, stop in found[first:mark]:
+            piece = flat[begin:stop]
+            key = keys.get(piece)
+            if key is None:
+                key = keys[piece] = lang.term(piece) or piece
+            inside.add(key)
         if len(inside) > best_score:
-            best_start, best_end, best_score = match.start(), match.end(), len(inside)
+            best_start, best_end, best_score = start, end, len(inside)
+        if mark == count:
+            break  # no mark left: no later sentence scores more
     return best_start, best_end
 
 

@@ -8,6 +8,7 @@ cost 16, and only the ``k`` ids a search returns are turned back into strings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -94,3 +95,57 @@ def _pack(ids: Sequence[str]) -> np.ndarray | None:
     if raw.hex() != joined:
         return None
     return np.frombuffer(raw, dtype=np.uint8).reshape(len(ids), ID_BYTES)
+
+
+class IdLookup:
+    """The rows holding each of some ids among the first ``size`` rows of :class:`PackedIds`,
+    from the rows' first 8 bytes sorted once (16 bytes a row with their order; a dict of the
+    ids would hold ~150): what fills in the cosines of a search's keyword candidates without
+    reading their vectors from the database again."""
+
+    __slots__ = ("_ids", "_keys", "_listed", "_order")
+
+    def __init__(self, ids: PackedIds, size: int) -> None:
+        self._ids = ids
+        self._listed: dict[str, list[int]] | None = None
+        listed = ids._list
+        if listed is not None:
+            self._listed = {}
+            for row, chunk_id in enumerate(listed[:size]):
+                self._listed.setdefault(chunk_id, []).append(row)
+            self._keys: np.ndarray = np.zeros(0, dtype=np.uint64)
+            self._order: np.ndarray = np.zeros(0, dtype=np.int64)
+            return
+        keys = np.ascontiguousarray(ids._raw[:size, :8]).view(">u8").ravel().astype(np.uint64)
+        self._order = np.argsort(keys, kind="stable")
+        self._keys = keys[self._order]
+
+    def rows(self, wanted: Sequence[str]) -> list[list[int]]:
+        """Each wanted id's rows, in row order (none for an id not held)."""
+        if self._listed is not None:
+            return [self._listed.get(chunk_id, []) for chunk_id in wanted]
+        out: list[list[int]] = [[] for _ in wanted]
+        hexes = [(n, chunk_id) for n, chunk_id in enumerate(wanted) if _STORED.fullmatch(chunk_id)]
+        if not hexes or not self._keys.size:
+            return out
+        raw = bytes.fromhex("".join(chunk_id for _, chunk_id in hexes))
+        packed = np.frombuffer(raw, dtype=np.uint8).reshape(len(hexes), ID_BYTES)
+        keys = np.ascontiguousarray(packed[:, :8]).view(">u8").ravel().astype(np.uint64)
+        lows = np.searchsorted(self._keys, keys, side="left")
+        highs = np.searchsorted(self._keys, keys, side="right")
+        stored = self._ids._raw
+        single = highs - lows == 1  # the usual case, checked at once
+        rows = self._order[lows[single]]
+        same = (stored[rows] == packed[single]).all(axis=1)
+        places = [n for (n, _), alone in zip(hexes, single, strict=True) if alone]
+        for n, row, equal in zip(places, rows.tolist(), same.tolist(), strict=True):
+            if equal:
+                out[n] = [row]
+        for (n, _), item, low, high in zip(hexes, packed, lows, highs, strict=True):
+            if high - low > 1:  # the id in several rows (a document read again), or a collision
+                held = sorted(int(row) for row in self._order[low:high])
+                out[n] = [row for row in held if np.array_equal(stored[row], item)]
+        return out
+
+
+_STORED = re.compile(f"[0-9a-f]{{{STORED_CHUNK_ID_HEX_CHARS}}}")

@@ -36,11 +36,12 @@ from lorebase.store.ann import (
     chunk_keys,
 )
 from lorebase.store.base import Scored
-from lorebase.store.packed_ids import PackedIds
+from lorebase.store.packed_ids import IdLookup, PackedIds
 from lorebase.store.restriction import Restriction
 from lorebase.store.sqlite.rows import base_generations
 from lorebase.store.vectors import (
     VECTOR_DTYPE,
+    ExactIndex,
     Int8Rows,
     VectorIndex,
     build_index,
@@ -155,6 +156,10 @@ class LoadedIndex:
     masks: dict[int, tuple[Restriction, np.ndarray | None]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
+    # What is derived from the rows on first use (the ids' lookup).
+    derived: dict[str, IdLookup] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def allowed(self, document_ids: Sequence[str] | None) -> np.ndarray | None:
         """The row mask: live rows, of the filter's documents if there is a filter (made once
@@ -184,6 +189,27 @@ class LoadedIndex:
         chosen[np.asarray(codes, dtype=np.int64)] = True
         mask: np.ndarray = chosen[self.document_codes]  # a lookup per row, not np.isin's sort
         return mask if self.live is None else mask & self.live
+
+    def scores_of(self, query: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float] | None:
+        """The inner products of ``query`` with these chunks' live rows (the chunks this
+        index holds), as :meth:`search` scores them; None for an ANN index (its rows are
+        not kept in id order: the caller reads the vectors)."""
+        rows = self.rows
+        if rows is None or not isinstance(self.index, ExactIndex):
+            return None
+        lookup = self.derived.get("ids")
+        if lookup is None:
+            lookup = self.derived["ids"] = IdLookup(rows.chunk_ids, self.index.size)
+        live = self.live
+        found: dict[str, int] = {}
+        for chunk_id, held in zip(chunk_ids, lookup.rows(chunk_ids), strict=True):
+            alive = [row for row in held if live is None or live[row]]
+            if alive:
+                found[chunk_id] = alive[-1]
+        if not found:
+            return {}
+        products = self.index.products(query, np.fromiter(found.values(), dtype=np.int64))
+        return dict(zip(found, products.tolist(), strict=True))
 
     def search(self, query: np.ndarray, limit: int, document_ids: Sequence[str] | None) -> Scored:
         positions, scores = self.index.search(query, limit, self.allowed(document_ids))

@@ -133,8 +133,27 @@ class SqliteRole(RelationalRole):
         )
 
     def _dense_scores(self, tx: Bound, query: DenseQuery, chunk_ids: list[str]) -> dict[str, float]:
-        """From the stored vectors, decoded as the in-memory indexes decode them (the same
-        inner products)."""
+        """From the in-memory exact indexes (the vectors of the chunks they hold), the rest
+        from the stored vectors, decoded as the in-memory indexes decode them (the same inner
+        products)."""
+        with self._dense_lock:
+            indexes = self._dense.indexes_for(
+                tx.raw, query.kb_ids, query.identity_id, query.identity.dim
+            )
+        scores: dict[str, float] = {}
+        unread = False
+        for index in indexes:
+            found = index.scores_of(query.vector, chunk_ids)
+            unread = unread or found is None
+            scores.update(found or {})
+        if unread or len(indexes) < len(query.kb_ids):  # an ANN index, or a base not loaded
+            rest = [chunk_id for chunk_id in chunk_ids if chunk_id not in scores]
+            scores.update(self._stored_scores(tx, query, rest) if rest else {})
+        return scores
+
+    def _stored_scores(
+        self, tx: Bound, query: DenseQuery, chunk_ids: list[str]
+    ) -> dict[str, float]:
         dim = query.identity.dim
         ids: list[str] = []
         blobs: list[bytes] = []
