@@ -213,6 +213,7 @@ LAYERS = {
     "events": 2,
     "vault": 2,
     "lock": 2,
+    "priority": 2,
     "inspect": 2,
     # application
     "service": 3,
