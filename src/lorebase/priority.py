@@ -1,11 +1,14 @@
-"""Background work yields the processor to requests: indexing runs at a lower CPU priority.
+"""Background computation yields the processor to requests: the model runtime's threads that
+embed documents, the extraction processes and a graph build run at a lower CPU priority.
 
 On Linux a nice value belongs to a thread, and the threads and processes a thread starts
-inherit it: a worker thread that lowers its own priority before it first embeds also lowers
-the model runtime's thread pool it creates then, and the extraction processes it starts. A
-server's searches are then scheduled first when both want a core (measured in
-``bench/lean.py``'s ingest part: a search's p95 during an ingest against idle). Elsewhere
-(macOS, Windows) nothing changes.
+inherit it. Only threads that do their work outside the interpreter are lowered: a lowered
+thread holding the interpreter lock would keep a search waiting for it while the scheduler
+gives its core to others (a priority inversion). So an indexing thread keeps its priority, and
+the documents' model session is made and run on a lowered thread (its pool's threads are
+started then, and inherit it), the extraction worker lowers itself. A server's searches are
+then scheduled first when both want a core (``bench/lean.py``'s ingest part: a search's p95
+during an ingest against idle). Elsewhere (macOS, Windows) nothing changes.
 """
 
 from __future__ import annotations

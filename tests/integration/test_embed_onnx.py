@@ -7,6 +7,7 @@ its tokenizer is installed by `make`, not by the dev extra). The int8 copy is bu
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -217,3 +218,33 @@ def test_queries_run_on_one_thread_and_embed_alike(
     session = embedder.query_session()
     assert session is not None
     assert session.get_session_options().intra_op_num_threads == 1
+
+
+def _nice(thread_id: int) -> int:
+    import os
+
+    return os.getpriority(os.PRIO_PROCESS, thread_id)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread")
+def test_documents_embed_at_a_lower_priority_than_questions(cache_dir: Path) -> None:
+    """Documents run on a thread of their own at a lower CPU priority, and the model's pool
+    threads started for them inherit it (lorebase.priority); a question runs on the caller's
+    thread, at its priority."""
+    import os
+    import threading
+
+    embedder = OnnxEmbedder(cache_dir=cache_dir)
+    mine = _nice(threading.get_native_id())
+    if mine >= 19:
+        pytest.skip("the tests already run at the lowest priority")
+    before = set(Path("/proc/self/task").iterdir())
+    embedder.embed_documents(SENTENCES[:4])
+    embedder.embed_query(SENTENCES[0])
+    started = [int(task.name) for task in set(Path("/proc/self/task").iterdir()) - before]
+    runner = embedder._background().submit(threading.get_native_id).result()
+    assert runner in started and _nice(runner) > mine
+    lowered = [task for task in started if task != runner and _nice(task) == _nice(runner)]
+    if (os.cpu_count() or 1) > 1:  # the documents' session has a pool: its threads inherit
+        assert lowered, "no thread of the model's pool runs lowered"
+    assert _nice(threading.get_native_id()) == mine

@@ -7,6 +7,7 @@ import io
 import os
 import resource
 import signal
+import sys
 import threading
 import time
 import zipfile
@@ -340,3 +341,16 @@ def test_an_extraction_crosses_the_process_boundary_unchanged() -> None:
         assert pool.extract(data, PurePath("x.py")) == extract_bytes(
             data, PurePath("x.py"), ExtractSettings()
         )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread")
+def test_workers_read_files_at_a_lower_priority_than_the_process_asking() -> None:
+    """An extraction worker lowers its own CPU priority (lorebase.priority): reading a big
+    PDF yields the processor to a server's searches."""
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    if mine >= 19:
+        pytest.skip("the tests already run at the lowest priority")
+    with ExtractionPool(ExtractSettings(workers=1)) as pool:
+        assert pool.extract(GOOD_MD, PurePath("a.md")).title == "Notes"
+        (pid,) = pool.worker_pids()
+        assert os.getpriority(os.PRIO_PROCESS, pid) > mine

@@ -199,6 +199,7 @@ LAYERS = {
     "private": 0,
     "stopwords": 0,
     "http_json": 0,
+    "priority": 0,
     # storage
     "store": 1,
     "accounts": 1,
@@ -213,7 +214,6 @@ LAYERS = {
     "events": 2,
     "vault": 2,
     "lock": 2,
-    "priority": 2,
     "inspect": 2,
     # application
     "service": 3,

@@ -65,33 +65,3 @@ def test_a_pass_is_queued_once_while_it_waits_and_again_while_it_runs() -> None:
     finally:
         queue.stop()
     assert ran == [(1, None), (1, None), (1, "a" * 32)]
-
-
-def test_jobs_run_below_the_priority_of_the_threads_that_answer_requests() -> None:
-    """A worker lowers its thread's CPU priority before its first job (lorebase.priority):
-    what it indexes, and the model threads and extraction processes it starts, yield the
-    processor to searches."""
-    import os
-    import sys
-
-    import pytest
-
-    if not sys.platform.startswith("linux"):
-        pytest.skip("a nice value per thread is Linux's")
-    if os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) >= 19:
-        pytest.skip("the tests already run at the lowest priority")
-    seen: list[int] = []
-    done = threading.Event()
-
-    def process(kb_id: int, document_id: str | None) -> None:
-        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-        done.set()
-
-    queue = IngestQueue(process, lambda: iter(()), size=8, workers=1, sweep_seconds=NEVER)
-    queue.admit(1, "b" * 32)
-    queue.start()
-    try:
-        assert done.wait(10)
-    finally:
-        queue.stop()
-    assert seen[0] > os.getpriority(os.PRIO_PROCESS, threading.get_native_id())

@@ -27,6 +27,7 @@ import importlib.util
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +37,7 @@ import numpy as np
 from lorebase.embed.base import Embedder, EmbedderIdentity, EmbedKind, file_digest, normalize
 from lorebase.embed.quantize import TRANSFORM_INT8, QuantizationError, ensure_int8
 from lorebase.errors import InvalidInput, Unavailable
+from lorebase.priority import lower_this_thread
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_DIM = 384
@@ -157,6 +159,8 @@ class OnnxEmbedder(Embedder):
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
         self._query_session: Any = None
+        self._batches: ThreadPoolExecutor | None = None
+        self._lock_background = threading.Lock()
 
     # -- public views (each may trigger the one-time load) ---------------------------------
 
@@ -211,9 +215,12 @@ class OnnxEmbedder(Embedder):
         the one-thread session)."""
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {name: value for name, value in feeds.items() if name in loaded.input_names}
-        session = self.query_session() if query else loaded.session
         try:
-            hidden = session.run([loaded.output_name], feeds)[0]
+            if query:
+                hidden = self.query_session().run([loaded.output_name], feeds)[0]
+            else:  # documents: on the lowered thread (lorebase.priority)
+                run = loaded.session.run
+                hidden = self._background().submit(run, [loaded.output_name], feeds).result()[0]
         except Exception as exc:  # onnxruntime raises its own, unexported, types
             raise Unavailable(
                 f"the ONNX embedding model failed to run ({type(exc).__name__}); "
@@ -222,6 +229,18 @@ class OnnxEmbedder(Embedder):
         return mean_pool(np.asarray(hidden, dtype=np.float32), mask)
 
     # -- loading ----------------------------------------------------------------------------
+
+    def _background(self) -> ThreadPoolExecutor:
+        """The one thread that runs the documents' session, at a lower CPU priority than the
+        threads that answer requests (made at first use)."""
+        with self._lock_background:
+            if self._batches is None:
+                self._batches = ThreadPoolExecutor(
+                    max_workers=1,
+                    thread_name_prefix="lorebase-embed-documents",
+                    initializer=lower_this_thread,
+                )
+            return self._batches
 
     def query_session(self) -> Any:
         """The model on one thread, for queries (see :data:`QUERY_THREADS`), loaded at the
@@ -345,10 +364,16 @@ class OnnxEmbedder(Embedder):
         options.enable_mem_pattern = self.memory_pattern
         options.enable_cpu_mem_arena = self.cpu_arena
         options.log_severity_level = ORT_LOG_ERRORS_ONLY
-        try:
-            session = ort.InferenceSession(
+
+        def make() -> Any:
+            return ort.InferenceSession(
                 str(path), sess_options=options, providers=["CPUExecutionProvider"]
             )
+
+        try:
+            # The documents' session is made on the lowered thread: its pool's threads, started
+            # now, inherit that thread's priority (lorebase.priority).
+            session = make() if threads is not None else self._background().submit(make).result()
         except Exception as exc:  # InvalidProtobuf, Fail, ... are not importable types
             raise Unavailable(
                 f"the ONNX model {path} cannot be loaded ({type(exc).__name__}); "

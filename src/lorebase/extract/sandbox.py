@@ -40,6 +40,7 @@ from typing import Any
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.registry import extract_bytes
 from lorebase.formats import extractor_modules, is_supported
+from lorebase.priority import lower_this_thread
 from lorebase.settings import MB, ExtractSettings
 from lorebase.types import Element, ElementKind, Extracted, FailureReason, Part
 
@@ -302,6 +303,7 @@ def serve(argv: list[str]) -> None:
     file until the parent closes the socket. Runs in the child process; ``argv`` is the
     socket's descriptor, the memory limit, the CPU seconds per file and the reply limit."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    lower_this_thread()  # reading files yields the processor to requests (lorebase.priority)
     conn = Connection(int(argv[0]))
     memory, seconds, max_result = int(argv[1]), float(argv[2]), int(argv[3])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

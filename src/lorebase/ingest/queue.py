@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from lorebase.priority import lower_this_thread
-
 logger = logging.getLogger(__name__)
 
 DEFAULT_QUEUE_SIZE = 256
@@ -156,7 +154,6 @@ class BackgroundWork:
         return admission
 
     def _work(self) -> None:
-        lower_this_thread()  # indexing yields the processor to searches (lorebase.priority)
         while not self._stop.is_set():
             try:
                 if self.run_one():

@@ -21,7 +21,6 @@ from lorebase.events import EventBus
 from lorebase.ingest.queue import Job, JobQueue
 from lorebase.ingest.report import IngestReport
 from lorebase.lock import IngestLock, serving_lock
-from lorebase.priority import lower_this_thread
 from lorebase.service.originals import Originals
 from lorebase.service.passes import Passes
 from lorebase.service.stale import StaleDocuments
@@ -144,7 +143,6 @@ class Serving:
         log.info("waiting for %s to finish indexing before the next job", holder)
 
     def _watch_folders(self) -> None:
-        lower_this_thread()  # passes yield the processor to searches (lorebase.priority)
 
         def on_report(kb: KnowledgeBase, report: IngestReport) -> None:
             self._publish_totals(kb.id)

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from lorebase.priority import lower_this_thread
 from lorebase.private import narrow, private_folder
 from lorebase.store.vectors import (
     VECTOR_DTYPE,
@@ -294,6 +295,8 @@ class GraphSlot:
         return self._idle.wait(timeout)
 
     def _drain(self) -> None:
+        if self.background:
+            lower_this_thread()  # a graph build yields the processor to searches
         while True:
             with self._state:
                 wanted, self._wanted = self._wanted, None
