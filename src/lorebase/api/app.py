@@ -5,19 +5,17 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-import time
-import traceback
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from lorebase import __version__
 from lorebase.api import problems
+from lorebase.api.access import AccessLog
 from lorebase.api.guard import CloseAfterRefusal, KeyFirst
 from lorebase.api.mcp_http import MCP_PATH, McpEndpoint
 from lorebase.api.metrics import Metrics
@@ -36,10 +34,7 @@ from lorebase.api.routes import (
 from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
 from lorebase.service import Lorebase
 from lorebase.web import install as install_page
-from lorebase.web import security_headers
 
-access_log = logging.getLogger("lorebase.access")
-error_log = logging.getLogger("lorebase.errors")
 LOG_HANDLER = "lorebase-serve"
 SWITCH_INTERVAL_S = 0.001
 """How long a thread holds the interpreter before another waiting for it may take it (Python's
@@ -82,6 +77,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         form_limits={"max_files": MAX_FILES_PER_UPLOAD, "max_fields": MAX_FILES_PER_UPLOAD},
     )
     app.add_middleware(KeyFirst, lb=lb)
+    app.add_middleware(AccessLog, metrics=metrics)  # outermost: it logs refusals too
     app.state.lb = lb
     app.state.metrics = metrics
     problems.install(app)
@@ -102,41 +98,6 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         app.include_router(module.router)
     app.include_router(tools.profiles_router)
     install_page(app)
-
-    @app.middleware("http")
-    async def log_access(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        """Method, route template, status, duration and a request id — never the query
-        string, a file name or a body."""
-        request_id = uuid.uuid4().hex[:12]
-        started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception as error:  # unexpected: logged with its id, never its message
-            frames = "\n".join(  # where, not what: no source lines, no message
-                f"  {f.filename}:{f.lineno} in {f.name}"
-                for f in traceback.extract_tb(error.__traceback__)
-            )
-            error_log.error(
-                "unexpected %s in request id=%s\n%s", type(error).__name__, request_id, frames
-            )
-            response = problems.unexpected_problem(request_id)
-        route = request.scope.get("route")
-        template = getattr(route, "path", "unmatched")
-        elapsed = (time.perf_counter() - started) * 1000
-        metrics.requests.labels(template, str(response.status_code)).inc()
-        access_log.info(
-            "%s %s %s %.1fms id=%s",
-            request.method,
-            template,
-            response.status_code,
-            elapsed,
-            request_id,
-        )
-        response.headers["X-Request-Id"] = request_id
-        response.headers.update(security_headers(request.url.path))
-        return response
 
     return app
 
