@@ -7,6 +7,7 @@ CLI, HTTP, MCP) calls, which wires its own use-case objects from those parts.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Literal
 
 from lorebase.accounts.base import AccountStore
 from lorebase.embed.base import Embedder
-from lorebase.embed.registry import Embedders, bundled_model
+from lorebase.embed.registry import Embedders, build_named, bundled_model
 from lorebase.errors import NotFound
 from lorebase.events import EventBus
 from lorebase.http_json import CONNECT_TIMEOUT
@@ -33,7 +34,9 @@ from lorebase.vault.storage import BlobStorage
 __all__ = ["DEFAULT_KB", "Lorebase", "build_embedder", "build_reranker", "open_lorebase"]
 
 
-def build_embedder(settings: EmbedSettings, cache_dir: Path) -> Embedder | None:
+def build_embedder(
+    settings: EmbedSettings, cache_dir: Path, *, lowered: bool = False
+) -> Embedder | None:
     """The configured embedder, imported lazily (the ONNX runtime loads only when used)."""
     if settings.kind == "none":
         return None
@@ -48,7 +51,7 @@ def build_embedder(settings: EmbedSettings, cache_dir: Path) -> Embedder | None:
         return HttpEmbedder(
             settings.url, settings.model, api_key=settings.api_key, read_timeout=settings.timeout
         )
-    return bundled_model(cache_dir, quantize=settings.quantize)
+    return bundled_model(cache_dir, quantize=settings.quantize, lowered=lowered)
 
 
 def build_reranker(settings: RerankSettings, deadline: float | None = None) -> Reranker | None:
@@ -223,12 +226,15 @@ def build_embedders(
         settings.model_cache,
         default_name=default_name,
         query_seconds=settings.search.embed_deadline,
+        build=functools.partial(build_named, lowered=settings.yield_to_requests),
     )
     if bundled:
         embedders.default = embedders.get(BUNDLED)
     elif isinstance(embedder, str):
         embed = settings.embed
-        embedders.default = build_embedder(embed, settings.model_cache)
+        embedders.default = build_embedder(
+            embed, settings.model_cache, lowered=settings.yield_to_requests
+        )
         if embed.kind == "http":
             embedders.default_config = EmbedderConfig(
                 "process", url=embed.url, model=embed.model, api_key=embed.api_key

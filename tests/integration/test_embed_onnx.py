@@ -228,13 +228,13 @@ def _nice(thread_id: int) -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread")
 def test_documents_embed_at_a_lower_priority_than_questions(cache_dir: Path) -> None:
-    """Documents run on a thread of their own at a lower CPU priority, and the model's pool
-    threads started for them inherit it (lorebase.priority); a question runs on the caller's
-    thread, at its priority."""
+    """A server's documents run on a thread of their own at a lower CPU priority, and the
+    model's pool threads started for them inherit it (lorebase.priority); a question runs on
+    the caller's thread, at its priority; a command's embedder (not lowered) keeps it."""
     import os
     import threading
 
-    embedder = OnnxEmbedder(cache_dir=cache_dir)
+    embedder = OnnxEmbedder(cache_dir=cache_dir, lowered=True)
     mine = _nice(threading.get_native_id())
     if mine >= 19:
         pytest.skip("the tests already run at the lowest priority")
@@ -248,3 +248,5 @@ def test_documents_embed_at_a_lower_priority_than_questions(cache_dir: Path) -> 
     if (os.cpu_count() or 1) > 1:  # the documents' session has a pool: its threads inherit
         assert lowered, "no thread of the model's pool runs lowered"
     assert _nice(threading.get_native_id()) == mine
+    own = OnnxEmbedder(cache_dir=cache_dir)
+    assert _nice(own._background().submit(threading.get_native_id).result()) == mine

@@ -261,6 +261,13 @@ def test_a_pass_indexes_the_other_documents_next_to_bombs(
     (folder / "notes.md").write_bytes(GOOD_MD)
     (folder / "plain.txt").write_bytes(b"A plain text file about foxes and dogs.\n")
     settings = Settings(data_dir=tmp_path / "data", extract=LOW)
+    # Warm: what the first pass of a process imports and loads is not the bombs' doing.
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    (warm / "plain.txt").write_bytes(b"Warm up.\n")
+    with open_lorebase(settings=Settings(data_dir=tmp_path / "w"), embedder=FakeEmbedder()) as lb:
+        lb.add([warm])
+        lb.search("warm", kb="default")
     peak = _peak_rss()
     with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
         report = lb.add([folder])
@@ -344,13 +351,14 @@ def test_an_extraction_crosses_the_process_boundary_unchanged() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread")
-def test_workers_read_files_at_a_lower_priority_than_the_process_asking() -> None:
-    """An extraction worker lowers its own CPU priority (lorebase.priority): reading a big
-    PDF yields the processor to a server's searches."""
+@pytest.mark.parametrize("lowered", [True, False])
+def test_a_server_s_workers_read_files_at_a_lower_priority(lowered: bool) -> None:
+    """A server's extraction workers lower their own CPU priority (lorebase.priority: reading
+    a big PDF yields the processor to its searches); a command's keep the caller's."""
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     if mine >= 19:
         pytest.skip("the tests already run at the lowest priority")
-    with ExtractionPool(ExtractSettings(workers=1)) as pool:
+    with ExtractionPool(ExtractSettings(workers=1, lowered=lowered)) as pool:
         assert pool.extract(GOOD_MD, PurePath("a.md")).title == "Notes"
         (pid,) = pool.worker_pids()
-        assert os.getpriority(os.PRIO_PROCESS, pid) > mine
+        assert (os.getpriority(os.PRIO_PROCESS, pid) > mine) is lowered

@@ -102,7 +102,7 @@ def serve(
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
     console = Console()
-    chosen = settings_from(ctx, settings)
+    chosen = settings_from(ctx, settings).serving()
     _needs_shared_store(chosen, no_ingest, "--no-ingest")
     _check_port(host, port)
     with open_from(ctx, holder="lorebase serve", settings=chosen) as lb:
@@ -175,7 +175,7 @@ def worker(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    chosen = settings_from(ctx, settings)
+    chosen = settings_from(ctx, settings).serving()
     _needs_shared_store(chosen, True, "`lorebase worker`")
     configure_logging()
     with open_from(ctx, holder="lorebase worker", settings=chosen) as lb:

@@ -130,6 +130,7 @@ class OnnxEmbedder(Embedder):
         max_tokens_per_call: int = DEFAULT_MAX_TOKENS_PER_CALL,
         memory_pattern: bool = False,
         cpu_arena: bool = True,
+        lowered: bool = False,
     ) -> None:
         """``max_tokens_per_call`` caps rows × padded length of one ONNX call (the peak memory
         follows it; see :data:`DEFAULT_MAX_TOKENS_PER_CALL`). ``memory_pattern`` is
@@ -137,7 +138,9 @@ class OnnxEmbedder(Embedder):
         the arena keeps them all (measured: 1,384 → 821 MB peak with whole batches of 32, no
         slower). ``cpu_arena`` is ``enable_cpu_mem_arena``: on, because turning it off made
         the peak no lower (827 MB against 528 at 4,096 tokens per call) and the run ~1.4×
-        slower in CPU time (every tensor allocated with malloc)."""
+        slower in CPU time (every tensor allocated with malloc). ``lowered``: documents embed
+        on a thread of their own at a lower CPU priority (a server's requests come first; see
+        :mod:`lorebase.priority`), which the model's pool for them inherits."""
         if not 3 <= max_length <= MAX_POSITIONS:
             raise InvalidInput(f"max_length must be between 3 and {MAX_POSITIONS} tokens")
         if threads is not None and threads < 1:
@@ -156,6 +159,7 @@ class OnnxEmbedder(Embedder):
         self.max_tokens_per_call = max_tokens_per_call
         self.memory_pattern = memory_pattern
         self.cpu_arena = cpu_arena
+        self.lowered = lowered
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
         self._query_session: Any = None
@@ -231,14 +235,14 @@ class OnnxEmbedder(Embedder):
     # -- loading ----------------------------------------------------------------------------
 
     def _background(self) -> ThreadPoolExecutor:
-        """The one thread that runs the documents' session, at a lower CPU priority than the
-        threads that answer requests (made at first use)."""
+        """The one thread that runs the documents' session (made at first use), lowered when
+        ``lowered``: the model's pool started from it inherits its priority."""
         with self._lock_background:
             if self._batches is None:
                 self._batches = ThreadPoolExecutor(
                     max_workers=1,
                     thread_name_prefix="lorebase-embed-documents",
-                    initializer=lower_this_thread,
+                    initializer=lower_this_thread if self.lowered else None,
                 )
             return self._batches
 

@@ -84,9 +84,9 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def build_named(config: EmbedderConfig, cache_dir: Path) -> Embedder:
+def build_named(config: EmbedderConfig, cache_dir: Path, *, lowered: bool = False) -> Embedder:
     """The embedder a configuration describes (its runtime imported now, its model loaded on
-    first use)."""
+    first use; ``lowered``: the bundled model embeds documents at a lower CPU priority)."""
     if config.kind == "fake":
         from lorebase.embed.fake import FakeEmbedder
 
@@ -99,7 +99,7 @@ def build_named(config: EmbedderConfig, cache_dir: Path) -> Embedder:
     if config.kind == "http":
         missing_key(config)
         return http_embedder(config, read_timeout=config.timeout)
-    return bundled_model(cache_dir, quantize=config.quantize)
+    return bundled_model(cache_dir, quantize=config.quantize, lowered=lowered)
 
 
 def missing_key(config: EmbedderConfig) -> None:
@@ -132,7 +132,7 @@ def http_embedder(config: EmbedderConfig, **transport: Unpack[Transport]) -> Htt
     )
 
 
-def bundled_model(cache_dir: Path, *, quantize: bool) -> Embedder:
+def bundled_model(cache_dir: Path, *, quantize: bool, lowered: bool = False) -> Embedder:
     """The bundled MiniLM (``Unavailable`` saying what to install when its runtime is not)."""
     try:
         from lorebase.embed.onnx import OnnxEmbedder
@@ -141,7 +141,7 @@ def bundled_model(cache_dir: Path, *, quantize: bool) -> Embedder:
             "the local embedding runtime is not installed; run "
             "`pip install onnxruntime tokenizers` (or reinstall lorebase)"
         ) from error
-    return OnnxEmbedder(cache_dir, quantize=quantize)
+    return OnnxEmbedder(cache_dir, quantize=quantize, lowered=lowered)
 
 
 class Embedders:

@@ -223,7 +223,7 @@ class _Worker:
         try:
             command = [sys.executable, "-c", _WORKER_CODE, str(child.fileno())]
             process = subprocess.Popen(
-                command + [str(limit) for limit in limits],
+                [*command, *(str(limit) for limit in limits), *(["lowered"] * settings.lowered)],
                 stdin=subprocess.DEVNULL,
                 pass_fds=(child.fileno(),),
                 env=env,
@@ -301,11 +301,13 @@ def _signal_name(code: int | None) -> str:
 def serve(argv: list[str]) -> None:
     """A worker's life: cap the address space once, load the readers, then extract file after
     file until the parent closes the socket. Runs in the child process; ``argv`` is the
-    socket's descriptor, the memory limit, the CPU seconds per file and the reply limit."""
+    socket's descriptor, the memory limit, the CPU seconds per file, the reply limit and
+    whether to run at a lower priority (lorebase.priority)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    lower_this_thread()  # reading files yields the processor to requests (lorebase.priority)
     conn = Connection(int(argv[0]))
     memory, seconds, max_result = int(argv[1]), float(argv[2]), int(argv[3])
+    if argv[4:5] == ["lowered"]:  # reading files yields the processor to requests
+        lower_this_thread()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     for module in extractor_modules():  # loaded up front, so no file pays for an import

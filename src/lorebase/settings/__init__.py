@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -65,6 +66,9 @@ class ExtractSettings:
     max_part_depth: int = 3
     ocr: bool = True
     max_image_pixels: int = 60_000_000
+    lowered: bool = False
+    """Workers read files at a lower CPU priority than the process (``serve`` and ``worker``:
+    requests come first; see :mod:`lorebase.priority`)."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -311,6 +315,16 @@ class Settings:
     # bundled model when the process embedder is the bundled one, else the process's own).
     embedders: tuple[EmbedderConfig, ...] = ()
     default_embedder: str | None = None
+    # ``serve`` and ``worker``: the bundled model embeds documents, and extraction workers read
+    # files, below the CPU priority of the threads that answer requests (lorebase.priority);
+    # a command the user waits on (``add``) keeps every core at its own priority.
+    yield_to_requests: bool = False
+
+    def serving(self) -> Settings:
+        """These settings for a process that answers requests while it indexes."""
+        return dataclasses.replace(
+            self, yield_to_requests=True, extract=dataclasses.replace(self.extract, lowered=True)
+        )
 
     def __post_init__(self) -> None:
         if self.lexical not in LEXICAL_ENGINES:
