@@ -60,9 +60,11 @@ ORT_LOG_ERRORS_ONLY = 3
 # At most this many tokens (rows × padded length) per ONNX call. Measured on every 40th chunk
 # of the docs corpus (most are 200-256 tokens), fresh process each: peak RSS of the raw
 # embedder 1,384 MB with whole batches of 32 × 256, 528 MB at 4,096 and 321 MB at 2,048 (memory
-# pattern off); no slower (1.10× the old settings' texts/s, alternating in one process): 2,048
-# tokens still make matrix products large enough to keep both cores busy.
-DEFAULT_MAX_TOKENS_PER_CALL = 2048
+# pattern off). Then on every 12th chunk of the same corpus (500 texts, fresh processes, twice
+# each): 303 MB at 2,048 against 221 MB at 1,024, at the same speed (21.8 against 20.8 texts/s,
+# alternating in one process): the model's matrices are still large enough to keep both cores
+# busy. `lorebase add` of the whole corpus peaked at 570 MB with 1,024 against 611-647 MB.
+DEFAULT_MAX_TOKENS_PER_CALL = 1024
 
 Variant = Literal["int8", "fp32"]
 
