@@ -43,7 +43,8 @@ def test_groups_are_full(lengths: list[int], budget: int) -> None:
 def test_whole_batches_of_short_texts_stay_one_call() -> None:
     assert token_budget_groups([20] * 32, DEFAULT_MAX_TOKENS_PER_CALL) == [list(range(32))]
     full = token_budget_groups([DEFAULT_MAX_LENGTH] * 32, DEFAULT_MAX_TOKENS_PER_CALL)
-    assert [len(g) for g in full] == [8, 8, 8, 8]
+    per_call = DEFAULT_MAX_TOKENS_PER_CALL // DEFAULT_MAX_LENGTH
+    assert [len(g) for g in full] == [per_call] * (32 // per_call)
 
 
 def test_a_text_over_the_budget_runs_alone() -> None:
