@@ -340,3 +340,43 @@ class TextOut(BaseModel):
     start: int
     text: str
     total_chars: int
+
+
+class NoteIn(Strict):
+    """A note to write. Its length is checked against the server's limit
+    (`LOREBASE_MAX_NOTE_CHARS`): longer answers 413 naming it."""
+
+    text: str = Field(min_length=1, description="The note's text (plain text).")
+    title: str | None = Field(
+        None, max_length=200, description="A short title (default: the start of the text)."
+    )
+
+
+class NotePatch(Strict):
+    """What an edit replaces (either or both); the note's previous title and text are kept
+    as a version."""
+
+    text: str | None = Field(None, min_length=1)
+    title: str | None = Field(None, min_length=1, max_length=200)
+
+
+class NoteOut(BaseModel):
+    id: str = Field(description="The note's document id (searches cite it like any document).")
+    knowledge_base_id: int
+    title: str
+    text: str | None = Field(None, description="Its text (null in listings).")
+    state: str = Field(description="`indexed` once searchable (at once, unless the embedder "
+        "is down: then found by keyword when its chunks are written).")
+    chunks: int
+    updated_at: float
+    created: bool | None = Field(
+        None, description="On a write: false when the same title and text were there already."
+    )
+
+
+class NoteVersionOut(BaseModel):
+    version: int
+    title: str
+    text: str
+    author: str | None = Field(description="Who wrote the edit that replaced it.")
+    replaced_at: float

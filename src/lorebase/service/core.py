@@ -55,6 +55,7 @@ from lorebase.service.maintenance import (
     RestoreReport,
     restore,
 )
+from lorebase.service.notes import Notes
 from lorebase.service.originals import Originals
 from lorebase.service.pages import DEFAULT_PAGE_WIDTH, Pages
 from lorebase.service.passes import Passes, announcing, pacing
@@ -67,6 +68,7 @@ from lorebase.store.base import (
     DocumentRecord,
     DocumentState,
     KnowledgeBase,
+    NoteVersion,
     Scope,
     Source,
     Store,
@@ -162,6 +164,7 @@ class Lorebase:
         uploads = self._uploads = Uploads(
             settings, store, self.embedders, self.ingestor, lock, events, jobs, access, originals
         )
+        self._notes = Notes(settings, store, events, access, originals, uploads)
         passes = self._passes = Passes(
             settings, store, self.syncer, lock, access, bases, uploads, originals
         )
@@ -507,6 +510,43 @@ class Lorebase:
     def abandon_upload(self, kb_id: int, document_id: str) -> None:
         """Fail an upload whose job was cut off too often (``worker_lost``)."""
         self._uploads.abandon_upload(kb_id, document_id)
+
+    # -- notes a user writes into a base (Notes) -----------------------------------------------
+    def add_note(
+        self,
+        kb: KnowledgeBase,
+        text: str,
+        title: str | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> tuple[DocumentRecord, bool]:
+        """Write a note into ``kb`` (looked up with ``write=True``), searchable when this
+        returns: (its document, created)."""
+        return self._notes.add(kb, text, title, caller=caller)
+
+    def edit_note(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord,
+        text: str | None = None,
+        title: str | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> DocumentRecord:
+        """Replace a note's text and/or title; the replaced ones become its next version."""
+        return self._notes.edit(kb, document, text, title, caller=caller)
+
+    def notes(self, kb: KnowledgeBase) -> list[DocumentRecord]:
+        """The base's notes."""
+        return self._notes.notes(kb)
+
+    def note_content(self, document: DocumentRecord) -> tuple[str, str]:
+        """A note's (title, text) as it stands."""
+        return self._notes.content(document)
+
+    def note_versions(self, kb: KnowledgeBase, document: DocumentRecord) -> list[NoteVersion]:
+        """The earlier versions of a note, oldest first."""
+        return self._notes.versions(kb, document)
 
     # -- indexing: folder passes (Passes) ------------------------------------------------------
     def ingesting(self) -> AbstractContextManager[None]:

@@ -281,6 +281,10 @@ class ChatConfig:
     allow_cloud: bool = False
 
 
+DEFAULT_MAX_NOTE_CHARS = 20_000
+MAX_NOTE_CHARS_CEILING = 60_000  # a note's JSON (4 bytes a character at worst) fits a request
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a lorebase instance is built from; see :func:`Settings.from_env`. Nothing
@@ -311,8 +315,14 @@ class Settings:
     # bundled model when the process embedder is the bundled one, else the process's own).
     embedders: tuple[EmbedderConfig, ...] = ()
     default_embedder: str | None = None
+    # The longest note (``lorebase notes add``) in characters (``LOREBASE_MAX_NOTE_CHARS``).
+    max_note_chars: int = DEFAULT_MAX_NOTE_CHARS
 
     def __post_init__(self) -> None:
+        if not 1 <= self.max_note_chars <= MAX_NOTE_CHARS_CEILING:
+            raise InvalidInput(
+                f"LOREBASE_MAX_NOTE_CHARS must be between 1 and {MAX_NOTE_CHARS_CEILING}"
+            )
         if self.lexical not in LEXICAL_ENGINES:
             raise InvalidInput(
                 f"unknown lexical engine {self.lexical!r} (LOREBASE_LEXICAL); choose one of "
@@ -381,7 +391,8 @@ class Settings:
         engine); ``LOREBASE_EMBEDDERS`` (the embedders file, TOML: the named embedders a
         knowledge base can be made with and the default one; it must exist when set; unset:
         ``embedders.toml`` in the data directory when it is there; the format is in
-        :mod:`lorebase.settings.embedders_file`).
+        :mod:`lorebase.settings.embedders_file`); ``LOREBASE_MAX_NOTE_CHARS`` (the longest
+        note, in characters; default 20000).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -439,6 +450,9 @@ class Settings:
             lexical=env.get("LOREBASE_LEXICAL", "").strip() or "tantivy",
             embedders=embedders,
             default_embedder=default_embedder,
+            max_note_chars=int(
+                _number(env, "LOREBASE_MAX_NOTE_CHARS", DEFAULT_MAX_NOTE_CHARS, "a whole number")
+            ),
         )
 
 

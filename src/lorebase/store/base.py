@@ -8,6 +8,8 @@ A backend plays every role; a consumer is typed with the roles it uses:
   vectors, atomically), keyword-searchable while its vectors are made, failed, pending,
   touched, deleted, reset after a crash.
 - :class:`Uploads` — uploaded files: create, find by content hash, list, sealed names.
+- :class:`Notes` — the earlier texts of notes (a note is an upload a user writes; an edit
+  keeps the text it replaces as a version).
 - :class:`LexicalIndex` — keyword (BM25) search.
 - :class:`Vectors` — dense search, vector reuse by content, identity switches.
 - :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
@@ -591,6 +593,35 @@ class Uploads(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class NoteVersion:
+    """An earlier text of a note: what an edit replaced, numbered from 1 in the order kept,
+    with who wrote the edit that replaced it (None: the operator) and when."""
+
+    document_id: str
+    version: int
+    title: str
+    text: str
+    author: str | None
+    created_at: float
+
+
+class Notes(Protocol):
+    """The earlier versions of notes (their document rows are uploads'; see
+    :mod:`lorebase.service.notes`). Deleted with their document."""
+
+    def keep_note_version(
+        self, kb_id: int, document_id: str, title: str, text: str, author: str | None
+    ) -> NoteVersion:
+        """Keep ``title`` and ``text`` as the next version of the note (``NotFound`` when the
+        document is not in this base)."""
+        ...
+
+    def note_versions(self, kb_id: int, document_id: str) -> list[NoteVersion]:
+        """The kept versions of a note, oldest first (none for another base's document)."""
+        ...
+
+
 class LexicalIndex(Protocol):
     """Keyword search over the indexed chunks of some bases."""
 
@@ -820,6 +851,7 @@ class Store(
     Catalogue,
     Documents,
     Uploads,
+    Notes,
     LexicalIndex,
     Vectors,
     Chunks,

@@ -256,6 +256,20 @@ _REGIONS = (
     "CREATE INDEX regions_page ON regions (document_id, page, start_offset)",
 )
 
+_NOTE_VERSIONS = (
+    # As SQLite's migration 18: the text each edit of a note replaced.
+    """CREATE TABLE note_versions (
+        document_id text COLLATE "C" NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        kb_id bigint NOT NULL,
+        version integer NOT NULL,
+        title text NOT NULL,
+        body text NOT NULL,
+        author text,
+        created_at double precision NOT NULL,
+        PRIMARY KEY (document_id, version)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
@@ -270,6 +284,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Nothing to change: an older lorebase cannot read the gaps form of a document's text
     # (lorebase.store.document_text) and must refuse the database.
     Migration(11, "a document's text stored as the gaps between its chunks", ()),
+    Migration(12, "the earlier versions of notes", _NOTE_VERSIONS),
 )
 
 

@@ -14,6 +14,7 @@ from lorebase.store.relational.chunks import ChunksMixin
 from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.relational.fields import FieldsMixin, RegionsMixin
 from lorebase.store.relational.lexical import LexicalMixin
+from lorebase.store.relational.notes import NotesMixin
 from lorebase.store.relational.portable import PortableMixin
 from lorebase.store.relational.role import Database
 from lorebase.store.relational.uploads import UploadsMixin
@@ -26,6 +27,7 @@ class RelationalStore(
     CatalogueMixin,
     DocumentsMixin,
     UploadsMixin,
+    NotesMixin,
     LexicalMixin,
     VectorsMixin,
     ChunksMixin,

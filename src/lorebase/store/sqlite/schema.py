@@ -397,6 +397,21 @@ _REGIONS: tuple[Step, ...] = (
     "CREATE INDEX regions_page ON regions (document_id, page, start_offset)",
 )
 
+_NOTE_VERSIONS: tuple[Step, ...] = (
+    # The earlier texts of notes (lorebase.service.notes): what each edit replaced, numbered
+    # per note from 1, with the edit's author; gone with their document.
+    """CREATE TABLE note_versions (
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        kb_id INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        title TEXT NOT NULL,
+        body TEXT NOT NULL,
+        author TEXT,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (document_id, version)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -418,6 +433,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # between its chunks (lorebase.store.document_text), which an older lorebase cannot read,
     # so it must refuse the database (it refuses any migration it does not know).
     Migration(17, "a document's text stored as the gaps between its chunks", ()),
+    Migration(18, "the earlier versions of notes", _NOTE_VERSIONS),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"
