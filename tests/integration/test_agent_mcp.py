@@ -24,6 +24,7 @@ TOOLS = {
     "search_knowledge_base",
     "read_document",
     "read_surrounding_chunks",
+    "save_note",
 }
 CALL_TIMEOUT = 20.0
 
@@ -69,7 +70,8 @@ def test_stdio_session_lists_and_calls_every_tool(data_dir: Path) -> None:
             assert {tool.name for tool in listed.tools} == TOOLS
             for tool in listed.tools:
                 assert tool.input_schema["additionalProperties"] is False
-                assert tool.annotations is not None and tool.annotations.read_only_hint is True
+                assert tool.annotations is not None
+                assert tool.annotations.read_only_hint is (tool.name != "save_note")
             assert "team" in (client.session.instructions or "")
 
             bases = await client.call_tool("list_knowledge_bases", {})
@@ -112,6 +114,10 @@ def test_stdio_session_lists_and_calls_every_tool(data_dir: Path) -> None:
                 "read_document", {"document_id": "ffff", "knowledge_base": "team"}
             )
             assert missing.is_error and text_of(missing).startswith("not_found:")
+            saved = await client.call_tool(
+                "save_note", {"knowledge_base": "team", "text": "Decided: ship on Friday."}
+            )
+            assert not saved.is_error and saved.structured_content["searchable"] is True
             with pytest.raises(MCPError, match="no such tool"):
                 await client.call_tool("drop_tables", {})
 
@@ -132,6 +138,11 @@ def test_stdio_profile_scopes_the_tools(data_dir: Path) -> None:
             found = await client.call_tool("search_knowledge_base", {"query": "executive bonus"})
             hits = found.structured_content["hits"]
             assert {hit["knowledge_base"] for hit in hits} <= {"team"}
+            # The profile names no base notes may be saved into: the tool is not offered.
+            listed = await client.list_tools()
+            assert "save_note" not in {tool.name for tool in listed.tools}
+            refused = await client.call_tool("save_note", {"knowledge_base": "team", "text": "x"})
+            assert refused.is_error and text_of(refused).startswith("forbidden:")
 
     anyio.run(session)
 

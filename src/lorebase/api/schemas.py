@@ -365,8 +365,10 @@ class NoteOut(BaseModel):
     knowledge_base_id: int
     title: str
     text: str | None = Field(None, description="Its text (null in listings).")
-    state: str = Field(description="`indexed` once searchable (at once, unless the embedder "
-        "is down: then found by keyword when its chunks are written).")
+    state: str = Field(
+        description="`indexed` once searchable (at once, unless the embedder "
+        "is down: then found by keyword when its chunks are written)."
+    )
     chunks: int
     updated_at: float
     created: bool | None = Field(

@@ -17,6 +17,7 @@ from lorebase.cli import (
     inspection,
     knowledge_bases,
     maintenance,
+    notes,
     passes,
     portable,
     serving,
@@ -107,6 +108,7 @@ app.add_typer(serving.users_app, name="users")
 app.add_typer(serving.teams_app, name="teams")
 app.add_typer(serving.keys_app, name="keys")
 app.add_typer(documents.app, name="docs")
+app.add_typer(notes.app, name="notes")
 app.command()(agents.mcp)
 app.command()(agents.ask)
 app.add_typer(agents.profile_app, name="profile")

@@ -26,7 +26,9 @@ from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, No
 MAX_TITLE_CHARS = 200
 DEFAULT_TITLE_CHARS = 80
 """A note without a title is called by the start of its first line, this long at most."""
-NOT_A_NOTE = "this document is not a note (only notes are edited); `lorebase notes list KB` lists them"
+NOT_A_NOTE = (
+    "this document is not a note (only notes are edited); `lorebase notes list KB` lists them"
+)
 
 
 class Notes:
@@ -101,7 +103,9 @@ class Notes:
         # The new text, then its row marked pending: a crash in between leaves a note the
         # next sweep indexes from its new text.
         self._originals.blobs.put(document.id, data)
-        self._store.set_display_name(kb.id, document.id, self._originals.seal_name(_file_name(title)))
+        self._store.set_display_name(
+            kb.id, document.id, self._originals.seal_name(_file_name(title))
+        )
         self._store.set_document_state(kb.id, document.path, DocumentState.PENDING)
         self._events.publish("document", kb.id, document_id=document.id, state="pending")
         self._access.audit(caller, "edit_note", f"document:{document.id}")
@@ -117,9 +121,7 @@ class Notes:
         if not is_note(document):
             raise InvalidInput(NOT_A_NOTE)
         if not self._originals.blobs.exists(document.id):
-            raise NotFound(
-                "this note's stored text is missing; delete it and write it again"
-            )
+            raise NotFound("this note's stored text is missing; delete it and write it again")
         return note_parts(self._originals.blobs.get(document.id))
 
     def versions(self, kb: KnowledgeBase, document: DocumentRecord) -> list[NoteVersion]:

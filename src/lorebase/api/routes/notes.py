@@ -63,9 +63,7 @@ def get_note(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> NoteOut:
 
 
 @router.patch("/v1/notes/{document_id}", response_model=NoteOut)
-def edit_note(
-    document_id: DocumentId, body: NotePatch, lb: LbDep, caller: CallerDep
-) -> NoteOut:
+def edit_note(document_id: DocumentId, body: NotePatch, lb: LbDep, caller: CallerDep) -> NoteOut:
     """Replace a note's text and/or title and index it again before the answer; what it
     replaces is kept as its next version (`GET /v1/notes/{id}/versions`)."""
     kb, document = lb.document(document_id, caller, write=True)
