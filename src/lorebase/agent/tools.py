@@ -195,7 +195,19 @@ class ToolBox:
     # -- the tools ----------------------------------------------------------------------------
     def _list_knowledge_bases(self, args: dict[str, Any], fence: Fence) -> ToolResult:
         visible = self.visible(totals=True)
-        bases = [_kb_json(kb) for kb in visible]
+        teams: dict[int, str] = {}
+        if any(kb.team_id is not None for kb in visible):
+            with contextlib.suppress(LorebaseError):  # a lorebase without accounts
+                teams = self.lb.team_names()
+        shared = self.caller.shared if self.caller is not None else {}
+        bases = [
+            _kb_json(kb)
+            | {
+                "team": one_line(teams[kb.team_id]) if kb.team_id in teams else None,
+                "shared": shared[kb.id].value if kb.id in shared else None,
+            }
+            for kb in visible
+        ]
         lines = [system_prompt_hint(visible), *(_kb_line(kb) for kb in bases)]
         return ToolResult("list_knowledge_bases", {"knowledge_bases": bases}, "\n".join(lines))
 

@@ -30,6 +30,7 @@ from lorebase.api.routes import (
     portable,
     search,
     session,
+    sharing,
     system,
     tools,
 )
@@ -86,6 +87,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     for module in (
         knowledge_bases,
+        sharing,
         embedders,
         documents,
         notes,

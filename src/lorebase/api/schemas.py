@@ -63,6 +63,12 @@ class KnowledgeBaseOut(BaseModel):
     description: str
     scope: str
     team_id: int | None
+    team: str | None = Field(None, description="The name of the team a team base belongs to.")
+    shared: Literal["read", "write"] | None = Field(
+        None,
+        description="How you reach it when it is shared with you or your team (`read`, "
+        "`write`: you may change its documents); null when you see it by its scope.",
+    )
     owner: str | None
     state: str
     state_reason: str | None
@@ -340,6 +346,26 @@ class TextOut(BaseModel):
     start: int
     text: str
     total_chars: int
+
+
+class GrantIn(Strict):
+    """Share a team base with one team or one user (give exactly one)."""
+
+    team: str | None = Field(None, min_length=1, max_length=64)
+    user: str | None = Field(None, min_length=1, max_length=64)
+    access: Literal["read", "write"] = Field(
+        "read", description="`write`: the grantees may change its documents too."
+    )
+
+
+class GrantOut(BaseModel):
+    id: int
+    knowledge_base_id: int
+    grantee: Literal["team", "user"]
+    name: str = Field(description="The team's or the user's name.")
+    access: Literal["read", "write"]
+    granted_by: str | None
+    created_at: float
 
 
 class NoteIn(Strict):

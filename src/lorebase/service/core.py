@@ -61,6 +61,7 @@ from lorebase.service.pages import DEFAULT_PAGE_WIDTH, Pages
 from lorebase.service.passes import Passes, announcing, pacing
 from lorebase.service.portable import ExportSummary, ImportSummary, Portability
 from lorebase.service.serving import Serving
+from lorebase.service.sharing import SharedGrant, Sharing
 from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
 from lorebase.settings import ChunkSettings, Settings
@@ -165,6 +166,7 @@ class Lorebase:
             settings, store, self.embedders, self.ingestor, lock, events, jobs, access, originals
         )
         self._notes = Notes(settings, store, events, access, originals, uploads)
+        self._sharing = Sharing(store, access)
         passes = self._passes = Passes(
             settings, store, self.syncer, lock, access, bases, uploads, originals
         )
@@ -233,16 +235,31 @@ class Lorebase:
         return self._access.knowledge_bases(caller, totals=totals)
 
     def kb(
-        self, name: str, caller: Caller | None = None, *, write: bool = False, totals: bool = True
+        self,
+        name: str,
+        caller: Caller | None = None,
+        *,
+        write: bool = False,
+        totals: bool = True,
+        administer: bool = False,
     ) -> KnowledgeBase:
         """A base by name (or, when no base answers to it, a number as an id)."""
-        return self._access.kb(name, caller, write=write, totals=totals)
+        return self._access.kb(name, caller, write=write, totals=totals, administer=administer)
 
     def kb_by_id(
-        self, kb_id: int, caller: Caller | None = None, *, write: bool = False, totals: bool = False
+        self,
+        kb_id: int,
+        caller: Caller | None = None,
+        *,
+        write: bool = False,
+        totals: bool = False,
+        administer: bool = False,
     ) -> KnowledgeBase:
-        """A base by id, as the caller may see (and with ``write``, change) it."""
-        return self._access.kb_by_id(kb_id, caller, write=write, totals=totals)
+        """A base by id, as the caller may see (and with ``write``, change its documents;
+        with ``administer``, administer) it."""
+        return self._access.kb_by_id(
+            kb_id, caller, write=write, totals=totals, administer=administer
+        )
 
     def document(
         self, document_id: str, caller: Caller | None = None, *, write: bool = False
@@ -510,6 +527,35 @@ class Lorebase:
     def abandon_upload(self, kb_id: int, document_id: str) -> None:
         """Fail an upload whose job was cut off too often (``worker_lost``)."""
         self._uploads.abandon_upload(kb_id, document_id)
+
+    # -- bases shared with another team or a user (Sharing) ----------------------------------
+    def share_kb(
+        self,
+        kb: KnowledgeBase,
+        *,
+        team: str | None = None,
+        user: str | None = None,
+        write: bool = False,
+        caller: Caller | None = None,
+    ) -> SharedGrant:
+        """Share a team base (looked up with ``administer=True``) with a team or a user."""
+        return self._sharing.share(kb, team=team, user=user, write=write, caller=caller)
+
+    def unshare_kb(
+        self,
+        kb: KnowledgeBase,
+        *,
+        grant_id: int | None = None,
+        team: str | None = None,
+        user: str | None = None,
+        caller: Caller | None = None,
+    ) -> SharedGrant:
+        """End a grant of the base, at once."""
+        return self._sharing.unshare(kb, grant_id=grant_id, team=team, user=user, caller=caller)
+
+    def grants(self, kb: KnowledgeBase) -> list[SharedGrant]:
+        """Whom the base is shared with."""
+        return self._sharing.grants(kb)
 
     # -- notes a user writes into a base (Notes) -----------------------------------------------
     def add_note(

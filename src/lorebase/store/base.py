@@ -10,6 +10,7 @@ A backend plays every role; a consumer is typed with the roles it uses:
 - :class:`Uploads` — uploaded files: create, find by content hash, list, sealed names.
 - :class:`Notes` — the earlier texts of notes (a note is an upload a user writes; an edit
   keeps the text it replaces as a version).
+- :class:`Grants` — a team base shared with another team or a user, read-only or read-write.
 - :class:`LexicalIndex` — keyword (BM25) search.
 - :class:`Vectors` — dense search, vector reuse by content, identity switches.
 - :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
@@ -622,6 +623,62 @@ class Notes(Protocol):
         ...
 
 
+class Grantee(StrEnum):
+    """Whom a base is shared with: a team (its members) or one user."""
+
+    TEAM = "team"
+    USER = "user"
+
+
+class GrantAccess(StrEnum):
+    """What a grant allows: seeing and searching the base, or also changing its documents."""
+
+    READ = "read"
+    WRITE = "write"
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A base shared with a team or a user (by account id), and who shared it."""
+
+    id: int
+    kb_id: int
+    grantee: Grantee
+    grantee_id: int
+    access: GrantAccess
+    granted_by: str | None
+    created_at: float
+
+
+class Grants(Protocol):
+    """Bases shared beyond their scope; gone with their base."""
+
+    def grant(
+        self,
+        kb_id: int,
+        grantee: Grantee,
+        grantee_id: int,
+        access: GrantAccess,
+        granted_by: str | None,
+    ) -> Grant:
+        """Share the base (again: the access given replaces the one before); ``NotFound``
+        for a base that does not exist."""
+        ...
+
+    def revoke_grant(self, kb_id: int, grant_id: int) -> Grant:
+        """End a grant of this base (``NotFound`` when it has none of that id)."""
+        ...
+
+    def grants(self, kb_id: int) -> list[Grant]:
+        """The base's grants, in the order they were made."""
+        ...
+
+    def shared_with(self, user_id: int, team_ids: Sequence[int]) -> dict[int, GrantAccess]:
+        """The bases shared with the user or any of these teams, with the most each grant
+        of them allows (write over read)."""
+        ...
+
+
 class LexicalIndex(Protocol):
     """Keyword search over the indexed chunks of some bases."""
 
@@ -852,6 +909,7 @@ class Store(
     Documents,
     Uploads,
     Notes,
+    Grants,
     LexicalIndex,
     Vectors,
     Chunks,

@@ -270,6 +270,21 @@ _NOTE_VERSIONS = (
     )""",
 )
 
+_GRANTS = (
+    # As SQLite's migration 19: bases shared beyond their scope.
+    """CREATE TABLE kb_grants (
+        id bigserial PRIMARY KEY,
+        kb_id bigint NOT NULL REFERENCES knowledge_bases (id) ON DELETE CASCADE,
+        grantee text NOT NULL CHECK (grantee IN ('team', 'user')),
+        grantee_id bigint NOT NULL,
+        access text NOT NULL CHECK (access IN ('read', 'write')),
+        granted_by text,
+        created_at double precision NOT NULL,
+        UNIQUE (kb_id, grantee, grantee_id)
+    )""",
+    "CREATE INDEX kb_grants_grantee ON kb_grants (grantee, grantee_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
@@ -285,6 +300,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # (lorebase.store.document_text) and must refuse the database.
     Migration(11, "a document's text stored as the gaps between its chunks", ()),
     Migration(12, "the earlier versions of notes", _NOTE_VERSIONS),
+    Migration(13, "bases shared with another team or a user", _GRANTS),
 )
 
 

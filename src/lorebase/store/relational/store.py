@@ -13,6 +13,7 @@ from lorebase.store.relational.catalogue import CatalogueMixin
 from lorebase.store.relational.chunks import ChunksMixin
 from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.relational.fields import FieldsMixin, RegionsMixin
+from lorebase.store.relational.grants import GrantsMixin
 from lorebase.store.relational.lexical import LexicalMixin
 from lorebase.store.relational.notes import NotesMixin
 from lorebase.store.relational.portable import PortableMixin
@@ -28,6 +29,7 @@ class RelationalStore(
     DocumentsMixin,
     UploadsMixin,
     NotesMixin,
+    GrantsMixin,
     LexicalMixin,
     VectorsMixin,
     ChunksMixin,

@@ -412,6 +412,22 @@ _NOTE_VERSIONS: tuple[Step, ...] = (
     )""",
 )
 
+_GRANTS: tuple[Step, ...] = (
+    # A team base shared with another team or a user (account ids), read-only or read-write
+    # (lorebase.service.sharing); one grant per grantee, gone with its base.
+    """CREATE TABLE kb_grants (
+        id INTEGER PRIMARY KEY,
+        kb_id INTEGER NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        grantee TEXT NOT NULL CHECK (grantee IN ('team', 'user')),
+        grantee_id INTEGER NOT NULL,
+        access TEXT NOT NULL CHECK (access IN ('read', 'write')),
+        granted_by TEXT,
+        created_at REAL NOT NULL,
+        UNIQUE (kb_id, grantee, grantee_id)
+    )""",
+    "CREATE INDEX kb_grants_by_grantee ON kb_grants (grantee, grantee_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -434,6 +450,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # so it must refuse the database (it refuses any migration it does not know).
     Migration(17, "a document's text stored as the gaps between its chunks", ()),
     Migration(18, "the earlier versions of notes", _NOTE_VERSIONS),
+    Migration(19, "bases shared with another team or a user", _GRANTS),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"
