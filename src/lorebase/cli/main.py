@@ -21,6 +21,7 @@ from lorebase.cli import (
     passes,
     portable,
     serving,
+    sharing,
 )
 from lorebase.cli.common import CliContext, command_group
 from lorebase.settings import EMBEDDERS, RERANKERS
@@ -102,6 +103,9 @@ app.command("import")(portable.import_)
 app.command("eval")(evaluate.evaluate)
 app.command()(serving.serve)
 app.command()(serving.worker)
+knowledge_bases.app.command()(sharing.share)
+knowledge_bases.app.command()(sharing.unshare)
+knowledge_bases.app.command()(sharing.grants)
 app.add_typer(knowledge_bases.app, name="kb")
 app.command()(embedders.embedders)
 app.add_typer(serving.users_app, name="users")

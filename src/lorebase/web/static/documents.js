@@ -3,6 +3,7 @@
 import { api, apiPage, ApiError, onChange, upload } from "./api.js";
 import { busyWhile, bytes, fill, flash, h, loading, stacked } from "./dom.js";
 import { notesCard } from "./notes.js";
+import { sharingSection } from "./sharing.js";
 
 const PAGE = 100;
 const POLL_MS = 3000;
@@ -65,7 +66,7 @@ async function settingsCard(kb, session, reload) {
     } }, "Sync now") : null] : [];
   return h("details", { class: "card" }, h("summary", {}, "Settings and folders"), form,
     h("h2", {}, "Folders it follows"), sources.length ? folders : h("p", { class: "muted" }, "None: documents come from uploads."),
-    admin);
+    admin, await sharingSection(kb));
 }
 
 export async function documentsView(view, route, session) {
