@@ -26,14 +26,16 @@ from lorebase.store.base import GrantAccess, KnowledgeBase, Scope
 class Caller:
     """The user behind a request, with their team roles (team id → role), the API key the
     request came with (or the key its sign-in session was exchanged for; None without keys),
-    whether it came with a session cookie rather than a key, and the bases shared with the
-    user or their teams (base id → the access granted), read afresh for each request."""
+    whether it came with a session cookie rather than a key, the bases shared with the
+    user or their teams (base id → the access granted), read afresh for each request, and the
+    address the request came from."""
 
     user: User
     teams: dict[int, Role] = field(default_factory=dict)
     key_id: int | None = None
     by_session: bool = False
     shared: Mapping[int, GrantAccess] = field(default_factory=dict)
+    client: str | None = None  # where the request came from (its address), for the audit log
 
     @property
     def is_admin(self) -> bool:

@@ -61,11 +61,15 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
+    """One change: when, who (a user's name, or ``cli``), what (an action and the ids it
+    touched, never content) and from where (the client's address, ``cli``; None: not told)."""
+
     id: int
     at: float
     actor: str
     action: str
     target: str
+    client: str | None = None
 
 
 class AccountStore(ABC):
@@ -153,8 +157,10 @@ class AccountStore(ABC):
         """End a session (signing out); ending an unknown or ended one does nothing."""
 
     @abstractmethod
-    def audit(self, actor: str, action: str, target: str) -> None:
-        """Record an administrative action (who, what, on what; never document text)."""
+    def audit(self, actor: str, action: str, target: str, client: str | None = None) -> None:
+        """Record a change (who, what, on what, from where; never document text); the oldest
+        entries past the log's bound are dropped."""
 
     @abstractmethod
-    def audit_log(self, limit: int = 100) -> list[AuditEntry]: ...
+    def audit_log(self, limit: int = 100, since: float | None = None) -> list[AuditEntry]:
+        """The newest ``limit`` entries (of those at or after ``since``), newest first."""

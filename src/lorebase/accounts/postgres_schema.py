@@ -73,10 +73,17 @@ _KEY_PARENTS = (
     "CREATE INDEX api_keys_by_parent ON api_keys (parent_id)",
 )
 
+# Where a change came from (the client's address, or "cli"); the log read newest first by time.
+_AUDIT_CLIENTS = (
+    "ALTER TABLE audit_log ADD COLUMN client text",
+    "CREATE INDEX audit_log_at ON audit_log (at)",
+)
+
 ACCOUNT_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
     PgMigration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
     PgMigration(3, "the key each API key was made with", _KEY_PARENTS),
+    PgMigration(4, "where each audited change came from", _AUDIT_CLIENTS),
 )
 
 

@@ -36,6 +36,7 @@ from lorebase.accounts.common import (
     user_from_row,
 )
 from lorebase.errors import Conflict, NotFound
+from lorebase.settings import DEFAULT_AUDIT_ROWS
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import Database
 
@@ -60,8 +61,12 @@ class RelationalAccounts(AccountStore, Generic[D]):
 
     _owned: bool = False
 
-    def __init__(self, database: D | HasDatabase[D]) -> None:
+    def __init__(
+        self, database: D | HasDatabase[D], *, audit_rows: int = DEFAULT_AUDIT_ROWS
+    ) -> None:
+        """``audit_rows``: the most entries the audit log keeps (the oldest go first)."""
         self._db: D = database.database if isinstance(database, HasDatabase) else database
+        self._audit_rows = audit_rows
         self._migrate()
 
     @property
@@ -274,17 +279,24 @@ class RelationalAccounts(AccountStore, Generic[D]):
             tx.execute("DELETE FROM sessions WHERE hash = ?", (key_hash(token),))
 
     # -- audit -------------------------------------------------------------------------------
-    def audit(self, actor: str, action: str, target: str) -> None:
+    def audit(self, actor: str, action: str, target: str, client: str | None = None) -> None:
+        """Ids only grow, so the entries past the bound are one range of the primary key."""
         with self._writing() as tx:
-            tx.execute(
-                "INSERT INTO audit_log (at, actor, action, target) VALUES (?, ?, ?, ?)",
-                (time.time(), actor, action, target),
+            entry = _returned_id(
+                tx.one(
+                    "INSERT INTO audit_log (at, actor, action, target, client) "
+                    "VALUES (?, ?, ?, ?, ?) RETURNING id",
+                    (time.time(), actor, action, target, client),
+                )
             )
+            tx.execute("DELETE FROM audit_log WHERE id <= ?", (entry - self._audit_rows,))
 
-    def audit_log(self, limit: int = 100) -> list[AuditEntry]:
+    def audit_log(self, limit: int = 100, since: float | None = None) -> list[AuditEntry]:
+        where, params = ("", ()) if since is None else (" WHERE at >= ?", (since,))
         with self._reading() as tx:
             rows = tx.execute(
-                f"SELECT {AUDIT_COLUMNS} FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)
+                f"SELECT {AUDIT_COLUMNS} FROM audit_log{where} ORDER BY id DESC LIMIT ?",
+                (*params, limit),
             ).fetchall()
         return [audit_from_row(row) for row in rows]
 

@@ -23,6 +23,7 @@ from lorebase.api.metrics import Metrics
 from lorebase.api.routes import (
     account,
     ask,
+    audit,
     documents,
     embedders,
     knowledge_bases,
@@ -97,6 +98,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         ask,
         session,
         account,
+        audit,
         portable,
     ):
         app.include_router(module.router)

@@ -10,6 +10,7 @@ import typer
 from lorebase import __version__
 from lorebase.cli import (
     agents,
+    audit,
     documents,
     embedders,
     evaluate,
@@ -101,6 +102,7 @@ app.command()(maintenance.restore)
 app.command()(portable.export)
 app.command("import")(portable.import_)
 app.command("eval")(evaluate.evaluate)
+app.command()(audit.audit)
 app.command()(serving.serve)
 app.command()(serving.worker)
 knowledge_bases.app.command()(sharing.share)

@@ -11,18 +11,20 @@ once and sends it with every change, which a page of another site can neither re
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable
 
 from lorebase.accounts.access import Caller, can_administer, can_change, can_create, can_see
-from lorebase.accounts.base import AccountStore, ApiKey, Role, User
+from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, User
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from lorebase.service.names import as_id, choose, missing_kb
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope, Store
 
 NO_KB = "no such knowledge base"
+OPERATOR = "cli"  # who and where, in the audit log, for changes made without a caller
 NO_DOCUMENT = "no such document"
 SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day at most
 CSRF_LABEL = b"lorebase-csrf:"
@@ -78,15 +80,16 @@ class Access:
         shared = self._store.shared_with(user.id, list(memberships))
         return Caller(user, memberships, key_id=key_id, by_session=not key, shared=shared)
 
-    def sign_in(self, key: str) -> tuple[Caller, str, float]:
-        """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
+    def sign_in(self, key: str, client: str | None = None) -> tuple[Caller, str, float]:
+        """Exchange a valid API key for a session: (its caller, the token, its expiry);
+        ``client``: the address it came from (audited)."""
         if not self._settings.serve.auth:
             raise InvalidInput("this server runs without API keys: there is nothing to sign in to")
         made = self.accounts.create_session(key, time.time() + SESSION_SECONDS)
         if made is None:
             raise Unauthorized("that API key is not valid (unknown, expired or revoked)")
         token, session = made
-        caller = self.authenticate(None, token)
+        caller = dataclasses.replace(self.authenticate(None, token), client=client)
         self.audit(caller, "sign_in", f"key:{session.key_id}")
         return caller, token, session.expires_at
 
@@ -239,10 +242,22 @@ class Access:
         if caller is not None and not can_create(caller, scope, team_id):
             raise Forbidden("global bases are created by admins, team bases by the team's admins")
 
+    def audit_log(
+        self, caller: Caller | None, since: float | None = None, limit: int = 100
+    ) -> list[AuditEntry]:
+        """The newest ``limit`` audited changes (at or after ``since``), for administrators
+        (``Forbidden`` for anyone else; the operator's command line reads them all)."""
+        if caller is not None and not caller.is_admin:
+            raise Forbidden("the audit log is for administrators")
+        return self.accounts.audit_log(limit, since)
+
     def audit(self, caller: Caller | None, action: str, target: str) -> None:
-        """Record who changed what (ids only) for requests made with an identity."""
+        """Record who changed what (ids only) and from where: a request's user and address,
+        else the operator's command line (``cli``), when this lorebase keeps accounts."""
         if caller is not None:
-            self.accounts.audit(caller.user.name, action, target)
+            self.accounts.audit(caller.user.name, action, target, caller.client)
+        elif self._make_accounts is not None:
+            self.accounts.audit(OPERATOR, action, target, OPERATOR)
 
     @staticmethod
     def _allowed(

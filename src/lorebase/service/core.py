@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from lorebase.accounts.access import Caller
-from lorebase.accounts.base import AccountStore, ApiKey
+from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry
 from lorebase.embed.base import Embedder
 from lorebase.embed.registry import Embedders, Reachability
 from lorebase.events import EventBus
@@ -202,9 +202,9 @@ class Lorebase:
         """The caller behind an API key, else a sign-in session."""
         return self._access.authenticate(key, session)
 
-    def sign_in(self, key: str) -> tuple[Caller, str, float]:
+    def sign_in(self, key: str, client: str | None = None) -> tuple[Caller, str, float]:
         """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
-        return self._access.sign_in(key)
+        return self._access.sign_in(key, client)
 
     def sign_out(self, session: str) -> None:
         """End a session (unknown or ended ones are ignored)."""
@@ -223,6 +223,13 @@ class Lorebase:
     def revoke_own_key(self, caller: Caller, key_id: int) -> None:
         """Revoke one of the caller's keys; its sessions end with it."""
         self._access.revoke_own_key(caller, key_id)
+
+    def audit_log(
+        self, caller: Caller | None = None, *, since: float | None = None, limit: int = 100
+    ) -> list[AuditEntry]:
+        """The newest audited changes — who, when, what (ids), from where — for
+        administrators."""
+        return self._access.audit_log(caller, since, limit)
 
     def team_names(self) -> dict[int, str]:
         """Every team's name by id."""
@@ -380,10 +387,11 @@ class Lorebase:
         *,
         add: Sequence[str] = (),
         remove: Sequence[str] = (),
+        caller: Caller | None = None,
     ) -> list[str]:
         """Set and remove tags on a document (find it with ``document(id, caller,
         write=True)`` first); the tags people set on it now."""
-        return self._documents.tag(kb, document, add, remove)
+        return self._documents.tag(kb, document, add, remove, caller=caller)
 
     def source_of(self, kb: KnowledgeBase, document: DocumentRecord) -> Source | None:
         """The folder or file a document comes from; None for an upload."""
@@ -485,9 +493,15 @@ class Lorebase:
         """The document's rows, then its stored original."""
         self._documents.delete_document(kb, document, caller=caller)
 
-    def reindex(self, kb: KnowledgeBase, document: DocumentRecord | None = None) -> int:
+    def reindex(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> int:
         """Index one document, or every document of the base, again in the background."""
-        return self._documents.reindex(kb, document)
+        return self._documents.reindex(kb, document, caller=caller)
 
     def request_pass(self, kb: KnowledgeBase) -> None:
         """A pass over the base's folders, in the background."""

@@ -281,6 +281,8 @@ class ChatConfig:
     allow_cloud: bool = False
 
 
+DEFAULT_AUDIT_ROWS = 100_000
+"""The most entries the audit log keeps (``LOREBASE_AUDIT_ROWS``): the oldest go first."""
 DEFAULT_MAX_NOTE_CHARS = 20_000
 MAX_NOTE_CHARS_CEILING = 60_000  # a note's JSON (4 bytes a character at worst) fits a request
 
@@ -317,8 +319,12 @@ class Settings:
     default_embedder: str | None = None
     # The longest note (``lorebase notes add``) in characters (``LOREBASE_MAX_NOTE_CHARS``).
     max_note_chars: int = DEFAULT_MAX_NOTE_CHARS
+    # The most entries the audit log keeps (``LOREBASE_AUDIT_ROWS``); the oldest are dropped.
+    audit_rows: int = DEFAULT_AUDIT_ROWS
 
     def __post_init__(self) -> None:
+        if self.audit_rows < 1:
+            raise InvalidInput("LOREBASE_AUDIT_ROWS must be a whole number of at least 1")
         if not 1 <= self.max_note_chars <= MAX_NOTE_CHARS_CEILING:
             raise InvalidInput(
                 f"LOREBASE_MAX_NOTE_CHARS must be between 1 and {MAX_NOTE_CHARS_CEILING}"
@@ -392,7 +398,8 @@ class Settings:
         knowledge base can be made with and the default one; it must exist when set; unset:
         ``embedders.toml`` in the data directory when it is there; the format is in
         :mod:`lorebase.settings.embedders_file`); ``LOREBASE_MAX_NOTE_CHARS`` (the longest
-        note, in characters; default 20000).
+        note, in characters; default 20000); ``LOREBASE_AUDIT_ROWS`` (the most entries the
+        audit log keeps, the oldest dropped first; default 100000).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -452,6 +459,9 @@ class Settings:
             default_embedder=default_embedder,
             max_note_chars=int(
                 _number(env, "LOREBASE_MAX_NOTE_CHARS", DEFAULT_MAX_NOTE_CHARS, "a whole number")
+            ),
+            audit_rows=int(
+                _number(env, "LOREBASE_AUDIT_ROWS", DEFAULT_AUDIT_ROWS, "a whole number")
             ),
         )
 
