@@ -50,3 +50,20 @@ def test_an_administrator_reads_the_audit_log(page: Page, server: Server) -> Non
     page.fill("#audit-since", "2999")
     page.click("#audit-form button[type=submit]")
     expect(page.locator("#audit tbody")).to_contain_text("No changes recorded.")
+
+
+def test_the_usage_view_shows_each_users_own_calls(page: Page, server: Server) -> None:
+    kb_id = api(server, "bob", "POST", "/v1/knowledge-bases", json={"name": "bob-notes"}).json()[
+        "id"
+    ]
+    api(server, "bob", "POST", f"/v1/knowledge-bases/{kb_id}/notes", json={"text": "Heron day."})
+    api(server, "alice", "POST", "/v1/search", json={"query": "anything at all"})
+    sign_in(page, server, "bob")
+    page.click('#nav a[href="#/usage"]')
+    rows = page.locator("#usage tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("bob-notes")
+    assert int(rows.first.locator(".tokens").inner_text()) > 0
+    page.fill("#usage-since", "not a date")
+    page.click("#usage-form button[type=submit]")
+    expect(page.locator("#flash")).to_contain_text("YYYY-MM-DD")

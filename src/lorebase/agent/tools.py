@@ -227,7 +227,7 @@ class ToolBox:
             rerank=self.lb.reranker is not None,  # an agent reads few hits: give it the best
             collapse=args["collapse"],
         )
-        response = self.lb.search(request, kb=bases)
+        response = self.lb.search(request, kb=bases, caller=self.caller)
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
             source = self._register(hit.chunk_id, hit.provenance)

@@ -34,6 +34,7 @@ from lorebase.api.routes import (
     sharing,
     system,
     tools,
+    usage,
 )
 from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
 from lorebase.service import Lorebase
@@ -57,6 +58,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         lambda: len(lb.damaged_keyword_indexes()),
         stale_documents=lb.stale_documents,
         seconds_left=lb.seconds_left,
+        usage=lb.usage_meter.totals,
     )
     lb.observe_embedding(lambda kind, seconds: metrics.embed_batch_seconds.observe(seconds))
 
@@ -99,6 +101,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         session,
         account,
         audit,
+        usage,
         portable,
     ):
         app.include_router(module.router)

@@ -115,7 +115,7 @@ def ask(
         ) as client,
     ):
         only = {lb.kb(name, totals=False).id for name in kb} if kb else None
-        asker = Asker(toolbox_for(lb, profile=profile, only=only), client)
+        asker = Asker(toolbox_for(lb, profile=profile, only=only), client, lb.usage_meter)
         answer, notices = _show(asker.ask(question, inject=inject, top_k=top_k), as_json)
     if as_json:
         render.print_json(Console(), _answer_json(answer, notices, client.decision))

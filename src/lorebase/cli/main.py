@@ -23,6 +23,7 @@ from lorebase.cli import (
     portable,
     serving,
     sharing,
+    usage,
 )
 from lorebase.cli.common import CliContext, command_group
 from lorebase.settings import EMBEDDERS, RERANKERS
@@ -103,6 +104,7 @@ app.command()(portable.export)
 app.command("import")(portable.import_)
 app.command("eval")(evaluate.evaluate)
 app.command()(audit.audit)
+app.command()(usage.usage)
 app.command()(serving.serve)
 app.command()(serving.worker)
 knowledge_bases.app.command()(sharing.share)

@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from lorebase.chunk.tokens import estimate_tokens
 from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.embed.registry import Embedders, kb_embedders, shown_name
 from lorebase.errors import LorebaseError, NotFound, Unavailable
@@ -34,6 +35,7 @@ from lorebase.search.query import elapsed_ms
 from lorebase.search.query_cache import QueryVectors
 from lorebase.settings import SearchSettings
 from lorebase.store.base import KnowledgeBase, Vectors
+from lorebase.usage import Role, UsageMeter
 
 
 class DenseStore(Vectors, Protocol):
@@ -102,6 +104,8 @@ class DenseArm:
         settings: SearchSettings,
         pool: Executor,
         languages: LanguageDetector | None = None,
+        *,
+        usage: UsageMeter | None = None,
     ) -> None:
         """``pool``: where model servers embed the query at once; ``languages``: the detector
         of the question's language (built here when not given; its model loads on first use,
@@ -112,6 +116,7 @@ class DenseArm:
         self._pool = pool
         self.languages = languages or LanguageDetector()
         self.asked = QueryVectors()
+        self.usage = usage
 
     def search(
         self,
@@ -225,7 +230,9 @@ class DenseArm:
                 continue
             named[name] = identity
             embedders.setdefault(identity.key, (name, embedder))
-        vectors = self._query_vectors(query, embedders)
+        spent: dict[str, float] = {}
+        vectors = self._query_vectors(query, embedders, spent)
+        self._count(query, embedders, spent, by_name, named)
         models: dict[str, Model] = {}
         for name, identity in named.items():
             members = by_name[name]
@@ -288,11 +295,39 @@ class DenseArm:
         )
         out.keyword_only += [kb.id for kb in members]
 
+    def _count(
+        self,
+        query: str,
+        embedders: dict[str, tuple[str | None, Embedder]],
+        spent: dict[str, float],
+        by_name: dict[str | None, list[KnowledgeBase]],
+        named: dict[str | None, EmbedderIdentity],
+    ) -> None:
+        """Count each query embedded now (one asked before is not), in memory only: under the
+        base it served, or none when it served several."""
+        if self.usage is None or not spent:
+            return
+        tokens = estimate_tokens(query)
+        for key, seconds in spent.items():
+            name = embedders[key][0]
+            members = [
+                kb for n, identity in named.items() if identity.key == key for kb in by_name[n]
+            ]
+            kb_id = members[0].id if len(members) == 1 else None
+            self.usage.record(
+                kb_id, shown_name(name), Role.EMBEDDING, texts=1, tokens=tokens, seconds=seconds
+            )
+
     def _query_vectors(
-        self, query: str, embedders: dict[str, tuple[str | None, Embedder]]
+        self,
+        query: str,
+        embedders: dict[str, tuple[str | None, Embedder]],
+        spent: dict[str, float] | None = None,
     ) -> dict[str, np.ndarray | LorebaseError]:
         """The query's vector per identity key (asked before: remembered), or why there is
-        none (content-free)."""
+        none (content-free); ``spent``: the seconds each identity embedded now took (an answer
+        is counted, a failure is not)."""
+        spent = {} if spent is None else spent
         found: dict[str, np.ndarray | LorebaseError] = {}
         for key in embedders:
             if (known := self.asked.get(key, query)) is not None:
@@ -306,14 +341,18 @@ class DenseArm:
         for key, (_, embedder) in embedders.items():
             if key in remote or key in found:
                 continue
+            began = time.perf_counter()
             try:
                 found[key] = np.asarray(embedder.embed_query(query))
+                spent[key] = time.perf_counter() - began
             except LorebaseError as error:
                 found[key] = error
         deadline = time.monotonic() + self.settings.embed_deadline
+        began = time.perf_counter()
         for key, future in remote.items():
             try:
                 found[key] = np.asarray(future.result(max(0.0, deadline - time.monotonic())))
+                spent[key] = time.perf_counter() - began  # at most: the servers run at once
             except FutureTimeout:
                 future.cancel()
                 found[key] = Unavailable(

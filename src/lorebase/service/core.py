@@ -18,7 +18,9 @@ starts a thread but the folder watcher of ``serve``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
@@ -64,6 +66,7 @@ from lorebase.service.serving import Serving
 from lorebase.service.sharing import SharedGrant, Sharing
 from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
+from lorebase.service.usage import UsageReports
 from lorebase.settings import ChunkSettings, Settings
 from lorebase.store.base import (
     DocumentRecord,
@@ -75,6 +78,7 @@ from lorebase.store.base import (
     Store,
     StoredChunk,
 )
+from lorebase.usage import UsageMeter, UsageRow
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import DataKey
 from lorebase.vault.storage import BlobStorage
@@ -130,16 +134,18 @@ class Lorebase:
         self.reranker = reranker
         events = self.events = events if events is not None else EventBus()
         languages = LanguageDetector(settings.model_cache)  # one model a process, unpacked once
+        meter = self.usage_meter = UsageMeter(store, time.time)
         self.ingestor = Ingestor(
             store,
             self.embedders,
             settings.extract,
             on_document=announcing(events),
             detector=languages,
+            usage=meter,
         )
         self.syncer = Syncer(store, self.ingestor, on_pace=pacing(events))
         self.searcher = SearchService(
-            store, self.embedders, reranker, settings.search, languages=languages
+            store, self.embedders, reranker, settings.search, languages=languages, usage=meter
         )
         lock = self.lock = IngestLock(settings.data_dir, holder)
         # The queue's callbacks are this facade's: the objects that do the jobs come below.
@@ -167,6 +173,7 @@ class Lorebase:
         )
         self._notes = Notes(settings, store, events, access, originals, uploads)
         self._sharing = Sharing(store, access)
+        self._usage = UsageReports(store, meter)
         passes = self._passes = Passes(
             settings, store, self.syncer, lock, access, bases, uploads, originals
         )
@@ -184,6 +191,7 @@ class Lorebase:
             passes,
             self._queued_pass,
             stale=stale,
+            usage=meter,
         )
 
     @property
@@ -542,6 +550,12 @@ class Lorebase:
         """Fail an upload whose job was cut off too often (``worker_lost``)."""
         self._uploads.abandon_upload(kb_id, document_id)
 
+    # -- what model calls cost (UsageReports) -----------------------------------------------
+    def usage(self, caller: Caller | None = None, *, since: float | None = None) -> list[UsageRow]:
+        """Model calls counted since ``since`` per base, user, model and role: everyone's
+        for an administrator, the caller's own otherwise."""
+        return self._usage.usage(caller, since)
+
     # -- bases shared with another team or a user (Sharing) ----------------------------------
     def share_kb(
         self,
@@ -727,6 +741,8 @@ class Lorebase:
     def close(self) -> None:
         """Stop the background, then close the parts (borrowed clients are left open)."""
         self.stop_serving()
+        with contextlib.suppress(Exception):  # what cannot be written now is lost, not fatal
+            self.usage_meter.flush()
         self.events.close()
         self.searcher.close()
         self.ingestor.close()

@@ -38,6 +38,7 @@ from lorebase.store.base import (
     Store,
     StoredChunk,
 )
+from lorebase.usage import acting
 
 RETRY_AFTER_SECONDS = 5
 # The fewest characters of an id that find a document by the start of its id (`docs list`
@@ -231,7 +232,8 @@ class Documents:
         request = dataclasses.replace(
             request, knowledge_bases=(), kb_ids=tuple(b.id for b in bases)
         )
-        response = self._searcher.search(request)
+        with acting(caller.user.name if caller is not None else None):
+            response = self._searcher.search(request)
         if response.damaged or self._announced_damage:
             self._announce_damage(response.damaged)
         return response

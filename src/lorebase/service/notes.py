@@ -22,6 +22,7 @@ from lorebase.service.originals import Originals
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NoteVersion, Store
+from lorebase.usage import acting
 
 MAX_TITLE_CHARS = 200
 DEFAULT_TITLE_CHARS = 80
@@ -72,7 +73,7 @@ class Notes:
         record, created = self._uploads.store_upload(
             kb, _file_name(title), NOTE_KIND, data, caller=caller, action="add_note"
         )
-        return self._indexed(kb, record), created
+        return self._indexed(kb, record, caller), created
 
     def edit(
         self,
@@ -109,7 +110,7 @@ class Notes:
         self._store.set_document_state(kb.id, document.path, DocumentState.PENDING)
         self._events.publish("document", kb.id, document_id=document.id, state="pending")
         self._access.audit(caller, "edit_note", f"document:{document.id}")
-        return self._indexed(kb, document)
+        return self._indexed(kb, document, caller)
 
     def notes(self, kb: KnowledgeBase) -> list[DocumentRecord]:
         """The base's notes, newest change last."""
@@ -149,10 +150,13 @@ class Notes:
             raise InvalidInput(f"a note's title may hold at most {MAX_TITLE_CHARS} characters")
         return text, checked_name(title, "note title")
 
-    def _indexed(self, kb: KnowledgeBase, document: DocumentRecord) -> DocumentRecord:
-        """Index the note now (a queue's sweep does it later if this is cut off), and its
-        record as it then stands."""
-        self._uploads.index_upload(kb.id, document.id)  # nothing to do for one indexed
+    def _indexed(
+        self, kb: KnowledgeBase, document: DocumentRecord, caller: Caller | None
+    ) -> DocumentRecord:
+        """Index the note now (a queue's sweep does it later if this is cut off), its
+        embedding counted as the caller's, and its record as it then stands."""
+        with acting(caller.user.name if caller is not None else None):
+            self._uploads.index_upload(kb.id, document.id)  # nothing to do for one indexed
         found = self._store.find_document(document.id)
         return found if found is not None else document
 

@@ -11,6 +11,7 @@ A backend plays every role; a consumer is typed with the roles it uses:
 - :class:`Notes` — the earlier texts of notes (a note is an upload a user writes; an edit
   keeps the text it replaces as a version).
 - :class:`Grants` — a team base shared with another team or a user, read-only or read-write.
+- :class:`Usage` — what model calls cost, one row per hour, base, user, model and role.
 - :class:`LexicalIndex` — keyword (BM25) search.
 - :class:`Vectors` — dense search, vector reuse by content, identity switches.
 - :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
     from lorebase.fields import Condition
     from lorebase.types import Box, Chunk, EmbedderIdentity, MetadataValue, Provenance
+    from lorebase.usage import UsageRow
 
 
 class Scope(StrEnum):
@@ -679,6 +681,20 @@ class Grants(Protocol):
         ...
 
 
+class Usage(Protocol):
+    """Usage accounting in aggregate (see :mod:`lorebase.usage`); kept after its base goes."""
+
+    def add_usage(self, rows: Sequence[UsageRow]) -> None:
+        """Add each row's counts to its bucket's row (made when missing), in one transaction."""
+        ...
+
+    def usage(self, since: float | None = None, user: str | None = None) -> list[UsageRow]:
+        """The counts from the hour holding ``since`` on (of ``user``'s calls only, when
+        given), summed per base, user, model and role (``key.hour``: the first hour counted),
+        the most tokens first."""
+        ...
+
+
 class LexicalIndex(Protocol):
     """Keyword search over the indexed chunks of some bases."""
 
@@ -910,6 +926,7 @@ class Store(
     Uploads,
     Notes,
     Grants,
+    Usage,
     LexicalIndex,
     Vectors,
     Chunks,

@@ -285,6 +285,22 @@ _GRANTS = (
     "CREATE INDEX kb_grants_grantee ON kb_grants (grantee, grantee_id)",
 )
 
+_USAGE = (
+    # As SQLite's migration 20: model calls counted by hour.
+    """CREATE TABLE usage_hours (
+        hour bigint NOT NULL,
+        kb_id bigint NOT NULL,
+        user_name text COLLATE "C" NOT NULL,
+        model text COLLATE "C" NOT NULL,
+        role text NOT NULL,
+        calls bigint NOT NULL,
+        texts bigint NOT NULL,
+        tokens bigint NOT NULL,
+        seconds double precision NOT NULL,
+        PRIMARY KEY (hour, kb_id, user_name, model, role)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
@@ -301,6 +317,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "a document's text stored as the gaps between its chunks", ()),
     Migration(12, "the earlier versions of notes", _NOTE_VERSIONS),
     Migration(13, "bases shared with another team or a user", _GRANTS),
+    Migration(14, "what model calls cost, by hour", _USAGE),
 )
 
 

@@ -19,6 +19,7 @@ from lorebase.store.relational.notes import NotesMixin
 from lorebase.store.relational.portable import PortableMixin
 from lorebase.store.relational.role import Database
 from lorebase.store.relational.uploads import UploadsMixin
+from lorebase.store.relational.usage import UsageMixin
 from lorebase.store.relational.vectors import VectorsMixin
 
 D = TypeVar("D", bound=Database)
@@ -30,6 +31,7 @@ class RelationalStore(
     UploadsMixin,
     NotesMixin,
     GrantsMixin,
+    UsageMixin,
     LexicalMixin,
     VectorsMixin,
     ChunksMixin,

@@ -428,6 +428,24 @@ _GRANTS: tuple[Step, ...] = (
     "CREATE INDEX kb_grants_by_grantee ON kb_grants (grantee, grantee_id)",
 )
 
+_USAGE: tuple[Step, ...] = (
+    # What model calls cost (lorebase.usage): one row per hour (its start, epoch seconds),
+    # base (0: several at once), user ('': none), model and role, added to as calls are
+    # counted; kept when its base is deleted (no foreign key).
+    """CREATE TABLE usage_hours (
+        hour INTEGER NOT NULL,
+        kb_id INTEGER NOT NULL,
+        user_name TEXT NOT NULL,
+        model TEXT NOT NULL,
+        role TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        texts INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        seconds REAL NOT NULL,
+        PRIMARY KEY (hour, kb_id, user_name, model, role)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -451,6 +469,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(17, "a document's text stored as the gaps between its chunks", ()),
     Migration(18, "the earlier versions of notes", _NOTE_VERSIONS),
     Migration(19, "bases shared with another team or a user", _GRANTS),
+    Migration(20, "what model calls cost, by hour", _USAGE),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

@@ -9,6 +9,7 @@ import { documentView } from "./document.js";
 import { askView } from "./ask.js";
 import { statusView } from "./status.js";
 import { auditView } from "./audit.js";
+import { usageView } from "./usage.js";
 
 const routes = {
   bases: basesView,
@@ -18,9 +19,10 @@ const routes = {
   ask: askView,
   status: statusView,
   audit: auditView,
+  usage: usageView,
 };
 // The header tab each view belongs to (a base's documents and a document are under the bases).
-const TABS = { bases: "bases", kb: "bases", doc: "bases", search: "search", ask: "ask", status: "status", audit: "audit" };
+const TABS = { bases: "bases", kb: "bases", doc: "bases", search: "search", ask: "ask", status: "status", audit: "audit", usage: "usage" };
 const THEME_KEY = "lorebase.theme";
 
 export const session = { user: null, role: null, teams: [], auth: true };
