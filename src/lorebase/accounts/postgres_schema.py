@@ -79,11 +79,23 @@ _AUDIT_CLIENTS = (
     "CREATE INDEX audit_log_at ON audit_log (at)",
 )
 
+# As SQLite's migration 5: users' own embedder keys, sealed with the data key.
+_EMBEDDER_KEYS = (
+    """CREATE TABLE user_embedder_keys (
+        user_id bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        embedder text COLLATE "C" NOT NULL,
+        sealed text NOT NULL,
+        created_at double precision NOT NULL,
+        PRIMARY KEY (user_id, embedder)
+    )""",
+)
+
 ACCOUNT_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
     PgMigration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
     PgMigration(3, "the key each API key was made with", _KEY_PARENTS),
     PgMigration(4, "where each audited change came from", _AUDIT_CLIENTS),
+    PgMigration(5, "users' own keys for HTTP embedders, sealed", _EMBEDDER_KEYS),
 )
 
 

@@ -278,6 +278,47 @@ class RelationalAccounts(AccountStore, Generic[D]):
         with self._writing() as tx:
             tx.execute("DELETE FROM sessions WHERE hash = ?", (key_hash(token),))
 
+    # -- users' own embedder keys (sealed by the service) ---------------------------------------
+    def set_embedder_key(self, user_id: int, embedder: str, sealed: str) -> None:
+        with self._writing() as tx:
+            tx.execute(
+                "INSERT INTO user_embedder_keys (user_id, embedder, sealed, created_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (user_id, embedder) DO UPDATE SET "
+                "sealed = excluded.sealed, created_at = excluded.created_at",
+                (user_id, embedder, sealed, time.time()),
+            )
+
+    def embedder_keys(self, user_id: int) -> list[tuple[str, float]]:
+        with self._reading() as tx:
+            rows = tx.execute(
+                "SELECT embedder, created_at FROM user_embedder_keys WHERE user_id = ? "
+                f"ORDER BY embedder{tx.dialect.binary_order}",
+                (user_id,),
+            ).fetchall()
+        return [(str(name), float(at)) for name, at in rows]
+
+    def sealed_embedder_key(self, user_name: str, embedder: str) -> str | None:
+        with self._reading() as tx:
+            row = tx.execute(
+                "SELECT k.sealed FROM user_embedder_keys k JOIN users u ON u.id = k.user_id "
+                "WHERE u.name = ? AND k.embedder = ?",
+                (user_name, embedder),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def delete_embedder_key(self, user_id: int, embedder: str) -> bool:
+        with self._writing() as tx:
+            gone = tx.execute(
+                "DELETE FROM user_embedder_keys WHERE user_id = ? AND embedder = ?",
+                (user_id, embedder),
+            )
+            return gone.rowcount > 0
+
+    def sealed_embedder_keys(self) -> list[tuple[int, str, str]]:
+        with self._reading() as tx:
+            rows = tx.execute("SELECT user_id, embedder, sealed FROM user_embedder_keys").fetchall()
+        return [(int(user), str(name), str(sealed)) for user, name, sealed in rows]
+
     # -- audit -------------------------------------------------------------------------------
     def audit(self, actor: str, action: str, target: str, client: str | None = None) -> None:
         """Ids only grow, so the entries past the bound are one range of the primary key."""

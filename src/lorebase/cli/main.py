@@ -19,6 +19,7 @@ from lorebase.cli import (
     knowledge_bases,
     maintenance,
     notes,
+    own_keys,
     passes,
     portable,
     serving,
@@ -115,6 +116,7 @@ app.command()(embedders.embedders)
 app.add_typer(serving.users_app, name="users")
 app.add_typer(serving.teams_app, name="teams")
 app.add_typer(serving.keys_app, name="keys")
+app.add_typer(own_keys.app, name="embedder-keys")
 app.add_typer(documents.app, name="docs")
 app.add_typer(notes.app, name="notes")
 app.command()(agents.mcp)

@@ -140,7 +140,7 @@ class Ingestor:
         kb = self.store.get_kb_by_id(kb.id, totals=False)  # as it is now, not when queued
         name = kb_embedders(kb).indexing  # a base is only ever embedded by its own model
         try:
-            embedder = self.embedders.get(name)
+            embedder = self.embedders.for_base(name, kb)  # a personal base: its owner's key
             identity = embedder.identity if embedder is not None else None
         except LorebaseError as error:  # not configured (any more), or a server that is down
             report.stop(error)

@@ -34,7 +34,7 @@ from lorebase.search.fusion import UNREAD_WEIGHT, Scored, dense_evidence
 from lorebase.search.query import elapsed_ms
 from lorebase.search.query_cache import QueryVectors
 from lorebase.settings import SearchSettings
-from lorebase.store.base import KnowledgeBase, Vectors
+from lorebase.store.base import KnowledgeBase, Scope, Vectors
 from lorebase.usage import Role, UsageMeter
 
 
@@ -258,8 +258,10 @@ class DenseArm:
         """The embedder ``name`` (None with a warning: not configured, none at all, or it
         failed a moment ago and is not waited on again yet)."""
         bases = ", ".join(kb.name for kb in members)
+        # Personal bases of one owner alone: embedded with the owner's own key, if any.
+        own = members[0] if all(_same_owner(kb, members[0]) for kb in members) else None
         try:
-            embedder = self.embedders.for_queries(name)
+            embedder = self.embedders.for_base(name, own, queries=True)
         except NotFound:
             warnings.append(
                 f"embedder_unavailable: the embedder {name!r} is not configured any more; "
@@ -269,7 +271,7 @@ class DenseArm:
         if embedder is None:
             warnings.append("embedder_unavailable: no embedder is configured; answered by keyword")
             return None
-        if self.embedders.known_down(name) is not None:
+        if self.embedders.known_down(name) is not None and not self.embedders.owned(embedder):
             warnings.append(
                 f"embedder_unavailable: the embedder {shown_name(name)} did not "
                 f"answer a moment ago; answered by keyword only: {bases}"
@@ -393,3 +395,8 @@ def _unread_note(detected: Detected, model: Model) -> str:
         "search and keyword matches decide; a multilingual embedder would read it "
         "(`lorebase embedders`)"
     )
+
+
+def _same_owner(kb: KnowledgeBase, first: KnowledgeBase) -> bool:
+    """Whether ``kb`` is a personal base of ``first``'s owner. Pure."""
+    return kb.scope is Scope.PERSONAL and kb.owner is not None and kb.owner == first.owner

@@ -59,6 +59,7 @@ from lorebase.service.maintenance import (
 )
 from lorebase.service.notes import Notes
 from lorebase.service.originals import Originals
+from lorebase.service.own_keys import OwnEmbedderKeys
 from lorebase.service.pages import DEFAULT_PAGE_WIDTH, Pages
 from lorebase.service.passes import Passes, announcing, pacing
 from lorebase.service.portable import ExportSummary, ImportSummary, Portability
@@ -174,6 +175,9 @@ class Lorebase:
         self._notes = Notes(settings, store, events, access, originals, uploads)
         self._sharing = Sharing(store, access)
         self._usage = UsageReports(store, meter)
+        self._own_keys = OwnEmbedderKeys(settings, access, originals, self.embedders)
+        if accounts is not None:
+            self.embedders.use_owner_keys(self._own_keys.resolve)
         passes = self._passes = Passes(
             settings, store, self.syncer, lock, access, bases, uploads, originals
         )
@@ -549,6 +553,20 @@ class Lorebase:
     def abandon_upload(self, kb_id: int, document_id: str) -> None:
         """Fail an upload whose job was cut off too often (``worker_lost``)."""
         self._uploads.abandon_upload(kb_id, document_id)
+
+    # -- users' own keys for HTTP embedders (OwnEmbedderKeys) -------------------------------
+    def set_embedder_key(self, caller: Caller, embedder: str, key: str) -> None:
+        """Keep ``key`` (sealed) as the caller's own for an HTTP embedder: their personal
+        bases are embedded and searched with it from now on."""
+        self._own_keys.set(caller, embedder, key)
+
+    def remove_embedder_key(self, caller: Caller, embedder: str) -> None:
+        """Forget the caller's own key for an embedder."""
+        self._own_keys.remove(caller, embedder)
+
+    def embedder_keys(self, caller: Caller) -> list[tuple[str, float]]:
+        """The embedders the caller keeps a key for, with when it was set (never the keys)."""
+        return self._own_keys.listed(caller)
 
     # -- what model calls cost (UsageReports) -----------------------------------------------
     def usage(self, caller: Caller | None = None, *, since: float | None = None) -> list[UsageRow]:

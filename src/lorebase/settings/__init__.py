@@ -321,6 +321,9 @@ class Settings:
     max_note_chars: int = DEFAULT_MAX_NOTE_CHARS
     # The most entries the audit log keeps (``LOREBASE_AUDIT_ROWS``); the oldest are dropped.
     audit_rows: int = DEFAULT_AUDIT_ROWS
+    # Whether users may keep an API key of their own for an HTTP embedder, which their
+    # personal bases then use (``LOREBASE_USER_EMBEDDER_KEYS``, 1/0; default on).
+    user_embedder_keys: bool = True
 
     def __post_init__(self) -> None:
         if self.audit_rows < 1:
@@ -399,7 +402,9 @@ class Settings:
         ``embedders.toml`` in the data directory when it is there; the format is in
         :mod:`lorebase.settings.embedders_file`); ``LOREBASE_MAX_NOTE_CHARS`` (the longest
         note, in characters; default 20000); ``LOREBASE_AUDIT_ROWS`` (the most entries the
-        audit log keeps, the oldest dropped first; default 100000).
+        audit log keeps, the oldest dropped first; default 100000);
+        ``LOREBASE_USER_EMBEDDER_KEYS`` (1/0: whether users may keep their own key for an HTTP
+        embedder, used by their personal bases; default 1).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -463,6 +468,8 @@ class Settings:
             audit_rows=int(
                 _number(env, "LOREBASE_AUDIT_ROWS", DEFAULT_AUDIT_ROWS, "a whole number")
             ),
+            user_embedder_keys=env.get("LOREBASE_USER_EMBEDDER_KEYS", "1").strip().lower()
+            in TRUE_WORDS,
         )
 
 
