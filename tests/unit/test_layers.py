@@ -199,6 +199,8 @@ LAYERS = {
     "private": 0,
     "stopwords": 0,
     "http_json": 0,
+    "since": 0,
+    "usage": 0,
     # storage
     "store": 1,
     "accounts": 1,
