@@ -24,7 +24,6 @@ TOOLS = {
     "search_knowledge_base",
     "read_document",
     "read_surrounding_chunks",
-    "save_note",
 }
 CALL_TIMEOUT = 20.0
 
@@ -114,10 +113,6 @@ def test_stdio_session_lists_and_calls_every_tool(data_dir: Path) -> None:
                 "read_document", {"document_id": "ffff", "knowledge_base": "team"}
             )
             assert missing.is_error and text_of(missing).startswith("not_found:")
-            saved = await client.call_tool(
-                "save_note", {"knowledge_base": "team", "text": "Decided: ship on Friday."}
-            )
-            assert not saved.is_error and saved.structured_content["searchable"] is True
             with pytest.raises(MCPError, match="no such tool"):
                 await client.call_tool("drop_tables", {})
 
@@ -143,6 +138,32 @@ def test_stdio_profile_scopes_the_tools(data_dir: Path) -> None:
             assert "save_note" not in {tool.name for tool in listed.tools}
             refused = await client.call_tool("save_note", {"knowledge_base": "team", "text": "x"})
             assert refused.is_error and text_of(refused).startswith("forbidden:")
+
+    anyio.run(session)
+
+
+def test_a_profile_that_writes_offers_save_note_as_the_one_tool_that_writes(
+    data_dir: Path,
+) -> None:
+    Profiles(data_dir).create("scribe", ["team"], writable=["team"])
+
+    async def session() -> None:
+        async with Client(
+            server(data_dir, "--profile", "scribe"), read_timeout_seconds=CALL_TIMEOUT
+        ) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(listed) == TOOLS | {"save_note"}
+            for name, tool in listed.items():
+                assert tool.annotations is not None
+                assert tool.annotations.read_only_hint is (name != "save_note")
+            saved = await client.call_tool(
+                "save_note", {"knowledge_base": "team", "text": "Decided: ship on Friday."}
+            )
+            assert not saved.is_error and saved.structured_content["searchable"] is True
+            found = await client.call_tool(
+                "search_knowledge_base", {"query": "ship on Friday", "knowledge_base": "team"}
+            )
+            assert found.structured_content["hits"]
 
     anyio.run(session)
 

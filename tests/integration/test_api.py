@@ -440,7 +440,6 @@ def test_agent_tools_over_http_are_scoped_and_fenced(env: Env) -> None:
         "search_knowledge_base",
         "read_document",
         "read_surrounding_chunks",
-        "save_note",  # no profile: into the bases alice may change
     }
     assert "alice-private" in listed["system_prompt_hint"]
     called = env.client.post(

@@ -105,8 +105,8 @@ class ToolBox:
 
     ``upload_names`` gives an uploaded document's own file name by document id (the server
     keeps it sealed); without it an upload shows the path of its stored copy. ``writable``:
-    the base ids ``save_note`` may write into (a profile's); None: any base in scope the
-    caller may change.
+    the base ids ``save_note`` may write into (a profile's; by default none, and the tool is
+    not offered); None: any base in scope the caller may change.
     """
 
     def __init__(
@@ -117,7 +117,7 @@ class ToolBox:
         citations: Citations | None = None,
         upload_names: Callable[[str], str | None] | None = None,
         caller: Caller | None = None,
-        writable: Collection[int] | None = None,
+        writable: Collection[int] | None = (),
     ) -> None:
         self.lb = lb
         self.scope = frozenset(knowledge_bases) if knowledge_bases is not None else None
@@ -470,9 +470,11 @@ def toolbox_for(
 ) -> ToolBox:
     """The agent tools over the bases the caller may see (and, with a profile, only the
     profile's bases; with ``only``, only those base ids: the bases switched on for one
-    conversation); without a caller and profile, every base, including later ones."""
+    conversation); without a caller and profile, every base, including later ones. Notes are
+    saved (``save_note``) only into the bases a profile names with ``--writable``: without
+    one the tool is not offered."""
     scope: set[str | int] | None = None
-    writable: set[int] | None = None
+    writable: set[int] = set()  # notes are saved only where a profile says (--writable)
     if caller is not None:
         scope = {kb.id for kb in lb.knowledge_bases(caller, totals=False)}
     if profile is not None:
@@ -480,7 +482,6 @@ def toolbox_for(
         # since deleted, is skipped; a name several of theirs share is refused).
         wanted: set[str | int] = set()
         chosen_profile = Profiles(lb.settings.data_dir).get(profile)
-        writable = set()
         for name in chosen_profile.knowledge_bases:
             with contextlib.suppress(NotFound):
                 kb_id = lb.kb(name, caller, totals=False).id
