@@ -15,6 +15,7 @@ import pytest
 from integration.store_backends import StoreBackend
 from integration.test_api import Env, build, create_kb, json_with, upload
 from lorebase.accounts.base import Role
+from lorebase.agent.profiles import Profiles
 
 # (method, path template, what it needs: read, write (documents) or administer, body)
 ROUTES: list[tuple[str, str, str, dict[str, Any] | None]] = [
@@ -121,6 +122,11 @@ def test_grantees_see_the_owner_team_and_a_revocation_holds_at_once(env: Env) ->
         "/v1/tools/list_knowledge_bases", json={}, headers=env.as_("dave")
     ).json()["structured"]["knowledge_bases"]
     assert [(kb["name"], kb["team"], kb["shared"]) for kb in tool] == [("eng-notes", "eng", "read")]
+    Profiles(env.lb.settings.data_dir).create("desk", ["eng-notes"])
+    profiles = env.client.get("/v1/profiles", headers=env.as_("dave")).json()
+    assert [(p["name"], p["knowledge_bases"], p["teams"]) for p in profiles] == [
+        ("desk", ["eng-notes"], {"eng-notes": "eng"})
+    ]
     # Sharing again changes the access; the grants list says so.
     share(env, "alice", kb_id, team="ops", access="write")
     grants = env.client.get(f"/v1/knowledge-bases/{kb_id}/grants", headers=env.as_("alice"))
@@ -131,6 +137,8 @@ def test_grantees_see_the_owner_team_and_a_revocation_holds_at_once(env: Env) ->
     )
     assert gone.status_code == 204
     assert kb_id not in listed(env, "dave")
+    gone_from = env.client.get("/v1/profiles", headers=env.as_("dave")).json()
+    assert [(p["knowledge_bases"], p["teams"]) for p in gone_from] == [([], {})]
     assert env.client.get(f"/v1/knowledge-bases/{kb_id}", headers=env.as_("dave")).status_code == (
         404
     )
