@@ -206,3 +206,22 @@ def test_a_rotation_of_the_data_key_keeps_it_usable(
         start = len(server.headers)
         lb.search("herons", kb=kb, mode="dense")
         assert sent_keys(server, start) == {f"Bearer {SECRET}"}
+
+
+def test_an_owners_key_failing_leaves_the_embedder_up_for_everyone_else(
+    env: Env, server: EmbeddingServer
+) -> None:
+    from unit.stub_server import Reply
+
+    mine = env.base("alice", "alice-notes")
+    theirs = env.base("bob", "bob-notes")
+    env.client.put("/v1/embedder-keys/remote", json={"key": SECRET}, headers=env.as_("alice"))
+    server.script = [Reply(status=503, body=b"{}")] * 4  # the server refuses alice (over quota)
+    body = {"query": "herons of alice", "knowledge_bases": [mine], "mode": "dense"}
+    refused = env.client.post("/v1/search", json=body, headers=env.as_("alice")).json()
+    assert any("embedder_unavailable" in w for w in refused["warnings"])
+    assert SECRET not in str(refused)
+    server.script = []
+    body = {"query": "herons of bob", "knowledge_bases": [theirs], "mode": "dense"}
+    answered = env.client.post("/v1/search", json=body, headers=env.as_("bob")).json()
+    assert answered["hits"] and not answered["warnings"]

@@ -238,7 +238,9 @@ class DenseArm:
             members = by_name[name]
             found = vectors.get(identity.key)
             if isinstance(found, LorebaseError):
-                self._down(name, members, found, out, warnings)
+                # A client with an owner's own key failing says nothing of the server's key.
+                shared = not self.embedders.owned(embedders[identity.key][1])
+                self._down(name, members, found, out, warnings, remember=shared)
                 continue
             assert found is not None
             model = models.get(identity.key)
@@ -286,10 +288,13 @@ class DenseArm:
         error: LorebaseError,
         out: DenseResult,
         warnings: list[str],
+        *,
+        remember: bool = True,
     ) -> None:
         """An embedder that failed this search: its bases by keyword; one that could not
-        answer (down, too slow) is remembered a moment, one that refused this query is not."""
-        if isinstance(error, Unavailable):
+        answer (down, too slow) is remembered a moment (unless ``remember`` is False: a
+        client with a base owner's own key), one that refused this query is not."""
+        if remember and isinstance(error, Unavailable):
             self.embedders.mark_unreachable(name, str(error))
         warnings.append(
             f"embedder_unavailable: the embedder {shown_name(name)} did not answer; "
