@@ -123,7 +123,7 @@ def build_backend(settings: Settings, *, create: bool = True) -> Backend:
     def accounts() -> AccountStore:
         from lorebase.accounts.sqlite import SqliteAccounts
 
-        return SqliteAccounts(store)
+        return SqliteAccounts(store, audit_rows=settings.audit_rows)
 
     return Backend(store, accounts)
 
@@ -153,7 +153,7 @@ def _postgres_backend(settings: Settings, url: str) -> Backend:
     def accounts() -> AccountStore:
         from lorebase.accounts.postgres import PostgresAccounts
 
-        return PostgresAccounts(database)
+        return PostgresAccounts(database, audit_rows=settings.audit_rows)
 
     def queue(run: Runner, pending: Callable[[], Iterable[Job]], abandon: Abandon) -> JobQueue:
         return PostgresJobQueue(

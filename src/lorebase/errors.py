@@ -7,6 +7,7 @@ document, chunk or query text.
     ├── InvalidInput              bad arguments or settings; the caller can fix them
     │   ├── ExtractionFailed      a file yields no text; carries a fixed FailureReason
     │   ├── ContentBlocked        content would leave the machine without the operator's opt-in
+    │   ├── TooLarge              more than a limit allows (HTTP 413); the message names it
     │   └── ToolArgumentError     an agent tool called with arguments its schema refuses
     ├── NotFound                  a knowledge base, document or chunk that does not exist
     │   │                         (or is not yours)
@@ -64,6 +65,11 @@ def resolve(table: Mapping[type[LorebaseError], V], error: LorebaseError) -> V:
 class InvalidInput(LorebaseError):
     """The request is malformed or out of range (HTTP 422, exit code 2); the message says
     what is accepted."""
+
+
+class TooLarge(InvalidInput):
+    """More than a limit allows, such as a note longer than the notes' limit (HTTP 413); the
+    message names the limit."""
 
 
 class NotFound(LorebaseError):

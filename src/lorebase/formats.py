@@ -149,6 +149,8 @@ FORMATS: tuple[Format, ...] = (
         "trail",
     ),
     Format("code", "source code", tuple(CODE_LANGUAGES), "code:CodeExtractor", "line", version=2),
+    # What `lorebase notes add` writes (a title line, then the text): one chunk per note.
+    Format("note", "notes", (".note",), "note:NoteExtractor", "line"),
 )
 """Every format, one line each (see the module docstring)."""
 

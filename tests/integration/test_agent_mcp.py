@@ -69,7 +69,8 @@ def test_stdio_session_lists_and_calls_every_tool(data_dir: Path) -> None:
             assert {tool.name for tool in listed.tools} == TOOLS
             for tool in listed.tools:
                 assert tool.input_schema["additionalProperties"] is False
-                assert tool.annotations is not None and tool.annotations.read_only_hint is True
+                assert tool.annotations is not None
+                assert tool.annotations.read_only_hint is (tool.name != "save_note")
             assert "team" in (client.session.instructions or "")
 
             bases = await client.call_tool("list_knowledge_bases", {})
@@ -132,6 +133,37 @@ def test_stdio_profile_scopes_the_tools(data_dir: Path) -> None:
             found = await client.call_tool("search_knowledge_base", {"query": "executive bonus"})
             hits = found.structured_content["hits"]
             assert {hit["knowledge_base"] for hit in hits} <= {"team"}
+            # The profile names no base notes may be saved into: the tool is not offered.
+            listed = await client.list_tools()
+            assert "save_note" not in {tool.name for tool in listed.tools}
+            refused = await client.call_tool("save_note", {"knowledge_base": "team", "text": "x"})
+            assert refused.is_error and text_of(refused).startswith("forbidden:")
+
+    anyio.run(session)
+
+
+def test_a_profile_that_writes_offers_save_note_as_the_one_tool_that_writes(
+    data_dir: Path,
+) -> None:
+    Profiles(data_dir).create("scribe", ["team"], writable=["team"])
+
+    async def session() -> None:
+        async with Client(
+            server(data_dir, "--profile", "scribe"), read_timeout_seconds=CALL_TIMEOUT
+        ) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(listed) == TOOLS | {"save_note"}
+            for name, tool in listed.items():
+                assert tool.annotations is not None
+                assert tool.annotations.read_only_hint is (name != "save_note")
+            saved = await client.call_tool(
+                "save_note", {"knowledge_base": "team", "text": "Decided: ship on Friday."}
+            )
+            assert not saved.is_error and saved.structured_content["searchable"] is True
+            found = await client.call_tool(
+                "search_knowledge_base", {"query": "ship on Friday", "knowledge_base": "team"}
+            )
+            assert found.structured_content["hits"]
 
     anyio.run(session)
 

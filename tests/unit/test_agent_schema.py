@@ -14,6 +14,7 @@ NAMES = [
     "search_knowledge_base",
     "read_document",
     "read_surrounding_chunks",
+    "save_note",
 ]
 
 CASES: list[tuple[str, Any]] = [
@@ -51,12 +52,18 @@ CASES: list[tuple[str, Any]] = [
     ("read_surrounding_chunks", {"chunk_id": "c1", "knowledge_base": "team", "window": 3}),
     ("read_surrounding_chunks", {"chunk_id": "c1", "knowledge_base": "team", "window": 4}),
     ("read_surrounding_chunks", {"chunk_id": "c1", "knowledge_base": ""}),
+    ("save_note", {"knowledge_base": "team", "text": "Decided: ship on Friday."}),
+    ("save_note", {"knowledge_base": "team", "text": "t", "title": "Ship day"}),
+    ("save_note", {"knowledge_base": "team", "text": ""}),
+    ("save_note", {"knowledge_base": "team", "text": "x" * 60_001}),
+    ("save_note", {"knowledge_base": "team", "text": "t", "title": "x" * 201}),
+    ("save_note", {"text": "t"}),
     ("list_knowledge_bases", {}),
     ("list_knowledge_bases", {"anything": 1}),
 ]
 
 
-def test_the_four_tools_have_strict_schemas() -> None:
+def test_the_tools_have_strict_schemas() -> None:
     assert [spec.name for spec in SPECS] == NAMES
     for spec in SPECS:
         schema = spec.parameters

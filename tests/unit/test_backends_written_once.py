@@ -24,18 +24,19 @@ TWINS = [
     ("vault/storage.py", "vault/postgres_storage.py"),
     ("ingest/queue.py", "ingest/jobs_postgres.py"),
 ]
-CEILING = 144
-"""Lines alike today (144, two of them the indexes of the fields searches filter on and of the
-regions OCR read, which both schemas make; 142 before, seven of them the signatures of the
-maintenance role each
-backend implements: its check hook, repair, reclaimable, vacuum, backup, its class and
-database; 133 before, six of them the DDL of two tables both schemas make: a document's
-container and metadata, a base's languages; 127 before them; 229 before the read side, the
-stores' composition, the databases' life, the accounts' opening and the queues' admission and
-sweep were written once; 825 before the relational core). What is left is mostly the
-signatures of one interface implemented twice (the hooks of ``RelationalRole``, the keyword
-engines, ``BlobStorage``, the job queues), the schemas and their migrations, and a few idioms.
-Lower it as it falls."""
+CEILING = 152
+"""Lines alike today (152, six of them the DDL of the grants, usage and own-embedder-key tables
+both schemas make — their key and check clauses; 146 before, two of them the table of notes'
+earlier versions both schemas make; 144 before, two of them the indexes of the fields searches
+filter on and of the regions OCR read, which both schemas make; 142 before, seven of them the
+signatures of the maintenance role each backend implements: its check hook, repair, reclaimable,
+vacuum, backup, its class and database; 133 before, six of them the DDL of two tables both
+schemas make: a document's container and metadata, a base's languages; 127 before them; 229
+before the read side, the stores' composition, the databases' life, the accounts' opening and
+the queues' admission and sweep were written once; 825 before the relational core). What is left
+is mostly the signatures of one interface implemented twice (the hooks of ``RelationalRole``,
+the keyword engines, ``BlobStorage``, the job queues), the schemas and their migrations, and a
+few idioms. Lower it as it falls."""
 
 _SKIPPED = {"(", ")", "[", "]", "{", "}", ":", ",", '"""', "'''", "),", "],", "):"}
 _BACKEND_NAMES = re.compile(r"(?i)sqlite|postgres(ql)?|pg")

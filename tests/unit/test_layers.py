@@ -200,6 +200,8 @@ LAYERS = {
     "stopwords": 0,
     "http_json": 0,
     "priority": 0,
+    "since": 0,
+    "usage": 0,
     # storage
     "store": 1,
     "accounts": 1,

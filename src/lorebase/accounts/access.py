@@ -4,6 +4,10 @@
 - ``team`` bases: members of the team see them; team admins (and admins) create and change.
 - ``personal`` bases: only the owner sees and changes them; one without an owner (made
   with the command line on the server's machine) belongs to the administrators.
+- a team base **shared** with another team or a user (a grant, see
+  :mod:`lorebase.service.sharing`) is seen by the grantees too, and with a read-write grant
+  its documents are changed by them; administering it (its settings, sources, deletion,
+  re-embedding, export, grants) stays with whoever administers it by its scope.
 
 A base the caller may not see is reported exactly like a missing one (404), so ids and
 names never leak across scopes.
@@ -11,22 +15,27 @@ names never leak across scopes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lorebase.accounts.base import Role, User
-from lorebase.store.base import KnowledgeBase, Scope
+from lorebase.store.base import GrantAccess, KnowledgeBase, Scope
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
     """The user behind a request, with their team roles (team id → role), the API key the
     request came with (or the key its sign-in session was exchanged for; None without keys),
-    and whether it came with a session cookie rather than a key."""
+    whether it came with a session cookie rather than a key, the bases shared with the
+    user or their teams (base id → the access granted), read afresh for each request, and the
+    address the request came from."""
 
     user: User
     teams: dict[int, Role] = field(default_factory=dict)
     key_id: int | None = None
     by_session: bool = False
+    shared: Mapping[int, GrantAccess] = field(default_factory=dict)
+    client: str | None = None  # where the request came from (its address), for the audit log
 
     @property
     def is_admin(self) -> bool:
@@ -34,6 +43,8 @@ class Caller:
 
 
 def can_see(caller: Caller, kb: KnowledgeBase) -> bool:
+    if kb.id in caller.shared:
+        return True
     if kb.scope is Scope.GLOBAL:
         return True
     if kb.scope is Scope.TEAM:
@@ -46,7 +57,13 @@ def _owns(caller: Caller, kb: KnowledgeBase) -> bool:
 
 
 def can_change(caller: Caller, kb: KnowledgeBase) -> bool:
-    """Write access: uploads, deletes, settings, sources."""
+    """Write access to the documents: uploads, notes, tags, deletes, reindexes."""
+    return caller.shared.get(kb.id) is GrantAccess.WRITE or can_administer(caller, kb)
+
+
+def can_administer(caller: Caller, kb: KnowledgeBase) -> bool:
+    """The base's own settings, sources, deletion, re-embedding and grants: by its scope
+    alone (a grant never gives these)."""
     if kb.scope is Scope.GLOBAL:
         return caller.is_admin
     if kb.scope is Scope.TEAM:

@@ -61,11 +61,15 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
+    """One change: when, who (a user's name, or ``cli``), what (an action and the ids it
+    touched, never content) and from where (the client's address, ``cli``; None: not told)."""
+
     id: int
     at: float
     actor: str
     action: str
     target: str
+    client: str | None = None
 
 
 class AccountStore(ABC):
@@ -153,8 +157,30 @@ class AccountStore(ABC):
         """End a session (signing out); ending an unknown or ended one does nothing."""
 
     @abstractmethod
-    def audit(self, actor: str, action: str, target: str) -> None:
-        """Record an administrative action (who, what, on what; never document text)."""
+    def set_embedder_key(self, user_id: int, embedder: str, sealed: str) -> None:
+        """Keep a user's own key for an embedder, sealed by the caller (replacing theirs)."""
 
     @abstractmethod
-    def audit_log(self, limit: int = 100) -> list[AuditEntry]: ...
+    def embedder_keys(self, user_id: int) -> list[tuple[str, float]]:
+        """The embedders a user keeps a key for, with when each was set (never the keys)."""
+
+    @abstractmethod
+    def sealed_embedder_key(self, user_name: str, embedder: str) -> str | None:
+        """The sealed key a user (by name) keeps for an embedder, else None."""
+
+    @abstractmethod
+    def delete_embedder_key(self, user_id: int, embedder: str) -> bool:
+        """Forget a user's key for an embedder; False when there was none."""
+
+    @abstractmethod
+    def sealed_embedder_keys(self) -> list[tuple[int, str, str]]:
+        """Every (user id, embedder, sealed key): what a data-key rotation seals again."""
+
+    @abstractmethod
+    def audit(self, actor: str, action: str, target: str, client: str | None = None) -> None:
+        """Record a change (who, what, on what, from where; never document text); the oldest
+        entries past the log's bound are dropped."""
+
+    @abstractmethod
+    def audit_log(self, limit: int = 100, since: float | None = None) -> list[AuditEntry]:
+        """The newest ``limit`` entries (of those at or after ``since``), newest first."""

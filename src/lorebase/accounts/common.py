@@ -22,7 +22,7 @@ USER_COLUMNS = "id, name, role, created_at"
 KEY_COLUMNS = (
     "id, user_id, prefix, name, created_at, expires_at, revoked_at, last_used_at, parent_id"
 )
-AUDIT_COLUMNS = "id, at, actor, action, target"
+AUDIT_COLUMNS = "id, at, actor, action, target, client"
 ACCOUNT_MIGRATIONS_TABLE = "account_migrations"
 """Where every backend records the accounts' own migrations (the store records its own in a
 table of its own)."""
@@ -166,7 +166,8 @@ def credential_from_row(row: Sequence[Any] | None) -> tuple[User, int] | None:
 
 def audit_from_row(row: Sequence[Any]) -> AuditEntry:
     """An :class:`AuditEntry` from ``AUDIT_COLUMNS``."""
-    return AuditEntry(int(row[0]), float(row[1]), str(row[2]), str(row[3]), str(row[4]))
+    client = None if row[5] is None else str(row[5])
+    return AuditEntry(int(row[0]), float(row[1]), str(row[2]), str(row[3]), str(row[4]), client)
 
 
 def _maybe_float(value: Any) -> float | None:

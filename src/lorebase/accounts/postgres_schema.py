@@ -73,10 +73,29 @@ _KEY_PARENTS = (
     "CREATE INDEX api_keys_by_parent ON api_keys (parent_id)",
 )
 
+# Where a change came from (the client's address, or "cli"); the log read newest first by time.
+_AUDIT_CLIENTS = (
+    "ALTER TABLE audit_log ADD COLUMN client text",
+    "CREATE INDEX audit_log_at ON audit_log (at)",
+)
+
+# As SQLite's migration 5: users' own embedder keys, sealed with the data key.
+_EMBEDDER_KEYS = (
+    """CREATE TABLE user_embedder_keys (
+        user_id bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        embedder text COLLATE "C" NOT NULL,
+        sealed text NOT NULL,
+        created_at double precision NOT NULL,
+        PRIMARY KEY (user_id, embedder)
+    )""",
+)
+
 ACCOUNT_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
     PgMigration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
     PgMigration(3, "the key each API key was made with", _KEY_PARENTS),
+    PgMigration(4, "where each audited change came from", _AUDIT_CLIENTS),
+    PgMigration(5, "users' own keys for HTTP embedders, sealed", _EMBEDDER_KEYS),
 )
 
 

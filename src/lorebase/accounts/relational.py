@@ -36,6 +36,7 @@ from lorebase.accounts.common import (
     user_from_row,
 )
 from lorebase.errors import Conflict, NotFound
+from lorebase.settings import DEFAULT_AUDIT_ROWS
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import Database
 
@@ -60,8 +61,12 @@ class RelationalAccounts(AccountStore, Generic[D]):
 
     _owned: bool = False
 
-    def __init__(self, database: D | HasDatabase[D]) -> None:
+    def __init__(
+        self, database: D | HasDatabase[D], *, audit_rows: int = DEFAULT_AUDIT_ROWS
+    ) -> None:
+        """``audit_rows``: the most entries the audit log keeps (the oldest go first)."""
         self._db: D = database.database if isinstance(database, HasDatabase) else database
+        self._audit_rows = audit_rows
         self._migrate()
 
     @property
@@ -273,18 +278,66 @@ class RelationalAccounts(AccountStore, Generic[D]):
         with self._writing() as tx:
             tx.execute("DELETE FROM sessions WHERE hash = ?", (key_hash(token),))
 
-    # -- audit -------------------------------------------------------------------------------
-    def audit(self, actor: str, action: str, target: str) -> None:
+    # -- users' own embedder keys (sealed by the service) ---------------------------------------
+    def set_embedder_key(self, user_id: int, embedder: str, sealed: str) -> None:
         with self._writing() as tx:
             tx.execute(
-                "INSERT INTO audit_log (at, actor, action, target) VALUES (?, ?, ?, ?)",
-                (time.time(), actor, action, target),
+                "INSERT INTO user_embedder_keys (user_id, embedder, sealed, created_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (user_id, embedder) DO UPDATE SET "
+                "sealed = excluded.sealed, created_at = excluded.created_at",
+                (user_id, embedder, sealed, time.time()),
             )
 
-    def audit_log(self, limit: int = 100) -> list[AuditEntry]:
+    def embedder_keys(self, user_id: int) -> list[tuple[str, float]]:
         with self._reading() as tx:
             rows = tx.execute(
-                f"SELECT {AUDIT_COLUMNS} FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)
+                "SELECT embedder, created_at FROM user_embedder_keys WHERE user_id = ? "
+                f"ORDER BY embedder{tx.dialect.binary_order}",
+                (user_id,),
+            ).fetchall()
+        return [(str(name), float(at)) for name, at in rows]
+
+    def sealed_embedder_key(self, user_name: str, embedder: str) -> str | None:
+        with self._reading() as tx:
+            row = tx.execute(
+                "SELECT k.sealed FROM user_embedder_keys k JOIN users u ON u.id = k.user_id "
+                "WHERE u.name = ? AND k.embedder = ?",
+                (user_name, embedder),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def delete_embedder_key(self, user_id: int, embedder: str) -> bool:
+        with self._writing() as tx:
+            gone = tx.execute(
+                "DELETE FROM user_embedder_keys WHERE user_id = ? AND embedder = ?",
+                (user_id, embedder),
+            )
+            return gone.rowcount > 0
+
+    def sealed_embedder_keys(self) -> list[tuple[int, str, str]]:
+        with self._reading() as tx:
+            rows = tx.execute("SELECT user_id, embedder, sealed FROM user_embedder_keys").fetchall()
+        return [(int(user), str(name), str(sealed)) for user, name, sealed in rows]
+
+    # -- audit -------------------------------------------------------------------------------
+    def audit(self, actor: str, action: str, target: str, client: str | None = None) -> None:
+        """Ids only grow, so the entries past the bound are one range of the primary key."""
+        with self._writing() as tx:
+            entry = _returned_id(
+                tx.one(
+                    "INSERT INTO audit_log (at, actor, action, target, client) "
+                    "VALUES (?, ?, ?, ?, ?) RETURNING id",
+                    (time.time(), actor, action, target, client),
+                )
+            )
+            tx.execute("DELETE FROM audit_log WHERE id <= ?", (entry - self._audit_rows,))
+
+    def audit_log(self, limit: int = 100, since: float | None = None) -> list[AuditEntry]:
+        where, params = ("", ()) if since is None else (" WHERE at >= ?", (since,))
+        with self._reading() as tx:
+            rows = tx.execute(
+                f"SELECT {AUDIT_COLUMNS} FROM audit_log{where} ORDER BY id DESC LIMIT ?",
+                (*params, limit),
             ).fetchall()
         return [audit_from_row(row) for row in rows]
 

@@ -74,10 +74,30 @@ _KEY_PARENTS: tuple[Step, ...] = (
     "CREATE INDEX api_keys_by_parent ON api_keys (parent_id)",
 )
 
+# Where an audited change came from: the client's address over HTTP, "cli" on the command line.
+_AUDIT_CLIENTS: tuple[Step, ...] = (
+    "ALTER TABLE audit_log ADD COLUMN client TEXT",
+    "CREATE INDEX audit_log_by_time ON audit_log (at)",
+)
+
+# A user's own API key for a named HTTP embedder, sealed with the data key (never stored in
+# the clear; lorebase.service.own_keys), used by their personal bases.
+_EMBEDDER_KEYS: tuple[Step, ...] = (
+    """CREATE TABLE user_embedder_keys (
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        embedder TEXT NOT NULL,
+        sealed TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (user_id, embedder)
+    )""",
+)
+
 ACCOUNT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "users, teams, team members, API keys, audit log", _ACCOUNT_TABLES),
     Migration(2, "sign-in sessions exchanged for an API key", _SESSIONS),
     Migration(3, "the key each API key was made with", _KEY_PARENTS),
+    Migration(4, "where each audited change came from", _AUDIT_CLIENTS),
+    Migration(5, "users' own keys for HTTP embedders, sealed", _EMBEDDER_KEYS),
 )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,9 @@ from typing import Any
 from lorebase.agent.chat import ChatClient, Reply, ToolCall
 from lorebase.agent.citations import Citation
 from lorebase.agent.tools import ToolBox, tool_error_code
+from lorebase.chunk.tokens import estimate_tokens
 from lorebase.errors import LorebaseError, NotFound
+from lorebase.usage import Role, UsageMeter
 
 MAX_TOOL_ROUNDS = 4
 MAX_CALLS_PER_ROUND = 8
@@ -108,9 +111,14 @@ AskEvent = Notice | Delta | ToolUse | Answer
 class Asker:
     """Answers questions with ``client``'s model over ``toolbox``'s knowledge bases."""
 
-    def __init__(self, toolbox: ToolBox, client: ChatClient) -> None:
+    def __init__(
+        self, toolbox: ToolBox, client: ChatClient, usage: UsageMeter | None = None
+    ) -> None:
+        """``usage``: where each chat call is counted (role ``chat``), as the toolbox's
+        caller's."""
         self.toolbox = toolbox
         self.client = client
+        self.usage = usage
 
     def ask(
         self,
@@ -185,14 +193,32 @@ class Asker:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
     ) -> Generator[AskEvent, None, Reply]:
+        began = time.perf_counter()
         stream = self.client.stream(messages, tools=tools, tool_choice=tool_choice)
         while True:
             try:
                 piece = next(stream)
             except StopIteration as done:
                 reply: Reply = done.value
+                self._count(messages, reply, time.perf_counter() - began)
                 return reply
             yield Delta(piece)
+
+    def _count(self, messages: list[dict[str, Any]], reply: Reply, seconds: float) -> None:
+        """One chat call: the messages sent and the reply, in estimated tokens."""
+        if self.usage is None:
+            return
+        said = [str(m.get("content") or "") for m in messages] + [reply.text]
+        caller = self.toolbox.caller
+        self.usage.record(
+            None,
+            self.client.settings.model or "chat",
+            Role.CHAT,
+            texts=len(messages),
+            tokens=sum(map(estimate_tokens, said)),
+            seconds=seconds,
+            user=caller.user.name if caller is not None else "",
+        )
 
     def _run(self, call: ToolCall) -> tuple[str, bool]:
         """A tool call's result as the model sees it: the fenced text, or what went wrong."""

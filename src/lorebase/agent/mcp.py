@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lorebase import __version__
-from lorebase.agent.tools import UNKNOWN_TOOL, ToolBox, tool_error_code
+from lorebase.agent.tools import SAVE_NOTE, UNKNOWN_TOOL, ToolBox, tool_error_code
 from lorebase.errors import LorebaseError, Unavailable
 
 if TYPE_CHECKING:
@@ -53,6 +53,10 @@ def build_server(toolbox_for: ToolBoxFor | ToolBox, instructions: str | None = N
         (lambda _ctx: toolbox_for) if isinstance(toolbox_for, ToolBox) else toolbox_for
     )
     annotations = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    # save_note adds a document (never changes or removes one): not read-only, not destructive.
+    writes = types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         toolbox = resolve(ctx)
@@ -61,7 +65,7 @@ def build_server(toolbox_for: ToolBoxFor | ToolBox, instructions: str | None = N
                 name=spec.name,
                 description=spec.description,
                 input_schema=spec.parameters,
-                annotations=annotations,
+                annotations=writes if spec.name == SAVE_NOTE else annotations,
             )
             for spec in toolbox.specs()
         ]

@@ -45,6 +45,9 @@ class Profile:
     knowledge_bases: tuple[str, ...]
     description: str = ""
     created_at: float = 0.0
+    # Of its bases, those its agents may save notes into (the ``save_note`` tool); the caller
+    # must still be allowed to change them.
+    writable: tuple[str, ...] = ()
 
 
 def check_name(name: str) -> str:
@@ -75,16 +78,21 @@ class Profiles:
         *,
         description: str = "",
         replace: bool = False,
+        writable: Sequence[str] = (),
     ) -> Profile:
         """Save a profile; ``Conflict`` when the name is taken (unless ``replace``). The caller
-        checks that the knowledge bases exist (they may be deleted later; then skipped)."""
+        checks that the knowledge bases exist (they may be deleted later; then skipped).
+        ``writable``: those of them its agents may save notes into."""
         check_name(name)
         bases = tuple(dict.fromkeys(knowledge_bases))
         if not bases:
             raise InvalidInput("a profile needs at least one knowledge base (--kb NAME)")
+        notes_to = tuple(dict.fromkeys(writable))
+        if not set(notes_to) <= set(bases):
+            raise InvalidInput("a base notes are saved into (--writable) must be one of its --kb")
         if len(description) > MAX_DESCRIPTION_CHARS:
             raise InvalidInput(f"a description must be at most {MAX_DESCRIPTION_CHARS} characters")
-        profile = Profile(name, bases, description, time.time())
+        profile = Profile(name, bases, description, time.time(), notes_to)
         with self._locked():
             profiles = self._read()
             if name in profiles and not replace:
@@ -151,6 +159,7 @@ def _parse(raw: Any, path: Path) -> dict[str, Profile]:
                 knowledge_bases=tuple(str(kb) for kb in item["knowledge_bases"]),
                 description=str(item.get("description", "")),
                 created_at=float(item.get("created_at", 0.0)),
+                writable=tuple(str(kb) for kb in item.get("writable", ())),
             )
             profiles[profile.name] = profile
         return profiles

@@ -1,4 +1,4 @@
-"""The four tools' input schemas (strict JSON Schema) and the validation that enforces them.
+"""The tools' input schemas (strict JSON Schema) and the validation that enforces them.
 
 The schemas are the contract every transport shows (MCP ``inputSchema``, OpenAI
 ``parameters``); :func:`validate` checks arguments against the same dicts, so what is
@@ -28,6 +28,8 @@ DEFAULT_READ_CHARS = 8000
 MAX_READ_CHARS = 20_000
 MAX_ID_CHARS = 128
 MAX_NAME_CHARS = 200
+MAX_NOTE_CHARS = 60_000  # the server's own limit (LOREBASE_MAX_NOTE_CHARS) is checked after
+MAX_NOTE_TITLE_CHARS = 200
 ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 
 UNTRUSTED = (
@@ -203,6 +205,33 @@ SPECS: tuple[ToolSpec, ...] = (
                 ),
             },
             ("chunk_id", "knowledge_base"),
+        ),
+    ),
+    ToolSpec(
+        "save_note",
+        "Save a short note (a decision, a fact the user asked to remember) into a knowledge "
+        "base this conversation may write to; it is searchable at once. Save only what the "
+        "user asked to be kept.",
+        _object(
+            {
+                "knowledge_base": _KB
+                | {"description": "The knowledge base to save into (one that takes notes)."},
+                "text": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_NOTE_CHARS,
+                    "description": "The note's text.",
+                },
+                "title": _optional(
+                    {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_NOTE_TITLE_CHARS,
+                        "description": "A short title (default: the start of the text).",
+                    }
+                ),
+            },
+            ("knowledge_base", "text"),
         ),
     ),
 )

@@ -62,6 +62,7 @@ NO_ANSWER = (
 )
 
 
+SAVE_NOTE = "save_note"  # the one tool that writes
 UNKNOWN_TOOL = "unknown_tool"  # MCP answers it with a protocol error, not a failed result
 
 # The code a transport shows with a failed tool call, per error class (see lorebase.errors);
@@ -97,13 +98,15 @@ class ToolResult:
 
 
 class ToolBox:
-    """The four tools over one :class:`~lorebase.app.Lorebase`, scoped to ``knowledge_bases``
+    """The tools over one :class:`~lorebase.app.Lorebase`, scoped to ``knowledge_bases``
     (ids, or names; ``None`` means every base, including ones created later). A base the tools
     are asked for by name is chosen among those in scope as :mod:`lorebase.service.names`
     says, for ``caller`` (the one the scope was drawn for; ``None``: the operator).
 
     ``upload_names`` gives an uploaded document's own file name by document id (the server
-    keeps it sealed); without it an upload shows the path of its stored copy.
+    keeps it sealed); without it an upload shows the path of its stored copy. ``writable``:
+    the base ids ``save_note`` may write into (a profile's; by default none, and the tool is
+    not offered); None: any base in scope the caller may change.
     """
 
     def __init__(
@@ -114,21 +117,27 @@ class ToolBox:
         citations: Citations | None = None,
         upload_names: Callable[[str], str | None] | None = None,
         caller: Caller | None = None,
+        writable: Collection[int] | None = (),
     ) -> None:
         self.lb = lb
         self.scope = frozenset(knowledge_bases) if knowledge_bases is not None else None
         self.caller = caller
+        # The base ids save_note may write into (None: any in scope the caller may change).
+        self.writable = frozenset(writable) if writable is not None else None
         self.citations = citations or Citations()
         self.upload_names = upload_names
         self._names: dict[str, str | None] = {}  # upload names looked up by this toolbox
 
     # -- what the transports show -------------------------------------------------------------
     def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools offered: ``save_note`` only where some base may take notes."""
+        if self.writable is not None and not self.writable:
+            return tuple(spec for spec in SPECS if spec.name != SAVE_NOTE)
         return SPECS
 
     def schemas(self) -> list[dict[str, Any]]:
         """The tools in OpenAI function-calling format."""
-        return [spec.openai() for spec in SPECS]
+        return [spec.openai() for spec in self.specs()]
 
     def visible(self, *, totals: bool = False) -> list[KnowledgeBase]:
         """The bases in scope; their totals only when asked (listing them shows them)."""
@@ -186,7 +195,19 @@ class ToolBox:
     # -- the tools ----------------------------------------------------------------------------
     def _list_knowledge_bases(self, args: dict[str, Any], fence: Fence) -> ToolResult:
         visible = self.visible(totals=True)
-        bases = [_kb_json(kb) for kb in visible]
+        teams: dict[int, str] = {}
+        if any(kb.team_id is not None for kb in visible):
+            with contextlib.suppress(LorebaseError):  # a lorebase without accounts
+                teams = self.lb.team_names()
+        shared = self.caller.shared if self.caller is not None else {}
+        bases = [
+            _kb_json(kb)
+            | {
+                "team": one_line(teams[kb.team_id]) if kb.team_id in teams else None,
+                "shared": shared[kb.id].value if kb.id in shared else None,
+            }
+            for kb in visible
+        ]
         lines = [system_prompt_hint(visible), *(_kb_line(kb) for kb in bases)]
         return ToolResult("list_knowledge_bases", {"knowledge_bases": bases}, "\n".join(lines))
 
@@ -206,7 +227,7 @@ class ToolBox:
             rerank=self.lb.reranker is not None,  # an agent reads few hits: give it the best
             collapse=args["collapse"],
         )
-        response = self.lb.search(request, kb=bases)
+        response = self.lb.search(request, kb=bases, caller=self.caller)
         hits, blocks, sources = [], [], []
         for rank, hit in enumerate(response.hits, start=1):
             source = self._register(hit.chunk_id, hit.provenance)
@@ -323,6 +344,29 @@ class ToolBox:
         )
         return ToolResult("read_surrounding_chunks", structured, text, tuple(sources))
 
+    def _save_note(self, args: dict[str, Any], fence: Fence) -> ToolResult:
+        kb = self._kb(args["knowledge_base"])
+        if self.writable is not None and kb.id not in self.writable:
+            raise Forbidden(
+                "notes cannot be saved into that knowledge base in this conversation; its "
+                "profile names the ones that take them (`lorebase profile create --writable`)"
+            )
+        kb = self.lb.kb_by_id(kb.id, self.caller, write=True)
+        record, created = self.lb.add_note(kb, args["text"], args["title"], caller=self.caller)
+        structured = {
+            "knowledge_base": kb.name,
+            "document_id": record.id,
+            "created": created,
+            "state": record.state.value,
+            "searchable": record.state.value == "indexed",
+        }
+        said = "saved" if created else "already there (the same note)"
+        text = (
+            f"Note {said} in knowledge_base: {one_line(kb.name)} · document_id: {record.id} · "
+            f"state: {record.state.value}"
+        )
+        return ToolResult("save_note", structured, text)
+
     def _path(self, document_id: str, path: str, uploaded: bool) -> str:
         """What to call a document: an upload by its own file name when that is known."""
         if not uploaded or self.upload_names is None:
@@ -426,19 +470,26 @@ def toolbox_for(
 ) -> ToolBox:
     """The agent tools over the bases the caller may see (and, with a profile, only the
     profile's bases; with ``only``, only those base ids: the bases switched on for one
-    conversation); without a caller and profile, every base, including later ones."""
+    conversation); without a caller and profile, every base, including later ones. Notes are
+    saved (``save_note``) only into the bases a profile names with ``--writable``: without
+    one the tool is not offered."""
     scope: set[str | int] | None = None
+    writable: set[int] = set()  # notes are saved only where a profile says (--writable)
     if caller is not None:
         scope = {kb.id for kb in lb.knowledge_bases(caller, totals=False)}
     if profile is not None:
         # The profile's bases as this caller reads their names (one they cannot see, or
         # since deleted, is skipped; a name several of theirs share is refused).
         wanted: set[str | int] = set()
-        for name in Profiles(lb.settings.data_dir).get(profile).knowledge_bases:
+        chosen_profile = Profiles(lb.settings.data_dir).get(profile)
+        for name in chosen_profile.knowledge_bases:
             with contextlib.suppress(NotFound):
-                wanted.add(lb.kb(name, caller, totals=False).id)
+                kb_id = lb.kb(name, caller, totals=False).id
+                wanted.add(kb_id)
+                if name in chosen_profile.writable:
+                    writable.add(kb_id)
         scope = wanted if scope is None else scope & wanted
     if only is not None:  # the bases switched on for this conversation (ids)
         chosen: set[str | int] = set(only)
         scope = chosen if scope is None else scope & chosen
-    return ToolBox(lb, scope, upload_names=lb.upload_name, caller=caller)
+    return ToolBox(lb, scope, upload_names=lb.upload_name, caller=caller, writable=writable)

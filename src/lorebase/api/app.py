@@ -23,14 +23,19 @@ from lorebase.api.metrics import Metrics
 from lorebase.api.routes import (
     account,
     ask,
+    audit,
     documents,
     embedders,
     knowledge_bases,
+    notes,
+    own_keys,
     portable,
     search,
     session,
+    sharing,
     system,
     tools,
+    usage,
 )
 from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
 from lorebase.service import Lorebase
@@ -54,6 +59,7 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
         lambda: len(lb.damaged_keyword_indexes()),
         stale_documents=lb.stale_documents,
         seconds_left=lb.seconds_left,
+        usage=lb.usage_meter.totals,
     )
     lb.observe_embedding(lambda kind, seconds: metrics.embed_batch_seconds.observe(seconds))
 
@@ -86,14 +92,19 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     for module in (
         knowledge_bases,
+        sharing,
         embedders,
         documents,
+        notes,
         search,
         system,
         tools,
         ask,
         session,
         account,
+        own_keys,
+        audit,
+        usage,
         portable,
     ):
         app.include_router(module.router)

@@ -20,10 +20,17 @@ from lorebase.types import Provenance
 
 
 def kb_out(
-    kb: KnowledgeBase, reach: Reachability | None = None, *, stale: int = 0
+    kb: KnowledgeBase,
+    reach: Reachability | None = None,
+    *,
+    stale: int = 0,
+    team: str | None = None,
+    shared: str | None = None,
 ) -> KnowledgeBaseOut:
     """``reach``: whether the base's embedder answers (None: not checked); ``stale``: how
-    many of its documents an older version made (:meth:`Lorebase.stale_documents`)."""
+    many of its documents an older version made (:meth:`Lorebase.stale_documents`);
+    ``team``: the name of the team it belongs to; ``shared``: the access a grant gives the
+    caller to it (None: they see it by its scope)."""
     settings = kb.chunk_settings
     return KnowledgeBaseOut(
         id=kb.id,
@@ -31,6 +38,8 @@ def kb_out(
         description=kb.description,
         scope=kb.scope.value,
         team_id=kb.team_id,
+        team=team,
+        shared=shared,
         owner=kb.owner,
         state=kb.state.value,
         state_reason=kb.state_reason,

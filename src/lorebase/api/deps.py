@@ -3,6 +3,7 @@ request."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
@@ -41,7 +42,9 @@ def get_caller(
     """The caller :class:`~lorebase.api.guard.KeyFirst` authenticated for this request, or
     (a path it does not guard, keys off) the one these credentials name."""
     known: Caller | None = getattr(request.state, CALLER_STATE, None)
-    return known if known is not None else lb.authenticate(key, session)
+    caller = known if known is not None else lb.authenticate(key, session)
+    client = request.client.host if request.client else None
+    return dataclasses.replace(caller, client=client)
 
 
 LbDep = Annotated[Lorebase, Depends(get_lb)]

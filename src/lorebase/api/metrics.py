@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -73,6 +73,30 @@ class _StateCollector(Collector):
         yield left
 
 
+class _UsageCollector(Collector):
+    """The model calls this process counted (see lorebase.usage), by role and model."""
+
+    def __init__(
+        self, usage: Callable[[], Mapping[tuple[str, str], tuple[int, int, int, float]]]
+    ) -> None:
+        self._usage = usage
+
+    def collect(self) -> Iterable[Metric]:
+        names = ("calls", "texts", "tokens", "seconds")
+        families = [
+            CounterMetricFamily(
+                f"lorebase_model_{name}",
+                f"Model {name} counted by this process (usage accounting)",
+                labels=["role", "model"],
+            )
+            for name in names
+        ]
+        for (role, model), values in sorted(self._usage().items()):
+            for family, value in zip(families, values, strict=True):
+                family.add_metric([str(role), model], value)
+        yield from families
+
+
 class Metrics:
     def __init__(
         self,
@@ -82,9 +106,11 @@ class Metrics:
         damaged_indexes: Callable[[], int] = lambda: 0,
         stale_documents: Callable[[], dict[int, int]] = dict,
         seconds_left: Callable[[], dict[int, float]] = dict,
+        usage: Callable[[], Mapping[tuple[str, str], tuple[int, int, int, float]]] = dict,
     ) -> None:
         """``stale_documents`` and ``seconds_left``: by base id (every base; a base with
-        none, or no pass measured, left out)."""
+        none, or no pass measured, left out); ``usage``: the model calls this process
+        counted, by (role, model): calls, texts, tokens, seconds."""
         self.registry = CollectorRegistry()
         self.search_seconds = Histogram(
             "lorebase_search_seconds",
@@ -115,3 +141,4 @@ class Metrics:
                 seconds_left,
             )
         )
+        self.registry.register(_UsageCollector(usage))

@@ -21,6 +21,7 @@ from lorebase.errors import (
     NotFound,
     Overloaded,
     ServerFault,
+    TooLarge,
     Unauthorized,
     Unavailable,
     Unsupported,
@@ -34,6 +35,7 @@ PROBLEM_BASE = "/problems/"
 PROBLEMS: dict[type[LorebaseError], tuple[int, str, str]] = {
     LorebaseError: (500, "internal", "Internal error"),
     InvalidInput: (422, "invalid-input", "Invalid input"),
+    TooLarge: (413, "too-large", "Content too large"),
     ExtractionFailed: (422, "unreadable-document", "The document could not be read"),
     NotFound: (404, "not-found", "Not found"),
     Conflict: (409, "conflict", "Conflict"),

@@ -63,6 +63,12 @@ class KnowledgeBaseOut(BaseModel):
     description: str
     scope: str
     team_id: int | None
+    team: str | None = Field(None, description="The name of the team a team base belongs to.")
+    shared: Literal["read", "write"] | None = Field(
+        None,
+        description="How you reach it when it is shared with you or your team (`read`, "
+        "`write`: you may change its documents); null when you see it by its scope.",
+    )
     owner: str | None
     state: str
     state_reason: str | None
@@ -340,3 +346,65 @@ class TextOut(BaseModel):
     start: int
     text: str
     total_chars: int
+
+
+class GrantIn(Strict):
+    """Share a team base with one team or one user (give exactly one)."""
+
+    team: str | None = Field(None, min_length=1, max_length=64)
+    user: str | None = Field(None, min_length=1, max_length=64)
+    access: Literal["read", "write"] = Field(
+        "read", description="`write`: the grantees may change its documents too."
+    )
+
+
+class GrantOut(BaseModel):
+    id: int
+    knowledge_base_id: int
+    grantee: Literal["team", "user"]
+    name: str = Field(description="The team's or the user's name.")
+    access: Literal["read", "write"]
+    granted_by: str | None
+    created_at: float
+
+
+class NoteIn(Strict):
+    """A note to write. Its length is checked against the server's limit
+    (`LOREBASE_MAX_NOTE_CHARS`): longer answers 413 naming it."""
+
+    text: str = Field(min_length=1, description="The note's text (plain text).")
+    title: str | None = Field(
+        None, max_length=200, description="A short title (default: the start of the text)."
+    )
+
+
+class NotePatch(Strict):
+    """What an edit replaces (either or both); the note's previous title and text are kept
+    as a version."""
+
+    text: str | None = Field(None, min_length=1)
+    title: str | None = Field(None, min_length=1, max_length=200)
+
+
+class NoteOut(BaseModel):
+    id: str = Field(description="The note's document id (searches cite it like any document).")
+    knowledge_base_id: int
+    title: str
+    text: str | None = Field(None, description="Its text (null in listings).")
+    state: str = Field(
+        description="`indexed` once searchable (at once, unless the embedder "
+        "is down: then found by keyword when its chunks are written)."
+    )
+    chunks: int
+    updated_at: float
+    created: bool | None = Field(
+        None, description="On a write: false when the same title and text were there already."
+    )
+
+
+class NoteVersionOut(BaseModel):
+    version: int
+    title: str
+    text: str
+    author: str | None = Field(description="Who wrote the edit that replaced it.")
+    replaced_at: float

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from lorebase.chunk.base import Chunker
 from lorebase.chunk.headers import HeaderChunker
 from lorebase.chunk.tokens import estimate_tokens
@@ -18,5 +20,18 @@ its chunks."""
 
 
 def chunk_document(extracted: Extracted, settings: ChunkSettings) -> list[Chunk]:
-    """Chunk one document with the default (header-boundary) chunker."""
+    """Chunk one document with the default (header-boundary) chunker; a note (kind
+    ``note``) with :func:`note_chunking` of ``settings``."""
+    if extracted.kind == NOTE_KIND:
+        settings = note_chunking(settings)
     return HeaderChunker().chunk(extracted, settings)
+
+
+MAX_CHUNK_CHARS = 4000  # the longest chunk_size ChunkSettings take
+NOTE_KIND = "note"  # as lorebase.extract.note names it (the chunker imports no extractor)
+
+
+def note_chunking(settings: ChunkSettings) -> ChunkSettings:
+    """How a note is cut: one chunk as long as the base's token limit (``max_tokens``) and
+    the longest chunk allowed let it, only then into more (with the base's overlap)."""
+    return dataclasses.replace(settings, chunk_size=MAX_CHUNK_CHARS)

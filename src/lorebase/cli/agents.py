@@ -115,7 +115,7 @@ def ask(
         ) as client,
     ):
         only = {lb.kb(name, totals=False).id for name in kb} if kb else None
-        asker = Asker(toolbox_for(lb, profile=profile, only=only), client)
+        asker = Asker(toolbox_for(lb, profile=profile, only=only), client, lb.usage_meter)
         answer, notices = _show(asker.ask(question, inject=inject, top_k=top_k), as_json)
     if as_json:
         render.print_json(Console(), _answer_json(answer, notices, client.decision))
@@ -186,6 +186,14 @@ def create(
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite a profile of the same name.")
     ] = False,
+    writable: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--writable",
+            help="One of its --kb its agents may save notes into with the save_note tool "
+            "(repeatable; default: none).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a profile: the knowledge bases a conversation (an agent, a chat channel) may
@@ -198,7 +206,7 @@ def create(
         # Each must name one base (a name several bases share: give the id).
         bases = {wanted: lb.kb(wanted, totals=False) for wanted in kb}
         profile = Profiles(lb.settings.data_dir).create(
-            name, kb, description=description, replace=replace
+            name, kb, description=description, replace=replace, writable=writable or ()
         )
         hint = system_prompt_hint([bases[n] for n in profile.knowledge_bases])
     if as_json:

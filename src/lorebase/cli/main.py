@@ -10,6 +10,7 @@ import typer
 from lorebase import __version__
 from lorebase.cli import (
     agents,
+    audit,
     documents,
     embedders,
     evaluate,
@@ -17,9 +18,13 @@ from lorebase.cli import (
     inspection,
     knowledge_bases,
     maintenance,
+    notes,
+    own_keys,
     passes,
     portable,
     serving,
+    sharing,
+    usage,
 )
 from lorebase.cli.common import CliContext, command_group
 from lorebase.settings import EMBEDDERS, RERANKERS
@@ -99,14 +104,21 @@ app.command()(maintenance.restore)
 app.command()(portable.export)
 app.command("import")(portable.import_)
 app.command("eval")(evaluate.evaluate)
+app.command()(audit.audit)
+app.command()(usage.usage)
 app.command()(serving.serve)
 app.command()(serving.worker)
+knowledge_bases.app.command()(sharing.share)
+knowledge_bases.app.command()(sharing.unshare)
+knowledge_bases.app.command()(sharing.grants)
 app.add_typer(knowledge_bases.app, name="kb")
 app.command()(embedders.embedders)
 app.add_typer(serving.users_app, name="users")
 app.add_typer(serving.teams_app, name="teams")
 app.add_typer(serving.keys_app, name="keys")
+app.add_typer(own_keys.app, name="embedder-keys")
 app.add_typer(documents.app, name="docs")
+app.add_typer(notes.app, name="notes")
 app.command()(agents.mcp)
 app.command()(agents.ask)
 app.add_typer(agents.profile_app, name="profile")

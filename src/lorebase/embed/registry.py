@@ -14,6 +14,8 @@ remembered for a little while (a listing of many bases asks once per embedder).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -180,6 +182,9 @@ class Embedders:
         self._observers: list[Callable[[EmbedKind, float], None]] = []
         self._probed: dict[str | None, Reachability] = {}
         self._lock = threading.Lock()
+        # A personal base's owner's own key for an HTTP embedder (see use_owner_keys).
+        self._owner_keys: Callable[[str, str], str | None] | None = None
+        self._owned: dict[tuple[str, str, bool], tuple[str, Embedder]] = {}
 
     # -- configuration -----------------------------------------------------------------------
     def configs(self) -> list[EmbedderConfig]:
@@ -246,6 +251,59 @@ class Embedders:
                     max_backoff=1.0,
                 )
             return client
+
+    def use_owner_keys(self, resolve: Callable[[str, str], str | None]) -> None:
+        """``resolve(owner, name)``: the API key a user keeps for the named HTTP embedder
+        (None: none, or not allowed), which their personal bases are embedded with."""
+        self._owner_keys = resolve
+
+    def for_base(self, name: str | None, kb: Any, *, queries: bool = False) -> Embedder | None:
+        """The embedder ``name`` as ``kb`` uses it: a personal base whose owner keeps a key of
+        their own for this HTTP embedder is embedded with that key (same model, same
+        identity); anything else as :meth:`get` (``queries``: :meth:`for_queries`) gives it."""
+        key = self._owner_key(name, kb)
+        if key is None or name is None:
+            return self.for_queries(name) if queries else self.get(name)
+        config = dataclasses.replace(self.config(name), api_key=key)
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+        slot = (name, str(kb.owner), queries)
+        with self._lock:
+            held = self._owned.get(slot)
+            if held is not None and held[0] == digest:
+                return held[1]
+            if queries and self.query_seconds is not None:
+                seconds = min(config.timeout, self.query_seconds)
+                embedder = http_embedder(
+                    config,
+                    read_timeout=seconds,
+                    connect_timeout=min(CONNECT_TIMEOUT, seconds),
+                    max_retries=1,
+                    max_retry_after=1.0,
+                    max_backoff=1.0,
+                )
+            else:
+                embedder = http_embedder(config)
+            self._owned[slot] = (digest, embedder)
+        if held is not None:  # the owner's key changed: the old client goes
+            closing = getattr(held[1], "close", None)
+            if callable(closing):
+                closing()
+        return embedder
+
+    def owned(self, embedder: Embedder) -> bool:
+        """Whether ``embedder`` is a client with a base owner's own key (its server's probes,
+        made with the configured key, do not speak for it)."""
+        with self._lock:
+            return any(held is embedder for _, held in self._owned.values())
+
+    def _owner_key(self, name: str | None, kb: Any) -> str | None:
+        if self._owner_keys is None or name is None or kb is None:
+            return None
+        if getattr(kb, "scope", None) != "personal" or getattr(kb, "owner", None) is None:
+            return None
+        if self.config(name).kind != "http":
+            return None
+        return self._owner_keys(str(kb.owner), name)
 
     def observe_batches(self, observer: Callable[[EmbedKind, float], None]) -> None:
         """Call ``observer(kind, seconds)`` after every batch any of these embedders answers
@@ -357,7 +415,8 @@ class Embedders:
         with self._lock:
             built, self._built = list(self._built.values()), {}
             built += list(self._query_clients.values())
-            self._query_clients = {}
+            built += [embedder for _, embedder in self._owned.values()]
+            self._query_clients, self._owned = {}, {}
         for embedder in built:
             if embedder is self.default:
                 continue

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lorebase.chunk.tokens import estimate_tokens
 from lorebase.embed.base import Embedder
 from lorebase.errors import Unavailable
 from lorebase.ingest.reading import Pending
 from lorebase.ingest.report import IngestReport, PassCounts
 from lorebase.ingest.writing import DocumentWriter, WritingStore, matrix
 from lorebase.store.base import DocumentState, KnowledgeBase
+from lorebase.usage import Role, UsageMeter
 
 # Embed once this many chunks are waiting (several small documents share one call).
 EMBED_BATCH_CHUNKS = 256
@@ -62,6 +64,9 @@ class BatchEmbedder:
     stopping: Stop
     progressed: Callable[[], None]
     batch_chunks: int = field(kw_only=True)
+    # Where each call to the embedder is counted, under the embedder's name (None: nowhere).
+    usage: UsageMeter | None = field(default=None, kw_only=True)
+    model: str = field(default="default", kw_only=True)
 
     @property
     def report(self) -> IngestReport:
@@ -138,7 +143,18 @@ class BatchEmbedder:
         call = max(1, min(self.batch_chunks, EMBED_CALL_BATCHES * embedder.batch_size))
         for start in range(0, len(missing), call):
             part = missing[start : start + call]
-            fresh = embedder.embed_documents([texts[h] for h in part])
+            asked = [texts[h] for h in part]
+            began = time.perf_counter()
+            fresh = embedder.embed_documents(asked)
+            if self.usage is not None:
+                self.usage.record(
+                    self.kb.id,
+                    self.model,
+                    Role.EMBEDDING,
+                    texts=len(asked),
+                    tokens=sum(map(estimate_tokens, asked)),
+                    seconds=time.perf_counter() - began,
+                )
             known.update(zip(part, fresh, strict=True))
             embedded(len(part), start + call < len(missing))
         self.report.embedded += len(missing)

@@ -37,6 +37,7 @@ and what it reports (:mod:`~lorebase.ingest.report`).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -44,7 +45,7 @@ from pathlib import PurePath
 from typing import Protocol
 
 from lorebase.embed.base import EmbedderIdentity
-from lorebase.embed.registry import Embedders, kb_embedders
+from lorebase.embed.registry import Embedders, kb_embedders, shown_name
 from lorebase.errors import LorebaseError, SourceRemoved, Unavailable
 from lorebase.extract.sandbox import ExtractionPool
 from lorebase.ingest.embedding import EMBED_BATCH_CHUNKS, BatchEmbedder, OutOfTime, Stop
@@ -56,6 +57,9 @@ from lorebase.languages import LanguageDetector
 from lorebase.settings import ExtractSettings
 from lorebase.store.base import Catalogue, DocumentRecord, Documents, KnowledgeBase, Vectors
 from lorebase.types import Extracted
+from lorebase.usage import UsageMeter
+
+logger = logging.getLogger(__name__)
 
 # Extraction runs ahead of embedding until this many written chunks wait for vectors: the
 # folder becomes searchable by keyword early, and what is held in memory stays bounded.
@@ -80,12 +84,14 @@ class Ingestor:
         on_document: Callable[[int, DocumentRecord], None] | None = None,
         lookahead_chunks: int = LOOKAHEAD_CHUNKS,
         detector: LanguageDetector | None = None,
+        usage: UsageMeter | None = None,
     ) -> None:
         """``embedders``: the named embedders and the process's own (a base is indexed with
         its own, see :mod:`lorebase.embed.registry`); ``detector``: tells each passage's
         language (one is made when not given).
         ``on_document(kb_id, record)`` is told each document that settled, indexed or failed
-        (the service turns it into an event: pages follow a folder pass live)."""
+        (the service turns it into an event: pages follow a folder pass live); ``usage``:
+        where each call to an embedder is counted (flushed at the end of every pass)."""
         self.store = store
         self.embedders = embedders
         self.extract_settings = extract_settings
@@ -94,6 +100,7 @@ class Ingestor:
         self.on_document = on_document
         # Its model loads with the first passage told.
         self.detector = detector if detector is not None else LanguageDetector()
+        self.usage = usage
         self._pool: ExtractionPool | None = None
         self._pool_lock = threading.Lock()
 
@@ -133,7 +140,7 @@ class Ingestor:
         kb = self.store.get_kb_by_id(kb.id, totals=False)  # as it is now, not when queued
         name = kb_embedders(kb).indexing  # a base is only ever embedded by its own model
         try:
-            embedder = self.embedders.get(name)
+            embedder = self.embedders.for_base(name, kb)  # a personal base: its owner's key
             identity = embedder.identity if embedder is not None else None
         except LorebaseError as error:  # not configured (any more), or a server that is down
             report.stop(error)
@@ -180,6 +187,8 @@ class Ingestor:
             stopping,
             progressed,
             batch_chunks=self.batch_chunks,
+            usage=self.usage,
+            model=shown_name(name),
         )
         waiting: list[Pending] = []  # written (or unchanged) chunks awaiting their vectors
         try:
@@ -216,8 +225,19 @@ class Ingestor:
             report.stopped = STOP_REQUESTED
         if identity is not None and report.stopped is None:
             self._switch_identity(kb, identity, name)
+        self._flush_usage()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _flush_usage(self) -> None:
+        """Write the pass's counted calls; a failed write keeps them for the next flush and
+        never fails the pass."""
+        if self.usage is None:
+            return
+        try:
+            self.usage.flush()
+        except Exception as error:  # counted again at the next flush
+            logger.warning("usage not written this time (%s); kept for later", type(error).__name__)
 
     def _switch_identity(
         self, kb: KnowledgeBase, identity: EmbedderIdentity, name: str | None

@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from lorebase.chunk.tokens import estimate_tokens
 from lorebase.embed.base import Embedder, EmbedderIdentity
 from lorebase.embed.registry import Embedders, kb_embedders, shown_name
 from lorebase.errors import LorebaseError, NotFound, Unavailable
@@ -33,7 +34,8 @@ from lorebase.search.fusion import UNREAD_WEIGHT, Scored, dense_evidence
 from lorebase.search.query import elapsed_ms
 from lorebase.search.query_cache import QueryVectors
 from lorebase.settings import SearchSettings
-from lorebase.store.base import KnowledgeBase, Vectors
+from lorebase.store.base import KnowledgeBase, Scope, Vectors
+from lorebase.usage import Role, UsageMeter
 
 
 class DenseStore(Vectors, Protocol):
@@ -102,6 +104,8 @@ class DenseArm:
         settings: SearchSettings,
         pool: Executor,
         languages: LanguageDetector | None = None,
+        *,
+        usage: UsageMeter | None = None,
     ) -> None:
         """``pool``: where model servers embed the query at once; ``languages``: the detector
         of the question's language (built here when not given; its model loads on first use,
@@ -112,6 +116,7 @@ class DenseArm:
         self._pool = pool
         self.languages = languages or LanguageDetector()
         self.asked = QueryVectors()
+        self.usage = usage
 
     def search(
         self,
@@ -225,13 +230,17 @@ class DenseArm:
                 continue
             named[name] = identity
             embedders.setdefault(identity.key, (name, embedder))
-        vectors = self._query_vectors(query, embedders)
+        spent: dict[str, float] = {}
+        vectors = self._query_vectors(query, embedders, spent)
+        self._count(query, embedders, spent, by_name, named)
         models: dict[str, Model] = {}
         for name, identity in named.items():
             members = by_name[name]
             found = vectors.get(identity.key)
             if isinstance(found, LorebaseError):
-                self._down(name, members, found, out, warnings)
+                # A client with an owner's own key failing says nothing of the server's key.
+                shared = not self.embedders.owned(embedders[identity.key][1])
+                self._down(name, members, found, out, warnings, remember=shared)
                 continue
             assert found is not None
             model = models.get(identity.key)
@@ -251,8 +260,10 @@ class DenseArm:
         """The embedder ``name`` (None with a warning: not configured, none at all, or it
         failed a moment ago and is not waited on again yet)."""
         bases = ", ".join(kb.name for kb in members)
+        # Personal bases of one owner alone: embedded with the owner's own key, if any.
+        own = members[0] if all(_same_owner(kb, members[0]) for kb in members) else None
         try:
-            embedder = self.embedders.for_queries(name)
+            embedder = self.embedders.for_base(name, own, queries=True)
         except NotFound:
             warnings.append(
                 f"embedder_unavailable: the embedder {name!r} is not configured any more; "
@@ -262,7 +273,7 @@ class DenseArm:
         if embedder is None:
             warnings.append("embedder_unavailable: no embedder is configured; answered by keyword")
             return None
-        if self.embedders.known_down(name) is not None:
+        if self.embedders.known_down(name) is not None and not self.embedders.owned(embedder):
             warnings.append(
                 f"embedder_unavailable: the embedder {shown_name(name)} did not "
                 f"answer a moment ago; answered by keyword only: {bases}"
@@ -277,10 +288,13 @@ class DenseArm:
         error: LorebaseError,
         out: DenseResult,
         warnings: list[str],
+        *,
+        remember: bool = True,
     ) -> None:
         """An embedder that failed this search: its bases by keyword; one that could not
-        answer (down, too slow) is remembered a moment, one that refused this query is not."""
-        if isinstance(error, Unavailable):
+        answer (down, too slow) is remembered a moment (unless ``remember`` is False: a
+        client with a base owner's own key), one that refused this query is not."""
+        if remember and isinstance(error, Unavailable):
             self.embedders.mark_unreachable(name, str(error))
         warnings.append(
             f"embedder_unavailable: the embedder {shown_name(name)} did not answer; "
@@ -288,11 +302,39 @@ class DenseArm:
         )
         out.keyword_only += [kb.id for kb in members]
 
+    def _count(
+        self,
+        query: str,
+        embedders: dict[str, tuple[str | None, Embedder]],
+        spent: dict[str, float],
+        by_name: dict[str | None, list[KnowledgeBase]],
+        named: dict[str | None, EmbedderIdentity],
+    ) -> None:
+        """Count each query embedded now (one asked before is not), in memory only: under the
+        base it served, or none when it served several."""
+        if self.usage is None or not spent:
+            return
+        tokens = estimate_tokens(query)
+        for key, seconds in spent.items():
+            name = embedders[key][0]
+            members = [
+                kb for n, identity in named.items() if identity.key == key for kb in by_name[n]
+            ]
+            kb_id = members[0].id if len(members) == 1 else None
+            self.usage.record(
+                kb_id, shown_name(name), Role.EMBEDDING, texts=1, tokens=tokens, seconds=seconds
+            )
+
     def _query_vectors(
-        self, query: str, embedders: dict[str, tuple[str | None, Embedder]]
+        self,
+        query: str,
+        embedders: dict[str, tuple[str | None, Embedder]],
+        spent: dict[str, float] | None = None,
     ) -> dict[str, np.ndarray | LorebaseError]:
         """The query's vector per identity key (asked before: remembered), or why there is
-        none (content-free)."""
+        none (content-free); ``spent``: the seconds each identity embedded now took (an answer
+        is counted, a failure is not)."""
+        spent = {} if spent is None else spent
         found: dict[str, np.ndarray | LorebaseError] = {}
         for key in embedders:
             if (known := self.asked.get(key, query)) is not None:
@@ -306,14 +348,18 @@ class DenseArm:
         for key, (_, embedder) in embedders.items():
             if key in remote or key in found:
                 continue
+            began = time.perf_counter()
             try:
                 found[key] = np.asarray(embedder.embed_query(query))
+                spent[key] = time.perf_counter() - began
             except LorebaseError as error:
                 found[key] = error
         deadline = time.monotonic() + self.settings.embed_deadline
+        began = time.perf_counter()
         for key, future in remote.items():
             try:
                 found[key] = np.asarray(future.result(max(0.0, deadline - time.monotonic())))
+                spent[key] = time.perf_counter() - began  # at most: the servers run at once
             except FutureTimeout:
                 future.cancel()
                 found[key] = Unavailable(
@@ -354,3 +400,8 @@ def _unread_note(detected: Detected, model: Model) -> str:
         "search and keyword matches decide; a multilingual embedder would read it "
         "(`lorebase embedders`)"
     )
+
+
+def _same_owner(kb: KnowledgeBase, first: KnowledgeBase) -> bool:
+    """Whether ``kb`` is a personal base of ``first``'s owner. Pure."""
+    return kb.scope is Scope.PERSONAL and kb.owner is not None and kb.owner == first.owner

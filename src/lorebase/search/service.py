@@ -45,6 +45,7 @@ from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
 from lorebase.search.snippets import snippets_for
 from lorebase.settings import SearchSettings
 from lorebase.store.base import Catalogue, Chunks, Fields, KnowledgeBase, LexicalIndex, Vectors
+from lorebase.usage import UsageMeter
 
 # Each arm returns this many candidates, or 3 x top_k when that is more (the eval's baselines
 # read each arm at this depth: the same lists the fusion saw).
@@ -86,10 +87,11 @@ class SearchService:
         reranker: Reranker | None = None,
         settings: SearchSettings | None = None,
         languages: LanguageDetector | None = None,
+        usage: UsageMeter | None = None,
     ) -> None:
         """``embedders``: the named embedders (each base's own), or one embedder for every
         base (None: keyword only). ``languages``: the question's language detector (one is
-        made when not given)."""
+        made when not given). ``usage``: where each query embedded is counted (in memory)."""
         self.store = store
         self.embedders = (
             embedders
@@ -107,7 +109,9 @@ class SearchService:
         self._embed_pool = ThreadPoolExecutor(
             max_workers=EMBED_THREADS, thread_name_prefix="lorebase-embed"
         )
-        self.dense = DenseArm(store, self.embedders, self.settings, self._embed_pool, languages)
+        self.dense = DenseArm(
+            store, self.embedders, self.settings, self._embed_pool, languages, usage=usage
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -11,18 +11,20 @@ once and sends it with every change, which a page of another site can neither re
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable
 
-from lorebase.accounts.access import Caller, can_change, can_create, can_see
-from lorebase.accounts.base import AccountStore, ApiKey, Role, User
+from lorebase.accounts.access import Caller, can_administer, can_change, can_create, can_see
+from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, User
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from lorebase.service.names import as_id, choose, missing_kb
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope, Store
 
 NO_KB = "no such knowledge base"
+OPERATOR = "cli"  # who and where, in the audit log, for changes made without a caller
 NO_DOCUMENT = "no such document"
 SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day at most
 CSRF_LABEL = b"lorebase-csrf:"
@@ -75,17 +77,19 @@ class Access:
             raise Unauthorized("a valid API key is required: send `Authorization: Bearer KEY`")
         user, key_id = found
         memberships = self.accounts.memberships(user.id)
-        return Caller(user, memberships, key_id=key_id, by_session=not key)
+        shared = self._store.shared_with(user.id, list(memberships))
+        return Caller(user, memberships, key_id=key_id, by_session=not key, shared=shared)
 
-    def sign_in(self, key: str) -> tuple[Caller, str, float]:
-        """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
+    def sign_in(self, key: str, client: str | None = None) -> tuple[Caller, str, float]:
+        """Exchange a valid API key for a session: (its caller, the token, its expiry);
+        ``client``: the address it came from (audited)."""
         if not self._settings.serve.auth:
             raise InvalidInput("this server runs without API keys: there is nothing to sign in to")
         made = self.accounts.create_session(key, time.time() + SESSION_SECONDS)
         if made is None:
             raise Unauthorized("that API key is not valid (unknown, expired or revoked)")
         token, session = made
-        caller = self.authenticate(None, token)
+        caller = dataclasses.replace(self.authenticate(None, token), client=client)
         self.audit(caller, "sign_in", f"key:{session.key_id}")
         return caller, token, session.expires_at
 
@@ -153,16 +157,17 @@ class Access:
         *,
         write: bool = False,
         totals: bool = True,
+        administer: bool = False,
     ) -> KnowledgeBase:
         """A base by name (or, when no base answers to it, a number as an id), as the caller
-        may see (and with ``write``, change) it; several bases of one name are told apart as
-        :mod:`lorebase.service.names` says."""
+        may see (and with ``write``, change; with ``administer``, administer) it; several
+        bases of one name are told apart as :mod:`lorebase.service.names` says."""
         named = self._store.kbs_named(name)
         if caller is not None:
             named = [kb for kb in named if can_see(caller, kb)]
         number = as_id(name)
         if not named and number is not None:
-            return self.kb_by_id(number, caller, write=write, totals=totals)
+            return self.kb_by_id(number, caller, write=write, totals=totals, administer=administer)
         missing = ""
         if not named:
             seen = self._store.list_kbs(totals=False)
@@ -170,7 +175,7 @@ class Access:
             missing = missing_kb(name, visible, named_in_message=caller is None)
         kb = choose(name, named, caller, missing=missing)
         if caller is not None:
-            self._allowed(caller, kb, write)
+            self._allowed(caller, kb, write, administer)
         return self._store.get_kb_by_id(kb.id) if totals else kb
 
     def kb_by_id(
@@ -180,16 +185,18 @@ class Access:
         *,
         write: bool = False,
         totals: bool = False,
+        administer: bool = False,
     ) -> KnowledgeBase:
-        """A base by id, as the caller may see (and with ``write``, change) it. Its documents
-        are counted only once it is known the caller may see it."""
+        """A base by id, as the caller may see (and with ``write``, change; with
+        ``administer``, administer) it. Its documents are counted only once it is known the
+        caller may see it."""
         try:
             kb = self._store.get_kb_by_id(kb_id, totals=totals and caller is None)
         except NotFound:
             raise NotFound(NO_KB) from None
         if caller is None:
             return kb
-        self._allowed(caller, kb, write)
+        self._allowed(caller, kb, write, administer)
         return self._store.get_kb_by_id(kb_id) if totals else kb
 
     def document(
@@ -235,15 +242,34 @@ class Access:
         if caller is not None and not can_create(caller, scope, team_id):
             raise Forbidden("global bases are created by admins, team bases by the team's admins")
 
+    def audit_log(
+        self, caller: Caller | None, since: float | None = None, limit: int = 100
+    ) -> list[AuditEntry]:
+        """The newest ``limit`` audited changes (at or after ``since``), for administrators
+        (``Forbidden`` for anyone else; the operator's command line reads them all)."""
+        if caller is not None and not caller.is_admin:
+            raise Forbidden("the audit log is for administrators")
+        return self.accounts.audit_log(limit, since)
+
     def audit(self, caller: Caller | None, action: str, target: str) -> None:
-        """Record who changed what (ids only) for requests made with an identity."""
+        """Record who changed what (ids only) and from where: a request's user and address,
+        else the operator's command line (``cli``), when this lorebase keeps accounts."""
         if caller is not None:
-            self.accounts.audit(caller.user.name, action, target)
+            self.accounts.audit(caller.user.name, action, target, caller.client)
+        elif self._make_accounts is not None:
+            self.accounts.audit(OPERATOR, action, target, OPERATOR)
 
     @staticmethod
-    def _allowed(caller: Caller, kb: KnowledgeBase, write: bool) -> KnowledgeBase:
+    def _allowed(
+        caller: Caller, kb: KnowledgeBase, write: bool, administer: bool = False
+    ) -> KnowledgeBase:
         if not can_see(caller, kb):
             raise NotFound(NO_KB)
+        if administer and not can_administer(caller, kb):
+            raise Forbidden(
+                "only the knowledge base's administrators may do this (its team's admins, "
+                "its owner, or for a global base the server's admins); ask one of them"
+            )
         if write and not can_change(caller, kb):
             raise Forbidden("you may read this knowledge base but not change it")
         return kb

@@ -18,7 +18,9 @@ starts a thread but the folder watcher of ``serve``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
@@ -26,7 +28,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from lorebase.accounts.access import Caller
-from lorebase.accounts.base import AccountStore, ApiKey
+from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry
 from lorebase.embed.base import Embedder
 from lorebase.embed.registry import Embedders, Reachability
 from lorebase.events import EventBus
@@ -55,23 +57,29 @@ from lorebase.service.maintenance import (
     RestoreReport,
     restore,
 )
+from lorebase.service.notes import Notes
 from lorebase.service.originals import Originals
+from lorebase.service.own_keys import OwnEmbedderKeys
 from lorebase.service.pages import DEFAULT_PAGE_WIDTH, Pages
 from lorebase.service.passes import Passes, announcing, pacing
 from lorebase.service.portable import ExportSummary, ImportSummary, Portability
 from lorebase.service.serving import Serving
+from lorebase.service.sharing import SharedGrant, Sharing
 from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
+from lorebase.service.usage import UsageReports
 from lorebase.settings import ChunkSettings, Settings
 from lorebase.store.base import (
     DocumentRecord,
     DocumentState,
     KnowledgeBase,
+    NoteVersion,
     Scope,
     Source,
     Store,
     StoredChunk,
 )
+from lorebase.usage import UsageMeter, UsageRow
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import DataKey
 from lorebase.vault.storage import BlobStorage
@@ -127,16 +135,18 @@ class Lorebase:
         self.reranker = reranker
         events = self.events = events if events is not None else EventBus()
         languages = LanguageDetector(settings.model_cache)  # one model a process, unpacked once
+        meter = self.usage_meter = UsageMeter(store, time.time)
         self.ingestor = Ingestor(
             store,
             self.embedders,
             settings.extract,
             on_document=announcing(events),
             detector=languages,
+            usage=meter,
         )
         self.syncer = Syncer(store, self.ingestor, on_pace=pacing(events))
         self.searcher = SearchService(
-            store, self.embedders, reranker, settings.search, languages=languages
+            store, self.embedders, reranker, settings.search, languages=languages, usage=meter
         )
         lock = self.lock = IngestLock(settings.data_dir, holder)
         # The queue's callbacks are this facade's: the objects that do the jobs come below.
@@ -162,6 +172,12 @@ class Lorebase:
         uploads = self._uploads = Uploads(
             settings, store, self.embedders, self.ingestor, lock, events, jobs, access, originals
         )
+        self._notes = Notes(settings, store, events, access, originals, uploads)
+        self._sharing = Sharing(store, access)
+        self._usage = UsageReports(store, meter)
+        self._own_keys = OwnEmbedderKeys(settings, access, originals, self.embedders)
+        if accounts is not None:
+            self.embedders.use_owner_keys(self._own_keys.resolve)
         passes = self._passes = Passes(
             settings, store, self.syncer, lock, access, bases, uploads, originals
         )
@@ -179,6 +195,7 @@ class Lorebase:
             passes,
             self._queued_pass,
             stale=stale,
+            usage=meter,
         )
 
     @property
@@ -197,9 +214,9 @@ class Lorebase:
         """The caller behind an API key, else a sign-in session."""
         return self._access.authenticate(key, session)
 
-    def sign_in(self, key: str) -> tuple[Caller, str, float]:
+    def sign_in(self, key: str, client: str | None = None) -> tuple[Caller, str, float]:
         """Exchange a valid API key for a session: (its caller, the token, its expiry)."""
-        return self._access.sign_in(key)
+        return self._access.sign_in(key, client)
 
     def sign_out(self, session: str) -> None:
         """End a session (unknown or ended ones are ignored)."""
@@ -219,6 +236,13 @@ class Lorebase:
         """Revoke one of the caller's keys; its sessions end with it."""
         self._access.revoke_own_key(caller, key_id)
 
+    def audit_log(
+        self, caller: Caller | None = None, *, since: float | None = None, limit: int = 100
+    ) -> list[AuditEntry]:
+        """The newest audited changes — who, when, what (ids), from where — for
+        administrators."""
+        return self._access.audit_log(caller, since, limit)
+
     def team_names(self) -> dict[int, str]:
         """Every team's name by id."""
         return self._access.team_names()
@@ -230,16 +254,31 @@ class Lorebase:
         return self._access.knowledge_bases(caller, totals=totals)
 
     def kb(
-        self, name: str, caller: Caller | None = None, *, write: bool = False, totals: bool = True
+        self,
+        name: str,
+        caller: Caller | None = None,
+        *,
+        write: bool = False,
+        totals: bool = True,
+        administer: bool = False,
     ) -> KnowledgeBase:
         """A base by name (or, when no base answers to it, a number as an id)."""
-        return self._access.kb(name, caller, write=write, totals=totals)
+        return self._access.kb(name, caller, write=write, totals=totals, administer=administer)
 
     def kb_by_id(
-        self, kb_id: int, caller: Caller | None = None, *, write: bool = False, totals: bool = False
+        self,
+        kb_id: int,
+        caller: Caller | None = None,
+        *,
+        write: bool = False,
+        totals: bool = False,
+        administer: bool = False,
     ) -> KnowledgeBase:
-        """A base by id, as the caller may see (and with ``write``, change) it."""
-        return self._access.kb_by_id(kb_id, caller, write=write, totals=totals)
+        """A base by id, as the caller may see (and with ``write``, change its documents;
+        with ``administer``, administer) it."""
+        return self._access.kb_by_id(
+            kb_id, caller, write=write, totals=totals, administer=administer
+        )
 
     def document(
         self, document_id: str, caller: Caller | None = None, *, write: bool = False
@@ -360,10 +399,11 @@ class Lorebase:
         *,
         add: Sequence[str] = (),
         remove: Sequence[str] = (),
+        caller: Caller | None = None,
     ) -> list[str]:
         """Set and remove tags on a document (find it with ``document(id, caller,
         write=True)`` first); the tags people set on it now."""
-        return self._documents.tag(kb, document, add, remove)
+        return self._documents.tag(kb, document, add, remove, caller=caller)
 
     def source_of(self, kb: KnowledgeBase, document: DocumentRecord) -> Source | None:
         """The folder or file a document comes from; None for an upload."""
@@ -465,9 +505,15 @@ class Lorebase:
         """The document's rows, then its stored original."""
         self._documents.delete_document(kb, document, caller=caller)
 
-    def reindex(self, kb: KnowledgeBase, document: DocumentRecord | None = None) -> int:
+    def reindex(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> int:
         """Index one document, or every document of the base, again in the background."""
-        return self._documents.reindex(kb, document)
+        return self._documents.reindex(kb, document, caller=caller)
 
     def request_pass(self, kb: KnowledgeBase) -> None:
         """A pass over the base's folders, in the background."""
@@ -507,6 +553,92 @@ class Lorebase:
     def abandon_upload(self, kb_id: int, document_id: str) -> None:
         """Fail an upload whose job was cut off too often (``worker_lost``)."""
         self._uploads.abandon_upload(kb_id, document_id)
+
+    # -- users' own keys for HTTP embedders (OwnEmbedderKeys) -------------------------------
+    def set_embedder_key(self, caller: Caller, embedder: str, key: str) -> None:
+        """Keep ``key`` (sealed) as the caller's own for an HTTP embedder: their personal
+        bases are embedded and searched with it from now on."""
+        self._own_keys.set(caller, embedder, key)
+
+    def remove_embedder_key(self, caller: Caller, embedder: str) -> None:
+        """Forget the caller's own key for an embedder."""
+        self._own_keys.remove(caller, embedder)
+
+    def embedder_keys(self, caller: Caller) -> list[tuple[str, float]]:
+        """The embedders the caller keeps a key for, with when it was set (never the keys)."""
+        return self._own_keys.listed(caller)
+
+    # -- what model calls cost (UsageReports) -----------------------------------------------
+    def usage(self, caller: Caller | None = None, *, since: float | None = None) -> list[UsageRow]:
+        """Model calls counted since ``since`` per base, user, model and role: everyone's
+        for an administrator, the caller's own otherwise."""
+        return self._usage.usage(caller, since)
+
+    # -- bases shared with another team or a user (Sharing) ----------------------------------
+    def share_kb(
+        self,
+        kb: KnowledgeBase,
+        *,
+        team: str | None = None,
+        user: str | None = None,
+        write: bool = False,
+        caller: Caller | None = None,
+    ) -> SharedGrant:
+        """Share a team base (looked up with ``administer=True``) with a team or a user."""
+        return self._sharing.share(kb, team=team, user=user, write=write, caller=caller)
+
+    def unshare_kb(
+        self,
+        kb: KnowledgeBase,
+        *,
+        grant_id: int | None = None,
+        team: str | None = None,
+        user: str | None = None,
+        caller: Caller | None = None,
+    ) -> SharedGrant:
+        """End a grant of the base, at once."""
+        return self._sharing.unshare(kb, grant_id=grant_id, team=team, user=user, caller=caller)
+
+    def grants(self, kb: KnowledgeBase) -> list[SharedGrant]:
+        """Whom the base is shared with."""
+        return self._sharing.grants(kb)
+
+    # -- notes a user writes into a base (Notes) -----------------------------------------------
+    def add_note(
+        self,
+        kb: KnowledgeBase,
+        text: str,
+        title: str | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> tuple[DocumentRecord, bool]:
+        """Write a note into ``kb`` (looked up with ``write=True``), searchable when this
+        returns: (its document, created)."""
+        return self._notes.add(kb, text, title, caller=caller)
+
+    def edit_note(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord,
+        text: str | None = None,
+        title: str | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> DocumentRecord:
+        """Replace a note's text and/or title; the replaced ones become its next version."""
+        return self._notes.edit(kb, document, text, title, caller=caller)
+
+    def notes(self, kb: KnowledgeBase) -> list[DocumentRecord]:
+        """The base's notes."""
+        return self._notes.notes(kb)
+
+    def note_content(self, document: DocumentRecord) -> tuple[str, str]:
+        """A note's (title, text) as it stands."""
+        return self._notes.content(document)
+
+    def note_versions(self, kb: KnowledgeBase, document: DocumentRecord) -> list[NoteVersion]:
+        """The earlier versions of a note, oldest first."""
+        return self._notes.versions(kb, document)
 
     # -- indexing: folder passes (Passes) ------------------------------------------------------
     def ingesting(self) -> AbstractContextManager[None]:
@@ -627,6 +759,8 @@ class Lorebase:
     def close(self) -> None:
         """Stop the background, then close the parts (borrowed clients are left open)."""
         self.stop_serving()
+        with contextlib.suppress(Exception):  # what cannot be written now is lost, not fatal
+            self.usage_meter.flush()
         self.events.close()
         self.searcher.close()
         self.ingestor.close()

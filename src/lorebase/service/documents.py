@@ -38,6 +38,7 @@ from lorebase.store.base import (
     Store,
     StoredChunk,
 )
+from lorebase.usage import acting
 
 RETRY_AFTER_SECONDS = 5
 # The fewest characters of an id that find a document by the start of its id (`docs list`
@@ -164,13 +165,17 @@ class Documents:
         document: DocumentRecord,
         add: Sequence[str] = (),
         remove: Sequence[str] = (),
+        *,
+        caller: Caller | None = None,
     ) -> list[str]:
         """Set and remove tags people set on a document (searchable at once with
         ``tags=…``); the tags people set on it now. The caller checked the right to write."""
         for tag in (*add, *remove):
             if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_FIELD_CHARS:
                 raise InvalidInput(f"a tag is 1 to {MAX_FIELD_CHARS} characters")
-        return self._store.tag_document(kb.id, document.id, add, remove)
+        tags = self._store.tag_document(kb.id, document.id, add, remove)
+        self._access.audit(caller, "tag_document", f"document:{document.id}")
+        return tags
 
     def observe_embedding(self, observer: Callable[[str, float], None]) -> None:
         """Call ``observer(kind, seconds)`` after each batch the embedder answers (metrics)."""
@@ -227,7 +232,8 @@ class Documents:
         request = dataclasses.replace(
             request, knowledge_bases=(), kb_ids=tuple(b.id for b in bases)
         )
-        response = self._searcher.search(request)
+        with acting(caller.user.name if caller is not None else None):
+            response = self._searcher.search(request)
         if response.damaged or self._announced_damage:
             self._announce_damage(response.damaged)
         return response
@@ -266,12 +272,20 @@ class Documents:
         self._events.publish("document", kb.id, document_id=document.id, state="deleted")
         self._access.audit(caller, "delete_document", f"document:{document.id}")
 
-    def reindex(self, kb: KnowledgeBase, document: DocumentRecord | None = None) -> int:
+    def reindex(
+        self,
+        kb: KnowledgeBase,
+        document: DocumentRecord | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> int:
         """Index again one document, or every document of the base, in the background: an
         upload goes to the ingestion queue, folder documents wait for one pass over the base's
         folders (queued once, however many). The queue's workers run under ``serve``; without
         them the marked documents wait for the next ``sync``. Returns how many were marked."""
         documents = [document] if document is not None else self._store.list_documents(kb.id)
+        target = f"document:{document.id}" if document is not None else f"kb:{kb.id}"
+        self._access.audit(caller, "reindex", target)
         folder_documents = False
         for item in documents:
             self._store.set_document_state(kb.id, item.path, DocumentState.PENDING)

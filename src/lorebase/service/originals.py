@@ -5,6 +5,7 @@ rotation swaps its key. It neither queues nor indexes anything."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lorebase.errors import InvalidInput, ServerFault
@@ -12,7 +13,7 @@ from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, Store
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import KEY_FILE, DataKey, open_text, seal_text
-from lorebase.vault.rotation import NAME_CONTEXT, NEXT_SUFFIX
+from lorebase.vault.rotation import NAME_CONTEXT, NEXT_SUFFIX, Reseal
 from lorebase.vault.storage import BlobStorage, FileBlobStorage
 
 if TYPE_CHECKING:
@@ -43,6 +44,20 @@ class Originals:
             if blob_storage is not None
             else FileBlobStorage(settings.data_dir / BLOBS_FOLDER)
         )
+        self._also: list[Callable[[Reseal], int]] = []
+
+    def also_reseal(self, reseal_all: Callable[[Reseal], int]) -> None:
+        """Have a key rotation seal ``reseal_all``'s values again too (users' own embedder
+        keys): it is handed the rotation's ``reseal`` and returns how many it sealed."""
+        self._also.append(reseal_all)
+
+    def seal(self, text: str, context: str) -> str:
+        """A short secret sealed with the data key for ``context``."""
+        return seal_text(self.data_key, text, context)
+
+    def open(self, token: str, context: str) -> str:
+        """A value :meth:`seal` sealed."""
+        return open_text(self.data_key, token, context)
 
     @property
     def data_key(self) -> DataKey:
@@ -112,6 +127,7 @@ class Originals:
             self._store,
             self._settings.data_key,
             blobs=self._storage,
+            also=self._also,
         )
         self._data_key, self._blobs = rotation.new_key, None
         return rotation

@@ -27,6 +27,7 @@ from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentState, KnowledgeBase, Store
+from lorebase.usage import FLUSH_SECONDS, UsageMeter
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,13 @@ class Serving:
         passes: Passes,
         run_pass: PassRunner,
         stale: StaleDocuments | None = None,
+        usage: UsageMeter | None = None,
     ) -> None:
         """``passes`` watches the folders; ``run_pass`` runs the passes the queue is asked for
         (the service's own ``sync``, the path every pass takes); ``stale`` re-reads what an
         older version made, when the queue has nothing else (None: nothing is re-read in the
-        background)."""
+        background); ``usage``: the model calls counted in memory, written every
+        :data:`~lorebase.usage.FLUSH_SECONDS` while serving and when it stops."""
         self._settings = settings
         self._store = store
         self._events = events
@@ -69,6 +72,8 @@ class Serving:
         self._stale = stale
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._usage = usage
+        self._flusher: threading.Thread | None = None
         self._serving = False
 
     def start(self) -> None:
@@ -101,6 +106,11 @@ class Serving:
             self._lock.wait_when_busy(self._waiting, self._stop)
         self._serving = True
         self._stop.clear()
+        if self._usage is not None:
+            self._flusher = threading.Thread(
+                target=self._flush_usage, name="lorebase-usage", daemon=True
+            )
+            self._flusher.start()
         # An upload whose original is missing fails now instead of being queued forever.
         self._uploads.fail_lost_uploads()
         if not self._settings.serve.ingest:
@@ -127,6 +137,9 @@ class Serving:
         if self._watcher is not None:
             self._watcher.join(timeout=WATCHER_JOIN_SECONDS)
             self._watcher = None
+        if self._flusher is not None:
+            self._flusher.join(timeout=WATCHER_JOIN_SECONDS)  # it writes once more as it ends
+            self._flusher = None
         if not self._settings.shared_store:
             self._served.release()
 
@@ -138,6 +151,17 @@ class Serving:
             # Holding the lock before taking uploads, none is half-stored: orphans of any age
             # can go.
             self._originals.blobs.sweep_orphans(self._uploads.upload_ids(), grace=0)
+
+    def _flush_usage(self) -> None:
+        """Write the counted model calls now and then, and once more when serving stops."""
+        assert self._usage is not None
+        stopping = False
+        while not stopping:
+            stopping = self._stop.wait(FLUSH_SECONDS)
+            try:
+                self._usage.flush()
+            except Exception as error:  # kept in memory: written at the next flush
+                log.warning("usage not written this time (%s)", type(error).__name__)
 
     def _waiting(self, holder: str) -> None:
         log.info("waiting for %s to finish indexing before the next job", holder)

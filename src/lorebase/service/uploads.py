@@ -96,7 +96,27 @@ class Uploads:
         same bytes uploaded again to the same base return the existing document. A full queue
         answers ``Overloaded`` with the file stored: the sweep queues it later."""
         name, kind = self.upload_kind(filename)
-        data = self._read_limited(chunks)
+        record, created = self.store_upload(
+            kb, name, kind, self._read_limited(chunks), caller=caller, action="upload_document"
+        )
+        if created:
+            admit(self._queue, kb.id, record.id)
+        return record, created
+
+    def store_upload(
+        self,
+        kb: KnowledgeBase,
+        name: str,
+        kind: str,
+        data: bytes,
+        *,
+        caller: Caller | None,
+        action: str,
+    ) -> tuple[DocumentRecord, bool]:
+        """Store ``data`` sealed as a pending upload named ``name`` (checked by the caller),
+        audited as ``action``, without queueing it: (document, created); the same bytes
+        already in the base give the existing document (its original stored again if it
+        was lost)."""
         digest = hashlib.sha256(data).hexdigest()
         existing = self._store.find_by_hash(kb.id, digest)
         if existing is not None:
@@ -126,8 +146,7 @@ class Uploads:
                 raise
             return twin, False  # the same bytes arrived twice at once: one document
         self._events.publish("document", kb.id, document_id=record.id, state="pending")
-        self._access.audit(caller, "upload_document", f"document:{record.id}")
-        admit(self._queue, kb.id, record.id)
+        self._access.audit(caller, action, f"document:{record.id}")
         return record, True
 
     def _read_limited(self, chunks: Iterable[bytes]) -> bytes:

@@ -285,6 +285,12 @@ class ChatConfig:
     allow_cloud: bool = False
 
 
+DEFAULT_AUDIT_ROWS = 100_000
+"""The most entries the audit log keeps (``LOREBASE_AUDIT_ROWS``): the oldest go first."""
+DEFAULT_MAX_NOTE_CHARS = 20_000
+MAX_NOTE_CHARS_CEILING = 60_000  # a note's JSON (4 bytes a character at worst) fits a request
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a lorebase instance is built from; see :func:`Settings.from_env`. Nothing
@@ -315,6 +321,13 @@ class Settings:
     # bundled model when the process embedder is the bundled one, else the process's own).
     embedders: tuple[EmbedderConfig, ...] = ()
     default_embedder: str | None = None
+    # The longest note (``lorebase notes add``) in characters (``LOREBASE_MAX_NOTE_CHARS``).
+    max_note_chars: int = DEFAULT_MAX_NOTE_CHARS
+    # The most entries the audit log keeps (``LOREBASE_AUDIT_ROWS``); the oldest are dropped.
+    audit_rows: int = DEFAULT_AUDIT_ROWS
+    # Whether users may keep an API key of their own for an HTTP embedder, which their
+    # personal bases then use (``LOREBASE_USER_EMBEDDER_KEYS``, 1/0; default on).
+    user_embedder_keys: bool = True
     # ``serve`` and ``worker``: the bundled model embeds documents, and extraction workers read
     # files, below the CPU priority of the threads that answer requests (lorebase.priority);
     # a command the user waits on (``add``) keeps every core at its own priority.
@@ -327,6 +340,12 @@ class Settings:
         )
 
     def __post_init__(self) -> None:
+        if self.audit_rows < 1:
+            raise InvalidInput("LOREBASE_AUDIT_ROWS must be a whole number of at least 1")
+        if not 1 <= self.max_note_chars <= MAX_NOTE_CHARS_CEILING:
+            raise InvalidInput(
+                f"LOREBASE_MAX_NOTE_CHARS must be between 1 and {MAX_NOTE_CHARS_CEILING}"
+            )
         if self.lexical not in LEXICAL_ENGINES:
             raise InvalidInput(
                 f"unknown lexical engine {self.lexical!r} (LOREBASE_LEXICAL); choose one of "
@@ -395,7 +414,11 @@ class Settings:
         engine); ``LOREBASE_EMBEDDERS`` (the embedders file, TOML: the named embedders a
         knowledge base can be made with and the default one; it must exist when set; unset:
         ``embedders.toml`` in the data directory when it is there; the format is in
-        :mod:`lorebase.settings.embedders_file`).
+        :mod:`lorebase.settings.embedders_file`); ``LOREBASE_MAX_NOTE_CHARS`` (the longest
+        note, in characters; default 20000); ``LOREBASE_AUDIT_ROWS`` (the most entries the
+        audit log keeps, the oldest dropped first; default 100000);
+        ``LOREBASE_USER_EMBEDDER_KEYS`` (1/0: whether users may keep their own key for an HTTP
+        embedder, used by their personal bases; default 1).
         """
         env = os.environ if environ is None else environ
         home = data_dir or (Path(env["LOREBASE_HOME"]) if env.get("LOREBASE_HOME") else None)
@@ -453,6 +476,14 @@ class Settings:
             lexical=env.get("LOREBASE_LEXICAL", "").strip() or "tantivy",
             embedders=embedders,
             default_embedder=default_embedder,
+            max_note_chars=int(
+                _number(env, "LOREBASE_MAX_NOTE_CHARS", DEFAULT_MAX_NOTE_CHARS, "a whole number")
+            ),
+            audit_rows=int(
+                _number(env, "LOREBASE_AUDIT_ROWS", DEFAULT_AUDIT_ROWS, "a whole number")
+            ),
+            user_embedder_keys=env.get("LOREBASE_USER_EMBEDDER_KEYS", "1").strip().lower()
+            in TRUE_WORDS,
         )
 
 

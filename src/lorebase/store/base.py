@@ -8,6 +8,10 @@ A backend plays every role; a consumer is typed with the roles it uses:
   vectors, atomically), keyword-searchable while its vectors are made, failed, pending,
   touched, deleted, reset after a crash.
 - :class:`Uploads` — uploaded files: create, find by content hash, list, sealed names.
+- :class:`Notes` — the earlier texts of notes (a note is an upload a user writes; an edit
+  keeps the text it replaces as a version).
+- :class:`Grants` — a team base shared with another team or a user, read-only or read-write.
+- :class:`Usage` — what model calls cost, one row per hour, base, user, model and role.
 - :class:`LexicalIndex` — keyword (BM25) search.
 - :class:`Vectors` — dense search, vector reuse by content, identity switches.
 - :class:`Chunks` — hydration: chunks by id, a chunk's neighbours, a document's text.
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
 
     from lorebase.fields import Condition
     from lorebase.types import Box, Chunk, EmbedderIdentity, MetadataValue, Provenance
+    from lorebase.usage import UsageRow
 
 
 class Scope(StrEnum):
@@ -591,6 +596,105 @@ class Uploads(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class NoteVersion:
+    """An earlier text of a note: what an edit replaced, numbered from 1 in the order kept,
+    with who wrote the edit that replaced it (None: the operator) and when."""
+
+    document_id: str
+    version: int
+    title: str
+    text: str
+    author: str | None
+    created_at: float
+
+
+class Notes(Protocol):
+    """The earlier versions of notes (their document rows are uploads'; see
+    :mod:`lorebase.service.notes`). Deleted with their document."""
+
+    def keep_note_version(
+        self, kb_id: int, document_id: str, title: str, text: str, author: str | None
+    ) -> NoteVersion:
+        """Keep ``title`` and ``text`` as the next version of the note (``NotFound`` when the
+        document is not in this base)."""
+        ...
+
+    def note_versions(self, kb_id: int, document_id: str) -> list[NoteVersion]:
+        """The kept versions of a note, oldest first (none for another base's document)."""
+        ...
+
+
+class Grantee(StrEnum):
+    """Whom a base is shared with: a team (its members) or one user."""
+
+    TEAM = "team"
+    USER = "user"
+
+
+class GrantAccess(StrEnum):
+    """What a grant allows: seeing and searching the base, or also changing its documents."""
+
+    READ = "read"
+    WRITE = "write"
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A base shared with a team or a user (by account id), and who shared it."""
+
+    id: int
+    kb_id: int
+    grantee: Grantee
+    grantee_id: int
+    access: GrantAccess
+    granted_by: str | None
+    created_at: float
+
+
+class Grants(Protocol):
+    """Bases shared beyond their scope; gone with their base."""
+
+    def grant(
+        self,
+        kb_id: int,
+        grantee: Grantee,
+        grantee_id: int,
+        access: GrantAccess,
+        granted_by: str | None,
+    ) -> Grant:
+        """Share the base (again: the access given replaces the one before); ``NotFound``
+        for a base that does not exist."""
+        ...
+
+    def revoke_grant(self, kb_id: int, grant_id: int) -> Grant:
+        """End a grant of this base (``NotFound`` when it has none of that id)."""
+        ...
+
+    def grants(self, kb_id: int) -> list[Grant]:
+        """The base's grants, in the order they were made."""
+        ...
+
+    def shared_with(self, user_id: int, team_ids: Sequence[int]) -> dict[int, GrantAccess]:
+        """The bases shared with the user or any of these teams, with the most each grant
+        of them allows (write over read)."""
+        ...
+
+
+class Usage(Protocol):
+    """Usage accounting in aggregate (see :mod:`lorebase.usage`); kept after its base goes."""
+
+    def add_usage(self, rows: Sequence[UsageRow]) -> None:
+        """Add each row's counts to its bucket's row (made when missing), in one transaction."""
+        ...
+
+    def usage(self, since: float | None = None, user: str | None = None) -> list[UsageRow]:
+        """The counts from the hour holding ``since`` on (of ``user``'s calls only, when
+        given), summed per base, user, model and role (``key.hour``: the first hour counted),
+        the most tokens first."""
+        ...
+
+
 class LexicalIndex(Protocol):
     """Keyword search over the indexed chunks of some bases."""
 
@@ -820,6 +924,9 @@ class Store(
     Catalogue,
     Documents,
     Uploads,
+    Notes,
+    Grants,
+    Usage,
     LexicalIndex,
     Vectors,
     Chunks,

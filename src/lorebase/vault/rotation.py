@@ -25,6 +25,7 @@ it again there.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,22 +55,36 @@ class Rotation:
     key_file: Path | None  # None when the key lives in the environment
 
 
+Reseal = Callable[[str, str], str]
+"""``reseal(token, context)``: a sealed value opened (with the old key or the new) and sealed
+again with the new key."""
+
+
 def rotate_data_key(
     data_dir: Path,
     store: Store,
     configured: str | None = None,
     blobs: BlobStorage | None = None,
+    also: Sequence[Callable[[Reseal], int]] = (),
 ) -> Rotation:
     """``configured``: the key from the settings (``LOREBASE_DATA_KEY``), None for the file.
-    ``blobs``: where the encrypted originals are (None: files in ``<data_dir>/blobs``)."""
+    ``blobs``: where the encrypted originals are (None: files in ``<data_dir>/blobs``).
+    ``also``: what else keeps values sealed with the data key (users' own embedder keys):
+    each is handed ``reseal`` and seals its values again, returning how many."""
     storage = blobs if blobs is not None else FileBlobStorage(data_dir / BLOBS_FOLDER)
     if storage.shared and not configured:
         raise Unsupported(SHARED_NEEDS_ENV_KEY)
     with storage.rotating():
-        return _rotate(data_dir, store, configured, storage)
+        return _rotate(data_dir, store, configured, storage, also)
 
 
-def _rotate(data_dir: Path, store: Store, configured: str | None, storage: BlobStorage) -> Rotation:
+def _rotate(
+    data_dir: Path,
+    store: Store,
+    configured: str | None,
+    storage: BlobStorage,
+    also: Sequence[Callable[[Reseal], int]] = (),
+) -> Rotation:
     old = DataKey.load(data_dir, configured, create=False)  # a rotation starts from a key
     key_file = data_dir / KEY_FILE
     uses_file = not configured
@@ -87,6 +102,12 @@ def _rotate(data_dir: Path, store: Store, configured: str | None, storage: BlobS
                 name = open_text((new, old), document.display_name, NAME_CONTEXT)
                 store.set_display_name(kb.id, document.id, seal_text(new, name, NAME_CONTEXT))
                 names += 1
+
+    def reseal(token: str, context: str) -> str:
+        return seal_text(new, open_text((new, old), token, context), context)
+
+    for other in also:
+        names += other(reseal)
     if uses_file:
         previous = key_file.with_name(KEY_FILE + PREVIOUS_SUFFIX)
         if previous.exists():

@@ -69,7 +69,7 @@ def _answer_events(lb: Lorebase, caller: Caller, body: AskIn) -> Iterator[str]:
     try:
         toolbox = toolbox_for(lb, caller, body.profile, body.knowledge_bases)
         with chat_client(lb.settings.chat) as client:
-            asker = Asker(toolbox, client)
+            asker = Asker(toolbox, client, lb.usage_meter)
             history = [Turn(t.question, t.answer) for t in body.history]
             events = asker.ask(body.question, inject=body.inject, top_k=body.top_k, history=history)
             for event in events:

@@ -99,7 +99,7 @@ def list_documents(
 def reindex_all(kb_id: KbId, lb: LbDep, caller: CallerDep) -> dict[str, int]:
     """Index every document again in the background: uploads through the ingestion queue,
     folder documents in one pass over the base's folders."""
-    return {"queued": lb.reindex(lb.kb_by_id(kb_id, caller, write=True))}
+    return {"queued": lb.reindex(lb.kb_by_id(kb_id, caller, write=True), caller=caller)}
 
 
 @router.get("/v1/documents/{document_id}", response_model=DocumentOut)
@@ -115,7 +115,7 @@ def patch_document(
     """Set and remove tags people set on a document (searchable at once with a `tags`
     filter); 422 when a tag to remove comes from the document's own file."""
     kb, document = lb.document(document_id, caller, write=True)
-    tags = lb.tag_document(kb, document, add=body.add_tags, remove=body.remove_tags)
+    tags = lb.tag_document(kb, document, add=body.add_tags, remove=body.remove_tags, caller=caller)
     return document_out(lb, document, lb.fields_of(kb, document), tags)
 
 
@@ -130,7 +130,7 @@ def delete_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> Re
 @router.post("/v1/documents/{document_id}/reindex", status_code=status.HTTP_202_ACCEPTED)
 def reindex_document(document_id: DocumentId, lb: LbDep, caller: CallerDep) -> dict[str, str]:
     kb, document = lb.document(document_id, caller, write=True)
-    lb.reindex(kb, document)
+    lb.reindex(kb, document, caller=caller)
     return {"status": "queued"}
 
 

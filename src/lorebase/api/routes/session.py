@@ -61,7 +61,9 @@ def _out(
 def sign_in(body: SignIn, request: Request, response: Response, lb: LbDep) -> SessionOut:
     """Exchange an API key for a session cookie (HttpOnly, SameSite=Strict) that lasts at most
     12 hours and ends when the key is revoked or the session is deleted."""
-    caller, token, expires_at = lb.sign_in(body.key)
+    caller, token, expires_at = lb.sign_in(
+        body.key, request.client.host if request.client else None
+    )
     response.set_cookie(
         SESSION_COOKIE,
         token,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from lorebase.agent.profiles import visible_profiles
+from lorebase.agent.profiles import Profiles, visible_profiles
 from lorebase.agent.tools import toolbox_for
 from lorebase.api.deps import CallerDep, LbDep
 
@@ -20,14 +20,36 @@ class ProfileOut(BaseModel):
     name: str
     description: str
     knowledge_bases: list[str]
+    teams: dict[str, str] = Field(
+        default_factory=dict,
+        description="The team each of its team bases belongs to, by base name (a base shared "
+        "with you from another team is named with its team).",
+    )
+    writable: list[str] = Field(
+        default_factory=list, description="Of its bases, those its agents save notes into."
+    )
 
 
 @profiles_router.get("/v1/profiles", response_model=list[ProfileOut])
 def list_profiles(lb: LbDep, caller: CallerDep) -> list[ProfileOut]:
-    """The agent profiles (`lorebase profile`), each with the bases in it you may see: what
-    `profile` in /v1/ask, /v1/tools and MCP narrows the tools to."""
+    """The agent profiles (`lorebase profile`), each with the bases in it you may see (and
+    the team each team base belongs to): what `profile` in /v1/ask, /v1/tools and MCP narrows
+    the tools to."""
+    names = lb.team_names()
+    teams = {
+        kb.name: names[kb.team_id]
+        for kb in lb.knowledge_bases(caller, totals=False)
+        if kb.team_id is not None and kb.team_id in names
+    }
+    writable = {p.name: p.writable for p in Profiles(lb.settings.data_dir).all()}
     return [
-        ProfileOut(name=name, description=description, knowledge_bases=bases)
+        ProfileOut(
+            name=name,
+            description=description,
+            knowledge_bases=bases,
+            teams={base: teams[base] for base in bases if base in teams},
+            writable=[base for base in writable.get(name, ()) if base in bases],
+        )
         for name, description, bases in visible_profiles(lb, caller)
     ]
 

@@ -256,6 +256,51 @@ _REGIONS = (
     "CREATE INDEX regions_page ON regions (document_id, page, start_offset)",
 )
 
+_NOTE_VERSIONS = (
+    # As SQLite's migration 18: the text each edit of a note replaced.
+    """CREATE TABLE note_versions (
+        document_id text COLLATE "C" NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        kb_id bigint NOT NULL,
+        version integer NOT NULL,
+        title text NOT NULL,
+        body text NOT NULL,
+        author text,
+        created_at double precision NOT NULL,
+        PRIMARY KEY (document_id, version)
+    )""",
+)
+
+_GRANTS = (
+    # As SQLite's migration 19: bases shared beyond their scope.
+    """CREATE TABLE kb_grants (
+        id bigserial PRIMARY KEY,
+        kb_id bigint NOT NULL REFERENCES knowledge_bases (id) ON DELETE CASCADE,
+        grantee text NOT NULL CHECK (grantee IN ('team', 'user')),
+        grantee_id bigint NOT NULL,
+        access text NOT NULL CHECK (access IN ('read', 'write')),
+        granted_by text,
+        created_at double precision NOT NULL,
+        UNIQUE (kb_id, grantee, grantee_id)
+    )""",
+    "CREATE INDEX kb_grants_grantee ON kb_grants (grantee, grantee_id)",
+)
+
+_USAGE = (
+    # As SQLite's migration 20: model calls counted by hour.
+    """CREATE TABLE usage_hours (
+        hour bigint NOT NULL,
+        kb_id bigint NOT NULL,
+        user_name text COLLATE "C" NOT NULL,
+        model text COLLATE "C" NOT NULL,
+        role text NOT NULL,
+        calls bigint NOT NULL,
+        texts bigint NOT NULL,
+        tokens bigint NOT NULL,
+        seconds double precision NOT NULL,
+        PRIMARY KEY (hour, kb_id, user_name, model, role)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "knowledge bases, sources, documents, sections, chunks", _CORE_TABLES),
     Migration(2, "lexical index (text search configuration, GIN)", _LEXICAL),
@@ -270,6 +315,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Nothing to change: an older lorebase cannot read the gaps form of a document's text
     # (lorebase.store.document_text) and must refuse the database.
     Migration(11, "a document's text stored as the gaps between its chunks", ()),
+    Migration(12, "the earlier versions of notes", _NOTE_VERSIONS),
+    Migration(13, "bases shared with another team or a user", _GRANTS),
+    Migration(14, "what model calls cost, by hour", _USAGE),
 )
 
 

@@ -13,10 +13,13 @@ from lorebase.store.relational.catalogue import CatalogueMixin
 from lorebase.store.relational.chunks import ChunksMixin
 from lorebase.store.relational.documents import DocumentsMixin, MetricsMixin
 from lorebase.store.relational.fields import FieldsMixin, RegionsMixin
+from lorebase.store.relational.grants import GrantsMixin
 from lorebase.store.relational.lexical import LexicalMixin
+from lorebase.store.relational.notes import NotesMixin
 from lorebase.store.relational.portable import PortableMixin
 from lorebase.store.relational.role import Database
 from lorebase.store.relational.uploads import UploadsMixin
+from lorebase.store.relational.usage import UsageMixin
 from lorebase.store.relational.vectors import VectorsMixin
 
 D = TypeVar("D", bound=Database)
@@ -26,6 +29,9 @@ class RelationalStore(
     CatalogueMixin,
     DocumentsMixin,
     UploadsMixin,
+    NotesMixin,
+    GrantsMixin,
+    UsageMixin,
     LexicalMixin,
     VectorsMixin,
     ChunksMixin,

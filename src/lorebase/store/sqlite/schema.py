@@ -397,6 +397,55 @@ _REGIONS: tuple[Step, ...] = (
     "CREATE INDEX regions_page ON regions (document_id, page, start_offset)",
 )
 
+_NOTE_VERSIONS: tuple[Step, ...] = (
+    # The earlier texts of notes (lorebase.service.notes): what each edit replaced, numbered
+    # per note from 1, with the edit's author; gone with their document.
+    """CREATE TABLE note_versions (
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        kb_id INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        title TEXT NOT NULL,
+        body TEXT NOT NULL,
+        author TEXT,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (document_id, version)
+    )""",
+)
+
+_GRANTS: tuple[Step, ...] = (
+    # A team base shared with another team or a user (account ids), read-only or read-write
+    # (lorebase.service.sharing); one grant per grantee, gone with its base.
+    """CREATE TABLE kb_grants (
+        id INTEGER PRIMARY KEY,
+        kb_id INTEGER NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        grantee TEXT NOT NULL CHECK (grantee IN ('team', 'user')),
+        grantee_id INTEGER NOT NULL,
+        access TEXT NOT NULL CHECK (access IN ('read', 'write')),
+        granted_by TEXT,
+        created_at REAL NOT NULL,
+        UNIQUE (kb_id, grantee, grantee_id)
+    )""",
+    "CREATE INDEX kb_grants_by_grantee ON kb_grants (grantee, grantee_id)",
+)
+
+_USAGE: tuple[Step, ...] = (
+    # What model calls cost (lorebase.usage): one row per hour (its start, epoch seconds),
+    # base (0: several at once), user ('': none), model and role, added to as calls are
+    # counted; kept when its base is deleted (no foreign key).
+    """CREATE TABLE usage_hours (
+        hour INTEGER NOT NULL,
+        kb_id INTEGER NOT NULL,
+        user_name TEXT NOT NULL,
+        model TEXT NOT NULL,
+        role TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        texts INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        seconds REAL NOT NULL,
+        PRIMARY KEY (hour, kb_id, user_name, model, role)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _CORE_TABLES),
     Migration(2, "lexical index (FTS5)", _LEXICAL_INDEX),
@@ -418,6 +467,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # between its chunks (lorebase.store.document_text), which an older lorebase cannot read,
     # so it must refuse the database (it refuses any migration it does not know).
     Migration(17, "a document's text stored as the gaps between its chunks", ()),
+    Migration(18, "the earlier versions of notes", _NOTE_VERSIONS),
+    Migration(19, "bases shared with another team or a user", _GRANTS),
+    Migration(20, "what model calls cost, by hour", _USAGE),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

@@ -8,6 +8,8 @@ import { searchView } from "./search.js";
 import { documentView } from "./document.js";
 import { askView } from "./ask.js";
 import { statusView } from "./status.js";
+import { auditView } from "./audit.js";
+import { usageView } from "./usage.js";
 
 const routes = {
   bases: basesView,
@@ -16,9 +18,11 @@ const routes = {
   doc: documentView,
   ask: askView,
   status: statusView,
+  audit: auditView,
+  usage: usageView,
 };
 // The header tab each view belongs to (a base's documents and a document are under the bases).
-const TABS = { bases: "bases", kb: "bases", doc: "bases", search: "search", ask: "ask", status: "status" };
+const TABS = { bases: "bases", kb: "bases", doc: "bases", search: "search", ask: "ask", status: "status", audit: "audit", usage: "usage" };
 const THEME_KEY = "lorebase.theme";
 
 export const session = { user: null, role: null, teams: [], auth: true };
@@ -76,6 +80,7 @@ function showSession(info) {
   document.getElementById("nav").hidden = false;
   fill(document.getElementById("who"), info.auth ? `${info.user} (${info.role})` : "no sign-in (local)");
   document.getElementById("sign-out").hidden = !info.auth;
+  document.getElementById("audit-tab").hidden = info.role !== "admin";
 }
 
 // Conversations quote the knowledge bases: once a session is over (signed out, expired,

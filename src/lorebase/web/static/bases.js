@@ -71,11 +71,13 @@ export async function basesView(view, route, session) {
       confirmBox.hidden = false;
       confirmBox.querySelector("button").focus();
     });
-    const scope = kb.scope === "team" ? `team ${teamNames.get(kb.team_id) ?? kb.team_id}` : kb.scope;
+    const team = kb.team ?? teamNames.get(kb.team_id) ?? kb.team_id;
+    const scope = kb.scope === "team" ? `team ${team}` : kb.scope;
     const state = h("span", { class: `state ${kb.state}` }, kb.state);
     return h("tr", { dataset: { kb: kb.id } },
       h("td", {}, h("a", { href: `#/kb/${kb.id}` }, kb.name), h("div", { class: "muted" }, kb.description)),
-      h("td", {}, scope, kb.owner ? h("div", { class: "muted" }, kb.owner) : null),
+      h("td", {}, scope, kb.owner ? h("div", { class: "muted" }, kb.owner) : null,
+        kb.shared ? h("div", { class: "muted shared" }, `shared with you (${kb.shared === "write" ? "read-write" : "read-only"})`) : null),
       h("td", { class: "num" }, `${kb.indexed} / ${kb.pending} / ${kb.failed}`),
       h("td", { class: "num" }, String(kb.chunks)),
       h("td", { class: "num" }, bytes(kb.bytes)),

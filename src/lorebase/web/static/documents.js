@@ -2,6 +2,8 @@
 // answer per file, reindex, delete.
 import { api, apiPage, ApiError, onChange, upload } from "./api.js";
 import { busyWhile, bytes, fill, flash, h, loading, stacked } from "./dom.js";
+import { notesCard } from "./notes.js";
+import { sharingSection } from "./sharing.js";
 
 const PAGE = 100;
 const POLL_MS = 3000;
@@ -64,7 +66,7 @@ async function settingsCard(kb, session, reload) {
     } }, "Sync now") : null] : [];
   return h("details", { class: "card" }, h("summary", {}, "Settings and folders"), form,
     h("h2", {}, "Folders it follows"), sources.length ? folders : h("p", { class: "muted" }, "None: documents come from uploads."),
-    admin);
+    admin, await sharingSection(kb));
 }
 
 export async function documentsView(view, route, session) {
@@ -221,6 +223,7 @@ export async function documentsView(view, route, session) {
     h("h1", {}, kb.name),
     kb.description ? h("p", {}, kb.description) : null,
     await settingsCard(kb, session, async () => window.dispatchEvent(new HashChangeEvent("hashchange"))),
+    await notesCard(kb),
     h("div", { class: "toolbar" }, drop,
       h("button", { type: "button", onclick: async () => {
         try { const r = await api("POST", `/v1/knowledge-bases/${kbId}/reindex`); flash(`Reindexing ${r.queued} documents.`); }

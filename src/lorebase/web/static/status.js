@@ -2,6 +2,7 @@
 // the new key shown once —, revoke).
 import { api } from "./api.js";
 import { fill, flash, h, stacked, when } from "./dom.js";
+import { embedderKeysSection } from "./embedder_keys.js";
 
 async function probe(path) {
   try {
@@ -70,7 +71,7 @@ export async function statusView(view, route, session) {
     session.auth ? [h("h2", {}, "Your API keys"), shown,
       h("div", { class: "scroll" }, stacked(h("table", { id: "keys" },
         h("thead", {}, h("tr", {}, ["Name", "Key", "Created", "Expires", "State", ""].map((t) => h("th", { scope: "col" }, t)))), keys))),
-      form] : null,
+      form, ...(await embedderKeysSection())] : null,
     h("h2", {}, "Embedding models"),
     h("div", { class: "scroll" }, stacked(h("table", { id: "embedders" },
       h("thead", {}, h("tr", {}, ["Name", "Model", "Dimensions", "Answers"].map((t) => h("th", { scope: "col" }, t)))), embedders))),

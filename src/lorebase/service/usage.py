@@ -1,0 +1,23 @@
+"""Reading usage: what model calls cost, as a caller may see it (administrators: everyone's;
+a user: their own), written out first so this process's latest counts are in it."""
+
+from __future__ import annotations
+
+from lorebase.accounts.access import Caller
+from lorebase.store.base import Store
+from lorebase.usage import UsageMeter, UsageRow
+
+
+class UsageReports:
+    """Usage rows for callers (see :mod:`lorebase.usage` for how they are counted)."""
+
+    def __init__(self, store: Store, meter: UsageMeter) -> None:
+        self._store = store
+        self._meter = meter
+
+    def usage(self, caller: Caller | None = None, since: float | None = None) -> list[UsageRow]:
+        """The counts since ``since`` summed per base, user, model and role: every user's for
+        an administrator (or the operator, without a caller), the caller's own otherwise."""
+        self._meter.flush()
+        mine = caller is not None and not caller.is_admin
+        return self._store.usage(since, caller.user.name if mine and caller else None)
