@@ -244,6 +244,16 @@ def test_profiles_list_only_the_bases_you_may_see(lb: Lorebase, key: str) -> Non
 
     lb.create_kb("mine", scope="personal", caller=lb.authenticate(key))
     lb.create_kb("hidden", scope="personal")  # the administrators'
-    Profiles(lb.settings.data_dir).create("both", ["mine", "hidden"], description="d")
+    Profiles(lb.settings.data_dir).create(
+        "both", ["mine", "hidden"], description="d", writable=["mine", "hidden"]
+    )
     answer = client(lb).get("/v1/profiles", headers={"Authorization": f"Bearer {key}"})
-    assert answer.json() == [{"name": "both", "description": "d", "knowledge_bases": ["mine"]}]
+    assert answer.json() == [
+        {
+            "name": "both",
+            "description": "d",
+            "knowledge_bases": ["mine"],
+            "teams": {},  # personal bases belong to no team
+            "writable": ["mine"],  # a base you may not see is not named as writable either
+        }
+    ]
