@@ -29,3 +29,22 @@ def test_work_folders_of_dead_builds_are_swept_and_live_ones_kept(tmp_path: Path
     assert sweep_leftovers(tmp_path) == 2
     assert not dead.exists() and not unnamed.exists()
     assert live.is_dir() and model.is_file()
+
+
+def test_a_model_that_cannot_be_quantised_says_why_and_leaves_nothing(tmp_path: Path) -> None:
+    """The build runs in a process of its own (its memory goes when it ends); a file that is
+    no ONNX model comes back as a content-free QuantizationError, with no copy and no work
+    folder left behind."""
+    import pytest
+
+    from lorebase.embed.quantize import QuantizationError, build_int8
+
+    source = tmp_path / "model.onnx"
+    source.write_bytes(b"not a model, and not something to quote in an error")
+    target = tmp_path / "cache" / "int8.onnx"
+    target.parent.mkdir()
+    with pytest.raises(QuantizationError) as raised:
+        build_int8(source, target)
+    assert str(raised.value).startswith("quantisation failed (")
+    assert "quote" not in str(raised.value)
+    assert not target.exists() and list(target.parent.iterdir()) == []
