@@ -18,6 +18,7 @@ from lorebase.app import Lorebase, open_lorebase
 from lorebase.chunk import estimate_tokens
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput, TooLarge
+from lorebase.settings import Settings
 
 DOOR = "The door code of the lab is 4711. Change it every spring."
 
@@ -225,3 +226,41 @@ def test_notes_through_the_library(tmp_path: Path, backend: StoreBackend) -> Non
         assert lb.search("bread", kb="mine", mode="keyword").hits[0].provenance.title == (
             "Groceries"
         )
+        stored = lb.store.every_note_version()  # sealed like the note itself
+        assert len(stored) == 2
+        assert not any("milk" in v.text or "Shopping" in v.title for v in stored)
+
+
+def test_kept_versions_stay_readable_after_a_rotation_of_the_data_key(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        kb = lb.create_kb("mine")
+        record, _ = lb.add_note(kb, "The door code is 4711.", "Door")
+        lb.edit_note(kb, record, "The door code is 0815.")
+        before = lb.store.every_note_version()[0]
+        assert lb.rotate_data_key().names >= 1  # the version's title and text, sealed again
+        after = lb.store.every_note_version()[0]
+        assert (after.title, after.text) != (before.title, before.text)
+    with open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb:
+        kb = lb.kb("mine")
+        (record,) = lb.notes(kb)
+        kept = lb.note_versions(kb, record)
+        assert [(v.title, v.text) for v in kept] == [("Door", "The door code is 4711.")]
+
+
+def test_a_lorebase_without_accounts_rotates_its_data_key(tmp_path: Path) -> None:
+    """A library instance opened without accounts keeps no user's embedder key: a rotation
+    seals its uploads and notes again and skips the keys instead of failing half way."""
+    from lorebase.service import Lorebase
+    from lorebase.store.sqlite import SqliteStore
+
+    settings = Settings(data_dir=tmp_path / "data")
+    settings.data_dir.mkdir(parents=True)
+    with Lorebase(settings, SqliteStore(settings.database), FakeEmbedder()) as lb:
+        kb = lb.create_kb("mine")
+        record, _ = lb.add_note(kb, "First words.", "Words")
+        lb.edit_note(kb, record, "Second words.")
+        rotation = lb.rotate_data_key()
+        assert rotation.names >= 1
+        (kept,) = lb.note_versions(kb, record)
+        assert kept.text == "First words."

@@ -147,6 +147,12 @@ def test_grantees_see_the_owner_team_and_a_revocation_holds_at_once(env: Env) ->
     )
     # dave sees no base now: a search has nowhere to look (404), and finds nothing.
     assert searched.status_code == 404 and "heron" not in searched.text.lower()
+    # His usage still counts the searches he made of it, without naming a base he cannot see.
+    used = env.client.get("/v1/usage", headers=env.as_("dave")).json()
+    mine = [row for row in used if row["knowledge_base_id"] == kb_id]
+    assert mine and all(row["knowledge_base"] is None for row in mine)
+    admin_view = env.client.get("/v1/usage", headers=env.as_("admin")).json()
+    assert any(row["knowledge_base"] == "eng-notes" for row in admin_view)
     actions = [entry.action for entry in env.lb.accounts.audit_log()]
     assert "share_knowledge_base" in actions and "unshare_knowledge_base" in actions
 

@@ -10,6 +10,7 @@ note's text: errors name limits and ids only.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 from lorebase.accounts.access import Caller
@@ -23,6 +24,7 @@ from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NoteVersion, Store
 from lorebase.usage import acting
+from lorebase.vault.rotation import Reseal
 
 MAX_TITLE_CHARS = 200
 DEFAULT_TITLE_CHARS = 80
@@ -30,6 +32,10 @@ DEFAULT_TITLE_CHARS = 80
 NOT_A_NOTE = (
     "this document is not a note (only notes are edited); `lorebase notes list KB` lists them"
 )
+
+
+VERSION_CONTEXT = "note-version"
+"""What a kept version's title and text are sealed for (with the data key)."""
 
 
 class Notes:
@@ -50,6 +56,7 @@ class Notes:
         self._access = access
         self._originals = originals
         self._uploads = uploads
+        originals.also_reseal(self._reseal_all)
 
     def add(
         self,
@@ -100,7 +107,15 @@ class Notes:
                 "delete one of the two instead"
             )
         author = caller.user.name if caller is not None else None
-        self._store.keep_note_version(kb.id, document.id, old_title, old_text, author)
+        # Sealed like the note itself: an earlier door code is no more readable than the new.
+        seal = self._originals.seal
+        self._store.keep_note_version(
+            kb.id,
+            document.id,
+            seal(old_title, VERSION_CONTEXT),
+            seal(old_text, VERSION_CONTEXT),
+            author,
+        )
         # The new text, then its row marked pending: a crash in between leaves a note the
         # next sweep indexes from its new text.
         self._originals.blobs.put(document.id, data)
@@ -129,7 +144,27 @@ class Notes:
         """The earlier versions of a note, oldest first."""
         if not is_note(document):
             raise InvalidInput(NOT_A_NOTE)
-        return self._store.note_versions(kb.id, document.id)
+        open_ = self._originals.open
+        return [
+            dataclasses.replace(
+                version,
+                title=open_(version.title, VERSION_CONTEXT),
+                text=open_(version.text, VERSION_CONTEXT),
+            )
+            for version in self._store.note_versions(kb.id, document.id)
+        ]
+
+    def _reseal_all(self, reseal: Reseal) -> int:
+        """A data-key rotation: every kept version sealed again with the new key."""
+        kept = self._store.every_note_version()
+        for version in kept:
+            self._store.replace_note_version(
+                version.document_id,
+                version.version,
+                reseal(version.title, VERSION_CONTEXT),
+                reseal(version.text, VERSION_CONTEXT),
+            )
+        return len(kept)
 
     def _checked(self, text: str, title: str | None) -> tuple[str, str]:
         """The text (trailing blank lines dropped) and the title (the start of the first line

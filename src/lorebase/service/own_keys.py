@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from lorebase.accounts.access import Caller
 from lorebase.embed.registry import Embedders
-from lorebase.errors import Forbidden, InvalidInput, LorebaseError, NotFound
+from lorebase.errors import Forbidden, InvalidInput, LorebaseError, NotFound, Unavailable
 from lorebase.service.access import Access
 from lorebase.service.originals import Originals
 from lorebase.settings import Settings
@@ -119,8 +119,12 @@ class OwnEmbedderKeys:
             self._known.pop((owner, embedder), None)
 
     def _reseal_all(self, reseal: Reseal) -> int:
-        """A data-key rotation: every kept key sealed again with the new key."""
-        accounts = self._access.accounts
+        """A data-key rotation: every kept key sealed again with the new key (none without
+        accounts: a library instance opened without them keeps no user's key)."""
+        try:
+            accounts = self._access.accounts
+        except Unavailable:
+            return 0
         kept = accounts.sealed_embedder_keys()
         for user_id, embedder, sealed in kept:
             accounts.set_embedder_key(user_id, embedder, reseal(sealed, OWN_KEY_CONTEXT))

@@ -624,6 +624,14 @@ class Notes(Protocol):
         """The kept versions of a note, oldest first (none for another base's document)."""
         ...
 
+    def every_note_version(self) -> list[NoteVersion]:
+        """Every kept version of every note (a data-key rotation seals them again)."""
+        ...
+
+    def replace_note_version(self, document_id: str, version: int, title: str, text: str) -> None:
+        """Store another title and text (sealed again) for one kept version."""
+        ...
+
 
 class Grantee(StrEnum):
     """Whom a base is shared with: a team (its members) or one user."""

@@ -143,6 +143,7 @@ def remove_source(kb_id: KbId, source_id: RowId, lb: LbDep, caller: CallerDep) -
 @router.post("/{kb_id}/sync", status_code=status.HTTP_202_ACCEPTED)
 def sync_now(kb_id: KbId, lb: LbDep, caller: CallerDep) -> dict[str, str]:
     """Queue a pass over the base's folders (it runs in the background; asked for again
-    while it waits, it is still one pass)."""
+    while it waits, it is still one pass). Whoever may change the base's documents may ask (a
+    read-write grantee too): the pass reads only the folders its administrators gave it."""
     lb.request_pass(lb.kb_by_id(kb_id, caller, write=True))
     return {"status": "queued"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from lorebase.errors import NotFound
 from lorebase.store.base import NoteVersion
@@ -46,7 +47,29 @@ class NotesMixin(RelationalRole):
                 "ORDER BY version",
                 (document_id, kb_id),
             )
-        return [
-            NoteVersion(str(d), int(v), str(t), str(b), None if a is None else str(a), float(c))
-            for d, v, t, b, a, c in found
-        ]
+        return [_version(row) for row in found]
+
+    def every_note_version(self) -> list[NoteVersion]:
+        with self._reading() as tx:
+            found = tx.all(f"SELECT {_COLUMNS} FROM note_versions ORDER BY document_id, version")
+        return [_version(row) for row in found]
+
+    def replace_note_version(self, document_id: str, version: int, title: str, text: str) -> None:
+        with self._writing() as tx:
+            tx.execute(
+                "UPDATE note_versions SET title = ?, body = ? "
+                "WHERE document_id = ? AND version = ?",
+                (*rows.text_values(tx, (title, text)), document_id, version),
+            )
+
+
+def _version(row: Sequence[object]) -> NoteVersion:
+    document_id, version, title, body, author, created_at = row
+    return NoteVersion(
+        str(document_id),
+        int(str(version)),
+        str(title),
+        str(body),
+        None if author is None else str(author),
+        float(str(created_at)),
+    )
