@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from lorebase.accounts.base import Role, User
 from lorebase.store.base import GrantAccess, KnowledgeBase, Scope
 
+OPERATOR = "cli"
+"""Who and where, in the audit log, for changes made without a caller (the operator's
+commands)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Caller:

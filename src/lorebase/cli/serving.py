@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from lorebase.accounts.access import OPERATOR
 from lorebase.accounts.base import AccountStore, Role
 from lorebase.cli import render
 from lorebase.cli.common import (
@@ -241,7 +242,7 @@ def users_create(
     with administering(ctx) as accounts:
         user = accounts.create_user(name, Role.ADMIN if admin else Role.MEMBER)
         key, record = accounts.create_key(user.id, "created with the user")
-        accounts.audit("cli", "create_user", f"user:{user.id}", "cli")
+        accounts.audit(OPERATOR, "create_user", f"user:{user.id}", OPERATOR)
     if as_json:
         shown = {"user": render.to_jsonable(user), "key": key, "record": record}
         render.print_json(render.console(), render.to_jsonable(shown))
@@ -274,7 +275,7 @@ def teams_create(
     """Create a team."""
     with administering(ctx) as accounts:
         team = accounts.create_team(name)
-        accounts.audit("cli", "create_team", f"team:{team.id}", "cli")
+        accounts.audit(OPERATOR, "create_team", f"team:{team.id}", OPERATOR)
     if as_json:
         render.print_json(render.console(), render.to_jsonable(team))
         return
@@ -295,7 +296,9 @@ def teams_add(
         found_team, found_user = accounts.get_team(team), accounts.get_user(user)
         role = Role.ADMIN if admin else Role.MEMBER
         accounts.set_member(found_team.id, found_user.id, role)
-        accounts.audit("cli", "set_member", f"team:{found_team.id} user:{found_user.id}", "cli")
+        accounts.audit(
+            OPERATOR, "set_member", f"team:{found_team.id} user:{found_user.id}", OPERATOR
+        )
     if as_json:
         shown = {"team": found_team.name, "user": found_user.name, "role": role.value}
         render.print_json(render.console(), shown)
@@ -315,7 +318,9 @@ def teams_remove(
     with administering(ctx) as accounts:
         found_team, found_user = accounts.get_team(team), accounts.get_user(user)
         accounts.set_member(found_team.id, found_user.id, None)
-        accounts.audit("cli", "remove_member", f"team:{found_team.id} user:{found_user.id}", "cli")
+        accounts.audit(
+            OPERATOR, "remove_member", f"team:{found_team.id} user:{found_user.id}", OPERATOR
+        )
     if as_json:
         shown = {"team": found_team.name, "user": found_user.name, "role": None}
         render.print_json(render.console(), shown)
@@ -371,7 +376,7 @@ def keys_create(
         found = accounts.get_user(user)
         expires = time.time() + days * DAY if days is not None else None
         key, record = accounts.create_key(found.id, name, expires)
-        accounts.audit("cli", "create_key", f"key:{record.id}", "cli")
+        accounts.audit(OPERATOR, "create_key", f"key:{record.id}", OPERATOR)
     if as_json:  # as POST /v1/keys answers
         render.print_json(render.console(), {"key": key, "record": render.to_jsonable(record)})
         return
@@ -388,7 +393,7 @@ def keys_revoke(
     """Revoke an API key at once."""
     with administering(ctx) as accounts:
         accounts.revoke_key(key_id)
-        accounts.audit("cli", "revoke_key", f"key:{key_id}", "cli")
+        accounts.audit(OPERATOR, "revoke_key", f"key:{key_id}", OPERATOR)
     if as_json:
         render.print_json(render.console(), {"revoked": key_id})
         return
@@ -402,7 +407,7 @@ def keys_rotate_data_key(ctx: typer.Context, as_json: JsonOption = False) -> Non
     server first). Safe to run again if it was interrupted."""
     with open_from(ctx, holder="lorebase keys rotate-data-key") as lb:
         rotation = lb.rotate_data_key()
-        lb.accounts.audit("cli", "rotate_data_key", f"key:{rotation.new_key.id}", "cli")
+        lb.accounts.audit(OPERATOR, "rotate_data_key", f"key:{rotation.new_key.id}", OPERATOR)
     if as_json:
         shown = {
             "key_id": rotation.new_key.id,

@@ -16,7 +16,14 @@ import hashlib
 import time
 from collections.abc import Callable
 
-from lorebase.accounts.access import Caller, can_administer, can_change, can_create, can_see
+from lorebase.accounts.access import (
+    OPERATOR,
+    Caller,
+    can_administer,
+    can_change,
+    can_create,
+    can_see,
+)
 from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, User
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from lorebase.service.names import as_id, choose, missing_kb
@@ -24,7 +31,6 @@ from lorebase.settings import Settings
 from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope, Store
 
 NO_KB = "no such knowledge base"
-OPERATOR = "cli"  # who and where, in the audit log, for changes made without a caller
 NO_DOCUMENT = "no such document"
 SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day at most
 CSRF_LABEL = b"lorebase-csrf:"
