@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from lorebase.app import Lorebase
 
@@ -23,3 +25,16 @@ def sign_in(page: Page, server: Server, user: str) -> None:
     page.fill("#key", server.keys[user])
     page.click("#sign-in button[type=submit]")
     page.wait_for_selector("table#bases tbody tr:not(.loading-row)")
+
+
+def api(server: Server, user: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """A request to the test server as ``user`` (with their key)."""
+    headers = {"Authorization": f"Bearer {server.keys[user]}"}
+    return httpx.request(method, server.url + path, headers=headers, timeout=5, **kwargs)
+
+
+def expect(locator: Any) -> Any:
+    """Playwright's ``expect`` (imported when a browser test runs, so collection needs none)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)

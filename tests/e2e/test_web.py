@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
-from e2e.browsing import Server, sign_in
+from e2e.browsing import Server, api, sign_in
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -126,11 +125,6 @@ def test_a_base_from_creation_to_deletion(page: Page, server: Server, tmp_path: 
     base.locator("button:text('Delete for good')").click()
     base.wait_for(state="detached")
     assert server.lb.knowledge_bases() == []
-
-
-def api(server: Server, user: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {server.keys[user]}"}
-    return httpx.request(method, server.url + path, headers=headers, timeout=5, **kwargs)
 
 
 def test_nobody_sees_another_users_or_teams_base(page: Page, server: Server) -> None:

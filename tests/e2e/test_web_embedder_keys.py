@@ -4,22 +4,16 @@ listed by name, removed; a non-HTTP embedder is not offered."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from e2e.browsing import Server, sign_in
+from e2e.browsing import Server, expect, sign_in
 from embed_stand_in import MODEL, EmbeddingServer
 from lorebase.settings.embedders import EmbedderConfig
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
-
-
-def expect(locator: Any) -> Any:
-    from playwright.sync_api import expect as playwright_expect
-
-    return playwright_expect(locator)
 
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]

@@ -5,23 +5,15 @@ page; at phone width nothing runs off the screen."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
-from e2e.browsing import Server, sign_in
+from e2e.browsing import Server, api, expect, sign_in
 from unit.fixtures_office import text_pdf
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
-
-
-def expect(locator: Any) -> Any:
-    """Playwright's ``expect`` (imported when a browser test runs, so collection needs none)."""
-    from playwright.sync_api import expect as playwright_expect
-
-    return playwright_expect(locator)
 
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -35,11 +27,6 @@ PAGES = [
     ["Heron watchers keep a list of the birds they saw."],
     ["The heron census is sent to the society every spring."],
 ]
-
-
-def api(server: Server, user: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {server.keys[user]}"}
-    return httpx.request(method, server.url + path, headers=headers, timeout=5, **kwargs)
 
 
 def _base(page: Page, server: Server) -> int:

@@ -9,13 +9,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
 from chat_stand_in import StandIn, Turn
-from e2e.browsing import Server, sign_in
+from e2e.browsing import Server, api, sign_in
 from lorebase.settings.embedders import EmbedderConfig
 from waiting import wait_until
 
@@ -48,11 +47,6 @@ OVERFLOW = """() => {
     }
     return {scroll: document.documentElement.scrollWidth, inner: w, wide: wide.slice(0, 8)};
 }"""
-
-
-def api(server: Server, user: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {server.keys[user]}"}
-    return httpx.request(method, server.url + path, headers=headers, timeout=5, **kwargs)
 
 
 def base_with_a_document(server: Server, user: str = "alice") -> tuple[int, int]:

@@ -3,29 +3,17 @@ earlier text shown as a version) and deleted; a refusal (too long, not allowed) 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
-from e2e.browsing import Server, sign_in
+from e2e.browsing import Server, api, expect, sign_in
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 
-def expect(locator: Any) -> Any:
-    from playwright.sync_api import expect as playwright_expect
-
-    return playwright_expect(locator)
-
-
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
-
-
-def api(server: Server, user: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {server.keys[user]}"}
-    return httpx.request(method, server.url + path, headers=headers, timeout=5, **kwargs)
 
 
 def test_a_note_written_on_the_page_is_searchable_and_keeps_its_versions(

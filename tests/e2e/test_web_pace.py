@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
-from e2e.browsing import Server, sign_in
+from e2e.browsing import Server, api, sign_in
 from lorebase.store.base import KbState
 from waiting import wait_until
 
@@ -18,11 +17,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
-
-
-def api(server: Server, user: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {server.keys[user]}"}
-    return httpx.request(method, server.url + path, headers=headers, timeout=5, **kwargs)
 
 
 def test_the_bases_view_shows_the_time_left_and_the_stale_documents(
