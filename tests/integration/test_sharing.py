@@ -114,10 +114,12 @@ def test_grantees_see_the_owner_team_and_a_revocation_holds_at_once(env: Env) ->
     seen = listed(env, "dave")[kb_id]
     assert (seen["team"], seen["shared"], seen["scope"]) == ("eng", "read", "team")
     assert listed(env, "bob")[kb_id]["shared"] is None  # bob sees it by its scope
-    hits = env.client.post(
+    found = env.client.post(
         "/v1/search", json={"query": "heron service"}, headers=env.as_("dave")
-    ).json()["hits"]
+    ).json()
+    hits = found["hits"]
     assert [hit["knowledge_base_id"] for hit in hits] == [kb_id]
+    assert found["teams"] == {"eng-notes": "eng"}  # the search names the owner team too
     tool = env.client.post(
         "/v1/tools/list_knowledge_bases", json={}, headers=env.as_("dave")
     ).json()["structured"]["knowledge_bases"]

@@ -144,4 +144,16 @@ def search_out(lb: Lorebase, response: SearchResponse) -> SearchOut:
         rerank=response.rerank,
         no_answer=response.no_answer,
         embedding_identities={str(kb_id): key for kb_id, key in response.identities.items()},
+        teams=_teams(lb, response),
     )
+
+
+def _teams(lb: Lorebase, response: SearchResponse) -> dict[str, str]:
+    """The team each team base among the hits belongs to, by base name (a base shared with
+    the caller names its owners); asked of the accounts only when a hit is a team base's."""
+    bases = {hit.provenance.knowledge_base_id for hit in response.hits}
+    owned = {kb.name: kb.team_id for kb in map(lb.kb_by_id, sorted(bases)) if kb.team_id}
+    if not owned:
+        return {}
+    names = lb.team_names()
+    return {base: names[team] for base, team in owned.items() if team in names}

@@ -311,6 +311,11 @@ class SearchOut(BaseModel):
         "the reason code of the note or warning saying why the fused order was kept; null when "
         "reranking was not asked for."
     )
+    teams: dict[str, str] = Field(
+        default_factory=dict,
+        description="The team each team base among the hits belongs to, by the base's name (a "
+        "base another team shared with you names its owners).",
+    )
     no_answer: bool = Field(
         description="Nothing relevant was found: no passage matches a query term or is close "
         "enough in meaning (the relevance floor); `hits` is empty. Do not answer from it."
