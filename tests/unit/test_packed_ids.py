@@ -64,3 +64,26 @@ def test_a_lookup_finds_every_row_of_an_id_among_the_first_rows(
         for w in wanted
     ]
     assert IdLookup(packed, size).rows(wanted) == expected
+
+
+@given(
+    st.lists(st.integers(0, 29), max_size=60),
+    st.lists(st.integers(0, 39), max_size=20),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.booleans(),
+)
+def test_a_grown_lookup_finds_what_one_made_at_once_finds(
+    rows: list[int], asked: list[int], first: int, second: int, plain: bool
+) -> None:
+    """Rows appended since a lookup was made are merged into a grown one (never sorted
+    again): it answers as a lookup made over all of them at once, and a smaller snapshot's
+    question (``within``) sees only its own rows."""
+    pool = ids(40) if not plain else [f"c{n}" for n in range(40)]
+    packed = PackedIds([pool[n] for n in rows])
+    first, second = sorted((min(first, len(rows)), min(second, len(rows))))
+    wanted = [pool[n] for n in asked]
+    grown = IdLookup(packed, first).grown(second)
+    assert grown.size == second
+    assert grown.rows(wanted) == IdLookup(packed, second).rows(wanted)
+    assert grown.rows(wanted, first) == IdLookup(packed, first).rows(wanted)

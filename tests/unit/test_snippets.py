@@ -120,7 +120,7 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
     pieces: list[tuple[str, str]], question: list[str], language: str | None
 ) -> None:
     """Snippets look up only the words that may be a wanted term (lorebase.analysis
-    .spans_that_may_be); the marks are those a lookup of every word gives."""
+    .words_that_may_be); the marks are those a lookup of every word gives."""
     from lorebase.analysis import analysis, word_spans
     from lorebase.search.snippets import matches
 

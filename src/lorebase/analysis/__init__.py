@@ -206,28 +206,13 @@ SUFFIX_STEMMERS = frozenset(
 letter (lower-cased) as its term's first letter."""
 
 
-def spans_that_may_be(
-    text: str, analysis: Analysis, terms: Collection[str]
-) -> list[tuple[str, int, int]]:
-    """The words of ``text`` (as :func:`word_spans` gives them) that may be indexed as one of
-    ``terms``: in Latin text of a language whose stemmer changes only a word's end (or that
-    has none), the words that begin with a term's first letter, and those that begin with a
-    letter outside ASCII (folding may change it); every word otherwise. The snippets of a
-    search look up far fewer words (what the analysis of the rest would have said is known:
-    no wanted term). Pure."""
-    if not _latin(text) or (
-        analysis.stemmer is not None and analysis.stemmer not in SUFFIX_STEMMERS
-    ):
-        return word_spans(text, analysis.language)
-    firsts = "".join(sorted({term[0] for term in terms if term and term[0].isascii()}))
-    pattern = _words_starting(firsts)
-    return [(m.group(), m.start(), m.end()) for m in pattern.finditer(text)]
-
-
 def words_that_may_be(text: str, analysis: Analysis, terms: Collection[str]) -> set[str] | None:
-    """The distinct words of ``text`` that may be indexed as one of ``terms`` (the words
-    :func:`spans_that_may_be` gives, without their offsets: cheaper, no match objects), or
-    None for text that is not Latin (:func:`word_spans` splits it by ICU). Pure."""
+    """The distinct words of ``text`` (as :func:`word_spans` splits it) that may be indexed
+    as one of ``terms``: in Latin text of a language whose stemmer changes only a word's end (or
+    that has none), the words that begin with a term's first letter, and those that begin with a
+    letter outside ASCII (folding may change it); every word otherwise. None for text that is
+    not Latin (:func:`word_spans` splits it by ICU). The snippets of a search look up far fewer
+    words (what the analysis of the rest would have said is known: no wanted term). Pure."""
     if not _latin(text):
         return None
     if analysis.stemmer is not None and analysis.stemmer not in SUFFIX_STEMMERS:

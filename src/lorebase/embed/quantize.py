@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
+from lorebase.children import child_environment
+
 TRANSFORM_INT8 = "int8-perchannel"
 CACHE_PREFIX = "minilm-int8-perchannel-"
 DIGEST_CHARS_IN_NAME = 16
@@ -93,9 +95,7 @@ def build_int8(source: Path, target: Path) -> None:
     ~250 MB more than the model then needs, given back when that process ends (the first
     ``lorebase add`` into a new data directory peaked at 571 MB against 316 MB with the copy
     already built). Its failure reason comes back on its last line of output."""
-    env = dict(os.environ)
-    # The child imports the same lorebase as this process, wherever that came from.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_SOURCE_ROOT, env.get("PYTHONPATH")) if p)
+    env = child_environment()
     try:
         done = subprocess.run(
             [sys.executable, "-c", _CHILD_CODE, str(source), str(target)],
@@ -122,7 +122,6 @@ _CHILD_CODE = (
     "import sys; from lorebase.embed.quantize import build_main; "
     "sys.exit(build_main(sys.argv[1], sys.argv[2]))"
 )
-_SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def build_main(source: str, target: str) -> int:

@@ -33,10 +33,11 @@ import subprocess
 import sys
 import threading
 from multiprocessing.connection import Connection, wait
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from types import TracebackType
 from typing import Any
 
+from lorebase.children import child_environment
 from lorebase.errors import ExtractionFailed
 from lorebase.extract.registry import extract_bytes
 from lorebase.formats import extractor_modules, is_supported
@@ -45,8 +46,6 @@ from lorebase.settings import MB, ExtractSettings
 from lorebase.types import Element, ElementKind, Extracted, FailureReason, Part
 
 _WORKER_CODE = "import sys; from lorebase.extract.sandbox import serve; serve(sys.argv[1:])"
-# The folder lorebase was imported from, put first on the worker's path.
-_SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
 # Wall-clock time the parent waits, as a multiple of the CPU limit plus a grace: a busy
 # machine stretches wall time, and the worker's own CPU limit fires first when it is working.
 _WALL_FACTOR = 2.0
@@ -216,9 +215,7 @@ class _Worker:
     @classmethod
     def start(cls, settings: ExtractSettings) -> _Worker:
         parent, child = socket.socketpair()
-        env = dict(os.environ)
-        # The child imports the same lorebase as this process, wherever that came from.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_SOURCE_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_environment()
         limits = (settings.max_memory_bytes, settings.max_seconds, settings.max_result_bytes)
         try:
             command = [sys.executable, "-c", _WORKER_CODE, str(child.fileno())]

@@ -99,38 +99,59 @@ def _pack(ids: Sequence[str]) -> np.ndarray | None:
 
 class IdLookup:
     """The rows holding each of some ids among the first ``size`` rows of :class:`PackedIds`,
-    from the rows' first 8 bytes sorted once (16 bytes a row with their order; a dict of the
-    ids would hold ~150): what fills in the cosines of a search's keyword candidates without
-    reading their vectors from the database again."""
+    from the rows' first 8 bytes, sorted (16 bytes a row with their order; a dict of the ids
+    would hold ~150): what fills in the cosines of a search's keyword candidates without
+    reading their vectors from the database again. Immutable: rows appended since are merged
+    into a new lookup (:meth:`grown`), never sorted again."""
 
-    __slots__ = ("_ids", "_keys", "_listed", "_order")
+    __slots__ = ("_ids", "_keys", "_listed", "_order", "size")
 
-    def __init__(self, ids: PackedIds, size: int) -> None:
+    def __init__(
+        self, ids: PackedIds, size: int, merged: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> None:
         self._ids = ids
+        self.size = size
         self._listed: dict[str, list[int]] | None = None
-        listed = ids._list
-        if listed is not None:
+        self._keys: np.ndarray = np.zeros(0, dtype=np.uint64)
+        self._order: np.ndarray = np.zeros(0, dtype=np.int64)
+        if ids._list is not None:
             self._listed = {}
-            for row, chunk_id in enumerate(listed[:size]):
+            for row, chunk_id in enumerate(ids._list[:size]):
                 self._listed.setdefault(chunk_id, []).append(row)
-            self._keys: np.ndarray = np.zeros(0, dtype=np.uint64)
-            self._order: np.ndarray = np.zeros(0, dtype=np.int64)
-            return
-        keys = np.ascontiguousarray(ids._raw[:size, :8]).view(">u8").ravel().astype(np.uint64)
-        self._order = np.argsort(keys, kind="stable")
-        self._keys = keys[self._order]
+        elif merged is not None:
+            self._keys, self._order = merged
+        else:
+            keys = _first_words(ids._raw[:size])
+            self._order = np.argsort(keys, kind="stable")
+            self._keys = keys[self._order]
 
-    def rows(self, wanted: Sequence[str]) -> list[list[int]]:
-        """Each wanted id's rows, in row order (none for an id not held)."""
+    def grown(self, size: int) -> IdLookup:
+        """This lookup over the first ``size`` rows: the rows since ``self.size`` merged in."""
+        if size <= self.size:
+            return self
+        if self._listed is not None or self._ids._list is not None:  # ids kept as a list
+            return IdLookup(self._ids, size)
+        fresh = _first_words(self._ids._raw[self.size : size])
+        order = np.argsort(fresh, kind="stable")
+        fresh = fresh[order]
+        at = np.searchsorted(self._keys, fresh, side="right")
+        keys = np.insert(self._keys, at, fresh)
+        rows = np.insert(self._order, at, order + self.size)
+        return IdLookup(self._ids, size, (keys, rows))
+
+    def rows(self, wanted: Sequence[str], within: int | None = None) -> list[list[int]]:
+        """Each wanted id's rows below ``within`` (default: all it holds), in row order (none
+        for an id not held)."""
+        limit = self.size if within is None else min(within, self.size)
         if self._listed is not None:
-            return [self._listed.get(chunk_id, []) for chunk_id in wanted]
+            return [[r for r in self._listed.get(c, []) if r < limit] for c in wanted]
         out: list[list[int]] = [[] for _ in wanted]
         hexes = [(n, chunk_id) for n, chunk_id in enumerate(wanted) if _STORED.fullmatch(chunk_id)]
         if not hexes or not self._keys.size:
             return out
         raw = bytes.fromhex("".join(chunk_id for _, chunk_id in hexes))
         packed = np.frombuffer(raw, dtype=np.uint8).reshape(len(hexes), ID_BYTES)
-        keys = np.ascontiguousarray(packed[:, :8]).view(">u8").ravel().astype(np.uint64)
+        keys = _first_words(packed)
         lows = np.searchsorted(self._keys, keys, side="left")
         highs = np.searchsorted(self._keys, keys, side="right")
         stored = self._ids._raw
@@ -139,13 +160,18 @@ class IdLookup:
         same = (stored[rows] == packed[single]).all(axis=1)
         places = [n for (n, _), alone in zip(hexes, single, strict=True) if alone]
         for n, row, equal in zip(places, rows.tolist(), same.tolist(), strict=True):
-            if equal:
+            if equal and row < limit:
                 out[n] = [row]
         for (n, _), item, low, high in zip(hexes, packed, lows, highs, strict=True):
             if high - low > 1:  # the id in several rows (a document read again), or a collision
-                held = sorted(int(row) for row in self._order[low:high])
+                held = sorted(int(row) for row in self._order[low:high] if row < limit)
                 out[n] = [row for row in held if np.array_equal(stored[row], item)]
         return out
+
+
+def _first_words(raw: np.ndarray) -> np.ndarray:
+    """Each packed id's first 8 bytes as one unsigned 64-bit key."""
+    return np.ascontiguousarray(raw[:, :8]).view(">u8").ravel().astype(np.uint64)
 
 
 _STORED = re.compile(f"[0-9a-f]{{{STORED_CHUNK_ID_HEX_CHARS}}}")

@@ -96,6 +96,7 @@ class GrowingRows:
     code_of: dict[str, int]
     size: int
     present: set[str] = field(default_factory=set)
+    lookup: IdLookup | None = None  # the ids' rows, made at the first search that needs them
 
     @classmethod
     def of(cls, vectors: LoadedVectors) -> GrowingRows:
@@ -156,10 +157,6 @@ class LoadedIndex:
     masks: dict[int, tuple[Restriction, np.ndarray | None]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
-    # What is derived from the rows on first use (the ids' lookup).
-    derived: dict[str, IdLookup] = field(
-        default_factory=dict, init=False, compare=False, repr=False
-    )
 
     def allowed(self, document_ids: Sequence[str] | None) -> np.ndarray | None:
         """The row mask: live rows, of the filter's documents if there is a filter (made once
@@ -197,12 +194,15 @@ class LoadedIndex:
         rows = self.rows
         if rows is None or not isinstance(self.index, ExactIndex):
             return None
-        lookup = self.derived.get("ids")
-        if lookup is None:
-            lookup = self.derived["ids"] = IdLookup(rows.chunk_ids, self.index.size)
+        # Kept with the rows: a snapshot after appends merges them in instead of sorting all.
+        size = self.index.size
+        lookup = rows.lookup
+        if lookup is None or lookup.size < size:
+            grown = IdLookup(rows.chunk_ids, size) if lookup is None else lookup.grown(size)
+            lookup = rows.lookup = grown
         live = self.live
         found: dict[str, int] = {}
-        for chunk_id, held in zip(chunk_ids, lookup.rows(chunk_ids), strict=True):
+        for chunk_id, held in zip(chunk_ids, lookup.rows(chunk_ids, size), strict=True):
             alive = [row for row in held if live is None or live[row]]
             if alive:
                 found[chunk_id] = alive[-1]
