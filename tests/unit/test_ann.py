@@ -304,3 +304,33 @@ print("stopped", flush=True)
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "stopped" in done.stdout
+
+
+def test_a_graph_sized_base_gives_the_keyword_candidates_cosines_from_its_stored_vectors(
+    tmp_path: Path,
+) -> None:
+    """An ANN index keeps no rows by id: the cosines of chunks its search did not return are
+    read from the stored vectors, and equal those an exact search gives."""
+    embedder = FakeEmbedder(DIM)
+    with SqliteStore(tmp_path / "lorebase.db") as store:
+        store._dense = DenseIndexes(  # a graph from 100 rows, built at once
+            ann_threshold=100, ann_folder=tmp_path / "ann", ann_background=False
+        )
+        kb = store.create_kb("kb")
+        store.set_kb_identity(kb.id, embedder.identity)
+        for number in range(5):
+            texts = [f"passage {i} of document {number} about herons" for i in range(30)]
+            document, chunks = plain_document(number, texts)
+            vectors = embedder.embed_documents([c.embed_text for c in chunks])
+            store.replace_document(kb.id, document, chunks, vectors, embedder.identity, "s")
+        vector = embedder.embed_query("herons of document 3")
+        conn = connect(store.path)
+        identity_id = conn.execute("SELECT id FROM identities").fetchone()[0]
+        (loaded,) = store._dense.indexes_for(conn, [kb.id], identity_id, DIM)
+        conn.close()
+        assert isinstance(loaded.index, AnnIndex) and loaded.scores_of(vector, ["x"]) is None
+        wanted = dict(store.dense_search([kb.id], embedder.identity, vector, 150))
+        scores = store.dense_scores([kb.id], embedder.identity, vector, list(wanted))
+        assert scores.keys() == wanted.keys()
+        for chunk_id, score in wanted.items():
+            assert scores[chunk_id] == pytest.approx(score, abs=1e-4)

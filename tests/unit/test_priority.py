@@ -50,3 +50,20 @@ def test_lowering_by_nothing_changes_nothing() -> None:
     thread.start()
     thread.join()
     assert result == [False] and _nice(threading.get_native_id()) == before
+
+
+def test_a_sandbox_that_forbids_it_leaves_the_priority_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where changing a priority is refused (a container's seccomp profile), the thread runs
+    on at the process's priority and says so in the log, by the error's class only."""
+
+    def refused(*_: object) -> None:
+        raise PermissionError("not permitted")
+
+    monkeypatch.setattr(os, "setpriority", refused)
+    result: list[bool] = []
+    thread = threading.Thread(target=lambda: result.append(lower_this_thread()))
+    thread.start()
+    thread.join()
+    assert result == [False]
