@@ -25,7 +25,7 @@ from lorebase.private import narrow, private_file, private_folder
 from lorebase.rerank.base import Reranker
 from lorebase.service import Lorebase
 from lorebase.service.bases import DEFAULT_KB
-from lorebase.settings import EmbedSettings, RerankSettings, Settings
+from lorebase.settings import EmbedSettings, RerankSettings, Settings, SiblingPlace
 from lorebase.settings.embedders import BUNDLED, EmbedderConfig
 from lorebase.store.base import Store
 from lorebase.vault.keys import DataKey
@@ -125,7 +125,34 @@ def build_backend(settings: Settings, *, create: bool = True) -> Backend:
 
         return SqliteAccounts(store, audit_rows=settings.audit_rows)
 
-    return Backend(store, accounts)
+    place = settings.serve.sibling
+    if place is None:
+        return Backend(store, accounts)
+    try:
+        events, queue = _sibling_parts(settings, place)
+    except BaseException:
+        store.close()
+        raise
+    return Backend(store, accounts, events=events, queue=queue)
+
+
+def _sibling_parts(settings: Settings, place: SiblingPlace) -> tuple[EventBus, QueueFactory]:
+    """One of ``serve --processes N``'s processes over the embedded store: events shared with
+    the others; the first runs every job, the others hand theirs to it."""
+    from lorebase.ingest.queue import IngestQueue
+    from lorebase.siblings import ForwardingQueue, SiblingChannel, SiblingTransport
+
+    channel = SiblingChannel(place)
+    serve = settings.serve
+
+    def queue(run: Runner, pending: Callable[[], Iterable[Job]], abandon: Abandon) -> JobQueue:
+        if not place.first:
+            return ForwardingQueue(channel)
+        jobs = IngestQueue(run, pending, size=serve.queue_size, workers=serve.workers)
+        channel.on_admit = jobs.admit
+        return jobs
+
+    return EventBus(transport=SiblingTransport(channel)), queue
 
 
 def _postgres_backend(settings: Settings, url: str) -> Backend:
@@ -253,6 +280,7 @@ def open_beside(lb: Lorebase, data_dir: Path, holder: str = "lorebase eval") -> 
         lb.settings,
         data_dir=data_dir,
         store_schema=schema if lb.settings.shared_store else None,
+        serve=dataclasses.replace(lb.settings.serve, sibling=None),
     )
     backend = build_backend(settings)
     return Lorebase(

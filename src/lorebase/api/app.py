@@ -132,16 +132,35 @@ def configure_logging(level: int = logging.INFO) -> None:
     logger.setLevel(level)
 
 
-def run(lb: Lorebase, host: str, port: int) -> None:
-    """Serve ``lb`` with uvicorn until SIGINT/SIGTERM. Open event streams are ended as
+def run(
+    lb: Lorebase,
+    host: str = "127.0.0.1",
+    port: int = 7700,
+    *,
+    listener: socket.socket | None = None,
+) -> None:
+    """Serve ``lb`` with uvicorn until SIGINT/SIGTERM, on HOST:PORT or on ``listener`` (a
+    socket bound by the first of ``serve --processes N``). Open event streams are ended as
     the shutdown begins: uvicorn waits for every response to finish, and an event stream
-    never would."""
+    never would. With ``processes`` above 1 the first process binds the port and starts the
+    others once its own background work has started (:mod:`lorebase.api.processes`)."""
+    import asyncio
+
     import uvicorn
+
+    from lorebase.api.processes import ServingProcesses
 
     configure_logging()
     # A request thread waiting for the interpreter gets it within 1 ms, not 5: a search
     # beside an indexing thread (bench/lean.py's ingest part).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    config = uvicorn.Config(
+        serving_app(lb), host=host, port=port, log_level="warning", access_log=False
+    )
+    children: ServingProcesses | None = None
+    if listener is None and lb.settings.serve.processes > 1:
+        listener = config.bind_socket()
+        children = ServingProcesses(lb.settings, lb.lock.holder, listener)
 
     class EndingStreams(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -150,12 +169,13 @@ def run(lb: Lorebase, host: str, port: int) -> None:
             # server: the collector stops walking it, and a request's collection pause shrinks
             # (measured: the young collections of 300 searches 73 -> 26 ms in all).
             gc.freeze()
+            if children is not None:
+                children.start()
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             lb.events.close()
+            if children is not None:
+                await asyncio.to_thread(children.stop)
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(
-        serving_app(lb), host=host, port=port, log_level="warning", access_log=False
-    )
-    EndingStreams(config).run()
+    EndingStreams(config).run(sockets=None if listener is None else [listener])

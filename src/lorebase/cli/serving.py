@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Iterator
@@ -69,6 +70,16 @@ def serve(
             "process's heartbeat."
         ),
     ] = 30.0,
+    processes: Annotated[
+        int,
+        typer.Option(
+            "--processes",
+            envvar="LOREBASE_SERVE_PROCESSES",
+            help="Processes answering requests on the port (searches use that many cores; "
+            "each holds its own copy of the model and indexes in memory). Over the embedded "
+            "store the first one indexes and follows the folders.",
+        ),
+    ] = 1,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -87,6 +98,7 @@ def serve(
     key and prints it once. With a PostgreSQL store any number of `serve` processes may run
     behind a load balancer."""
     from lorebase.api.app import run
+    from lorebase.api.processes import siblings_of
     from lorebase.settings import MB, ServeSettings
 
     settings = ServeSettings(
@@ -99,6 +111,7 @@ def serve(
         watch=not no_ingest,
         lease_seconds=lease_seconds,
         allowed_hosts=tuple(name for names in allowed_host or () for name in names.split(",")),
+        processes=processes,
     )
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
@@ -106,7 +119,10 @@ def serve(
     chosen = settings_from(ctx, settings).serving()
     _needs_shared_store(chosen, no_ingest, "--no-ingest")
     _check_port(host, port)
-    with open_from(ctx, holder="lorebase serve", settings=chosen) as lb:
+    with contextlib.ExitStack() as stack:
+        if processes > 1 and not chosen.shared_store:
+            chosen = stack.enter_context(siblings_of(chosen))
+        lb = stack.enter_context(open_from(ctx, holder="lorebase serve", settings=chosen))
         lb.data_key  # noqa: B018  (a missing or wrong data key stops here, said plainly)
         accounts = lb.accounts
         if settings.auth and not accounts.list_users():
@@ -119,9 +135,10 @@ def serve(
                 console.print(Text("An admin API key was created; it is shown this once:"))
                 console.print(Text(key, style="bold"))
         address = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        by = f" ({processes} processes)" if processes > 1 else ""
         console.print(
             Text(
-                f"lorebase serving on {address}; open {address}/ in a browser for the "
+                f"lorebase serving on {address}{by}; open {address}/ in a browser for the "
                 "page (API docs at /docs)"
             ),
             soft_wrap=True,

@@ -90,8 +90,14 @@ class Serving:
             return
         self._originals.data_key  # noqa: B018  (refuses to start with a missing or wrong key)
         shared = self._settings.shared_store
+        place = self._settings.serve.sibling
         if shared:
             self._originals.blobs.sweep_orphans(self._uploads.upload_ids())
+        elif place is not None and not place.first:
+            # One of a server's other processes: the first holds the server's lock, put back
+            # what a crash left and sweeps (an upload in flight there is not an orphan here).
+            # Whatever this one indexes itself (a note) waits for the indexer of the moment.
+            self._lock.wait_when_busy(self._waiting, self._stop)
         else:
             # Held for the server's life: a restore, a key rotation, a repair or a vacuum is
             # refused beside it (the ingestion lock, held only while indexing, would let them).
@@ -111,6 +117,8 @@ class Serving:
                 target=self._flush_usage, name="lorebase-usage", daemon=True
             )
             self._flusher.start()
+        if place is not None and not place.first:
+            return
         # An upload whose original is missing fails now instead of being queued forever.
         self._uploads.fail_lost_uploads()
         if not self._settings.serve.ingest:

@@ -223,6 +223,26 @@ def is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+MAX_SERVING_PROCESSES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class SiblingPlace:
+    """Where one process of ``serve --processes N`` over the embedded store stands: the private
+    folder of the processes' message sockets, its index, and how many there are. The first
+    (index 0) holds the server's lock, runs the ingestion jobs and follows the folders; the
+    others answer requests and hand the jobs they are asked for to the first
+    (:mod:`lorebase.siblings`)."""
+
+    folder: Path
+    index: int
+    count: int
+
+    @property
+    def first(self) -> bool:
+        return self.index == 0
+
+
 @dataclass(frozen=True, slots=True)
 class ServeSettings:
     """How ``lorebase serve`` runs: where it listens, whether it asks for API keys, and the
@@ -244,8 +264,19 @@ class ServeSettings:
     # Host names requests may name besides the loopback ones (``--allowed-host``; "*": any,
     # for a proxy that checks them itself): a DNS-rebinding page's own name is refused.
     allowed_hosts: tuple[str, ...] = ()
+    # Processes answering requests on the one port (``--processes``): searches use every core
+    # (one process holds Python's interpreter lock for most of a search).
+    processes: int = 1
+    # This process's place among them, over the embedded store (None: alone, or a shared
+    # store, where every process is a full server).
+    sibling: SiblingPlace | None = None
 
     def __post_init__(self) -> None:
+        if not 1 <= self.processes <= MAX_SERVING_PROCESSES:
+            raise InvalidInput(
+                f"--processes must be between 1 and {MAX_SERVING_PROCESSES} (one per core is "
+                "plenty)"
+            )
         if not self.auth and not is_loopback(self.host):
             raise InvalidInput(
                 f"refusing to serve on {self.host} without API keys: bind to 127.0.0.1 or "

@@ -1,0 +1,183 @@
+"""``serve --processes N``: more processes answering on the first one's socket.
+
+One process holds Python's interpreter lock for most of a search, so one server uses about one
+core however many clients wait (bench/README.md, issue 33). The first process binds the port,
+starts its background work and then N - 1 others, each handed the listening socket (the
+kernel gives each new connection to whichever process accepts first: an idle one) and the
+first's settings (through a pipe: they may hold secrets, which a command line would show).
+
+Over the embedded store the others are *siblings* (:mod:`lorebase.siblings`): no folder
+watcher and no ingestion workers of their own; events and jobs travel between them. Over
+PostgreSQL each is a full server without a folder watcher, as any other ``serve`` process.
+
+The first process watches its children: one that ends while the server runs is started again
+(not more than once per :data:`RESTART_PAUSE_S`), and stopping the server stops them. A child
+whose parent is gone (killed) stops itself within a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import pickle
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, cast
+
+from lorebase.settings import Settings, SiblingPlace
+
+log = logging.getLogger(__name__)
+
+RESTART_PAUSE_S = 5.0
+"""The least time between two starts of the same child (a child that cannot start is not
+started again in a tight loop)."""
+STOP_WAIT_S = 30.0
+"""How long stopping waits for the children to finish their requests before killing them."""
+PARENT_POLL_S = 1.0
+
+
+@contextlib.contextmanager
+def siblings_of(settings: Settings) -> Iterator[Settings]:
+    """``settings`` for the first of ``serve.processes`` processes over the embedded store,
+    with the private folder of their sockets (removed when the server ends)."""
+    folder = Path(tempfile.mkdtemp(prefix="lorebase-serve-"))  # 0700, short: a socket's path
+    try:
+        place = SiblingPlace(folder, 0, settings.serve.processes)
+        yield dataclasses.replace(
+            settings, serve=dataclasses.replace(settings.serve, sibling=place)
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def child_settings(settings: Settings, index: int) -> Settings:
+    """The settings of child ``index`` of a server run with ``settings`` (the first's)."""
+    serve = settings.serve
+    place = serve.sibling
+    if place is None:  # a shared store: a full server, minus the folder watcher
+        return dataclasses.replace(settings, serve=dataclasses.replace(serve, watch=False))
+    return dataclasses.replace(
+        settings,
+        serve=dataclasses.replace(
+            serve,
+            ingest=False,
+            watch=False,
+            sibling=dataclasses.replace(place, index=index),
+        ),
+    )
+
+
+class ServingProcesses:
+    """The first process's children: started, kept running, stopped."""
+
+    def __init__(self, settings: Settings, holder: str, listener: socket.socket) -> None:
+        self._settings = settings
+        self._holder = holder
+        self._listener = listener
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._started_at: dict[int, float] = {}
+        self._stopping = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    @property
+    def pids(self) -> list[int]:
+        return [child.pid for child in self._children.values()]
+
+    def start(self) -> None:
+        for index in range(1, self._settings.serve.processes):
+            self._start(index)
+        self._watcher = threading.Thread(target=self._watch, name="lorebase-processes", daemon=True)
+        self._watcher.start()
+
+    def stop(self) -> None:
+        """Each child finishes what it answers (SIGTERM), then is killed past
+        :data:`STOP_WAIT_S`."""
+        self._stopping.set()
+        if self._watcher is not None:
+            self._watcher.join(PARENT_POLL_S * 4)
+        for child in self._children.values():
+            if child.poll() is None:
+                child.terminate()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for child in self._children.values():
+            try:
+                child.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        # Here, not only when `serve` returns: uvicorn ends a server stopped by a signal by
+        # raising that signal again, which no `finally` outlives.
+        place = self._settings.serve.sibling
+        if place is not None:
+            shutil.rmtree(place.folder, ignore_errors=True)
+
+    def _start(self, index: int) -> None:
+        fd = self._listener.fileno()
+        payload = pickle.dumps((child_settings(self._settings, index), self._holder, fd, index))
+        child = subprocess.Popen(
+            [sys.executable, "-m", "lorebase.api.processes"],
+            stdin=subprocess.PIPE,
+            pass_fds=(fd,),
+        )
+        stdin = cast(IO[bytes], child.stdin)
+        try:
+            stdin.write(payload)
+            stdin.close()
+        except OSError:  # it died before reading: the watcher starts it again
+            pass
+        self._children[index] = child
+        self._started_at[index] = time.monotonic()
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(PARENT_POLL_S):
+            for index, child in list(self._children.items()):
+                code = child.poll()
+                if code is None or self._stopping.is_set():
+                    continue
+                if time.monotonic() - self._started_at[index] < RESTART_PAUSE_S:
+                    continue
+                log.warning(
+                    "serving process %d ended (exit code %d); starting it again", index, code
+                )
+                self._start(index)
+
+
+def _follow_parent() -> None:
+    """Stop this process (as SIGTERM does: requests finish) once its parent is gone."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="lorebase-parent", daemon=True).start()
+
+
+def main() -> None:
+    """A child: read its settings from stdin, open the lorebase, serve on the inherited
+    socket until told to stop."""
+    from lorebase.api.app import run
+    from lorebase.app import open_lorebase
+
+    settings, holder, fd, index = pickle.load(sys.stdin.buffer)
+    if not isinstance(settings, Settings) or not isinstance(fd, int):
+        raise SystemExit("lorebase.api.processes is started by `lorebase serve --processes N`")
+    _follow_parent()
+    listener = socket.socket(fileno=fd)
+    with open_lorebase(settings=settings, holder=f"{holder}, process {index}") as lb:
+        run(lb, listener=listener)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""`lorebase serve --processes 2` over the embedded store, as real processes on 127.0.0.1.
+
+Which process takes a connection is the kernel's choice; a test makes it by pausing the other
+one (SIGSTOP): a connection made meanwhile can only be accepted by the one still running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from integration.serve_process import free_port, serve_command, wait_until_ready
+from waiting import wait_until
+
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+TIMEOUT = 30.0
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def serving_children(pid: int) -> list[int]:
+    """The server's children that are serving processes (not extraction workers)."""
+    out = []
+    for child in children_of(pid):
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"lorebase.api.processes" in command:
+            out.append(child)
+    return out
+
+
+def gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def socket_folders() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("lorebase-serve-*"))
+
+
+@contextmanager
+def serving(data: Path, processes: int = 2) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    port = free_port()
+    command = serve_command(data, port, "--no-auth", "--workers", "1")
+    command += ["--processes", str(processes)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base, process)
+        wait_until(lambda: serving_children(process.pid), TIMEOUT, what="the second process")
+        yield process, base
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        process.wait(timeout=60)
+
+
+@contextmanager
+def paused(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def ready_through(base: str, pid: int) -> None:
+    """A fresh connection answered by ``pid``'s sibling: ``pid`` is paused meanwhile."""
+    with paused(pid):
+        assert httpx.get(f"{base}/readyz", timeout=TIMEOUT).status_code == 200
+
+
+def events_until_indexed(response: httpx.Response, document_id: str) -> list[dict[str, object]]:
+    seen: list[dict[str, object]] = []
+    for line in response.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        event = json.loads(line[5:])
+        if event.get("document_id") == document_id:
+            seen.append(event)
+            if event.get("state") in ("indexed", "failed"):
+                return seen
+    raise AssertionError(f"the stream ended after {seen}")
+
+
+def test_two_processes_share_the_port_the_jobs_and_the_events(tmp_path: Path) -> None:
+    before = socket_folders()
+    with serving(tmp_path) as (server, base):
+        (child,) = serving_children(server.pid)
+        # Each answers alone while the other is paused.
+        ready_through(base, server.pid)
+        ready_through(base, child)
+        kb = httpx.post(f"{base}/v1/knowledge-bases", json={"name": "k"}, timeout=TIMEOUT)
+        assert kb.status_code == 201, kb.text
+        kb_id = kb.json()["id"]
+        with ExitStack() as stack:
+            streams = []
+            for paused_pid in (server.pid, child):  # one stream on each process
+                with paused(paused_pid):
+                    client = stack.enter_context(httpx.Client(timeout=TIMEOUT))
+                    response = stack.enter_context(client.stream("GET", f"{base}/v1/events"))
+                    assert response.status_code == 200
+                    streams.append(response)
+            # Uploaded through the second process (the first paused): the first indexes it.
+            with paused(server.pid), httpx.Client(timeout=TIMEOUT) as client:
+                files = [("files", ("birds.md", b"# Birds\n\nThe heron waits.\n", "text/markdown"))]
+                uploaded = client.post(f"{base}/v1/knowledge-bases/{kb_id}/documents", files=files)
+                assert uploaded.status_code == 202, uploaded.text
+            document_id = uploaded.json()["documents"][0]["id"]
+            for response in streams:
+                states = [e["state"] for e in events_until_indexed(response, document_id)]
+                assert states[0] == "pending" and states[-1] == "indexed", states
+        # Either process finds it.
+        for paused_pid in (server.pid, child):
+            with paused(paused_pid):
+                found = httpx.post(
+                    f"{base}/v1/search",
+                    json={"query": "heron", "knowledge_bases": [kb_id], "mode": "keyword"},
+                    timeout=TIMEOUT,
+                ).json()
+                assert [hit["document_id"] for hit in found["hits"]] == [document_id]
+        server.terminate()
+        server.wait(timeout=60)
+        wait_until(lambda: gone(child), TIMEOUT, what="the second process to stop")
+    assert socket_folders() <= before
+
+
+def test_a_process_that_dies_is_started_again_and_dies_with_the_server(tmp_path: Path) -> None:
+    with serving(tmp_path) as (server, base):
+        (child,) = serving_children(server.pid)
+        os.kill(child, signal.SIGKILL)
+        again = wait_until(
+            lambda: [pid for pid in serving_children(server.pid) if pid != child],
+            TIMEOUT,
+            what="a new second process",
+        )
+        wait_until(lambda: _answers_alone(base, server.pid), TIMEOUT, what="the new one to answer")
+        server.kill()  # no chance to stop its children: they notice
+        server.wait(timeout=10)
+        wait_until(lambda: gone(again[0]), TIMEOUT, what="the orphaned process to stop")
+
+
+def _answers_alone(base: str, paused_pid: int) -> bool:
+    with paused(paused_pid):
+        try:
+            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+def test_processes_must_be_a_sensible_number(tmp_path: Path) -> None:
+    command = serve_command(tmp_path, free_port(), "--no-auth", "--processes", "0")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "--processes must be between 1 and 64" in done.stderr + done.stdout

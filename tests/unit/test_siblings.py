@@ -1,0 +1,105 @@
+"""The messages between the processes of one `serve --processes N`: real datagram sockets,
+two channels standing for two processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lorebase.events import EventBus
+from lorebase.settings import SiblingPlace
+from lorebase.siblings import ForwardingQueue, SiblingChannel, SiblingTransport, socket_path
+from waiting import wait_until
+
+
+@pytest.fixture
+def folder() -> Iterator[Path]:
+    # Short: a socket's path is limited to ~100 bytes, a test's tmp_path can be longer.
+    with tempfile.TemporaryDirectory(prefix="lb-sib-") as name:
+        yield Path(name)
+
+
+def channels(folder: Path, count: int = 2) -> list[SiblingChannel]:
+    return [SiblingChannel(SiblingPlace(folder, index, count)) for index in range(count)]
+
+
+def test_an_event_reaches_every_process_once(folder: Path) -> None:
+    first, second = channels(folder)
+    buses = [
+        EventBus(transport=SiblingTransport(first)),
+        EventBus(transport=SiblingTransport(second)),
+    ]
+    seen: list[list[dict[str, object]]] = [[], []]
+
+    async def listen() -> None:
+        streams = [bus.stream(None) for bus in buses]
+        for stream in streams:
+            assert await anext(stream) == ": connected\n\n"
+        buses[1].publish("document", 7, document_id="d1", state="indexed")
+        for n, stream in enumerate(streams):
+            frame = await asyncio.wait_for(anext(stream), 10)
+            seen[n].append(json.loads(frame.split("data: ", 1)[1]))
+        buses[0].publish("document", 7, document_id="d2", state="pending")
+        for n, stream in enumerate(streams):
+            frame = await asyncio.wait_for(anext(stream), 10)
+            seen[n].append(json.loads(frame.split("data: ", 1)[1]))
+        for bus in buses:
+            bus.close()
+
+    asyncio.run(listen())
+    for events in seen:
+        assert [(e["document_id"], e["state"]) for e in events] == [
+            ("d1", "indexed"),
+            ("d2", "pending"),
+        ]
+    assert not socket_path(folder, 0).exists() and not socket_path(folder, 1).exists()
+
+
+def test_a_job_asked_of_another_process_is_admitted_by_the_first(folder: Path) -> None:
+    first, second = channels(folder)
+    admitted: list[tuple[int, str | None]] = []
+    first.on_admit = lambda kb_id, document_id: admitted.append((kb_id, document_id))
+    queue = ForwardingQueue(second)
+    assert queue.admit(3, "doc") and queue.admit(4, None)
+    wait_until(lambda: len(admitted) == 2, 10, what="both jobs at the first process")
+    assert admitted == [(3, "doc"), (4, None)]
+    assert (queue.stats.accepted, queue.stats.rejected, queue.depth) == (2, 0, 0)
+    first.close()
+    # The first is gone: the job is not handed over, and the caller hears so.
+    assert not queue.admit(5, None)
+    assert queue.stats.rejected == 1
+    second.close()
+
+
+def test_a_malformed_message_is_dropped_and_the_channel_keeps_working(folder: Path) -> None:
+    (first,) = channels(folder, 1)
+    got: list[tuple[int, str | None]] = []
+    first.on_admit = lambda kb_id, document_id: got.append((kb_id, document_id))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as raw:
+        for junk in (b"not json", b"[]", b'{"admit": [1]}', b'{"event": 3}'):
+            raw.sendto(junk, str(socket_path(folder, 0)))
+        raw.sendto(b'{"admit": [2, "x"]}', str(socket_path(folder, 0)))
+    wait_until(lambda: got, 10, what="the well-formed job")
+    assert got == [(2, "x")]
+    first.close()
+    first.close()  # idempotent
+    assert not first.send(0, {"admit": [1, None]})
+
+
+def test_a_socket_left_by_a_crashed_process_is_replaced(folder: Path) -> None:
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stale.bind(str(socket_path(folder, 1)))
+    stale.close()  # the file stays, as after a kill -9
+    first, second = channels(folder)
+    got: list[object] = []
+    second.on_event = got.append
+    first.broadcast({"event": {"type": "document", "knowledge_base_id": 1}})
+    wait_until(lambda: got, 10, what="the event at the restarted process")
+    first.close()
+    second.close()
