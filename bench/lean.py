@@ -21,8 +21,8 @@ peak memory, and later runs reuse the index (``--rebuild`` makes it again). Part
   directory (a server writes keys and an audit log; the uploads' base comes and goes: none of
   it may reach the store the disk part measures), a fresh server per measurement, warmed up
   with other questions, so that no question's vector is remembered from an earlier one:
-  the same searches from 1 client, then from 16 (threads, one ``httpx.Client`` each);
-  searches/s, errors, p50/p95.
+  the same searches from 1 client, then from 16 (threads, one ``httpx.Client`` each), then
+  from 16 on ``serve --processes`` one per core (at least 2); searches/s, errors, p50/p95.
 - ``ingest``: 1 client's searches on an idle server, then on another while files are uploaded
   (``POST /v1/knowledge-bases/{id}/documents``, one Cranfield record per ``.txt`` file, into a
   base of their own, deleted afterwards): p95 during / idle, and the server's VmRSS (max,
@@ -89,6 +89,8 @@ DEFAULT_PARTS = ("disk", "hybrid", "rest", "ingest", "cli", "add")
 TOP_K = 10
 CANDIDATES = 100  # what each arm is asked for inside SearchService (max(100, 3 * top_k))
 CLIENTS = 16
+PROCESSES = max(2, os.cpu_count() or 2)
+"""``serve --processes`` for the third REST run: one per core."""
 REPEATS = 5
 WARMUPS = 3
 SERVER_START_SECONDS = 180
@@ -371,11 +373,12 @@ def quiet(base: str) -> None:
 
 
 @contextmanager
-def serving(data: Path, log: Path) -> Iterator[Server]:
+def serving(data: Path, log: Path, *options: str) -> Iterator[Server]:
     """``lorebase serve --no-auth`` on a free loopback port, ready and quiet."""
     port = local_server.free_port()
     base = f"http://127.0.0.1:{port}"
     command = [*cli(), "--data-dir", str(data), "serve", "--port", str(port), "--no-auth"]
+    command += options
     with log.open("ab") as err:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
     try:
@@ -464,12 +467,18 @@ def clients_search(server: Server, texts: list[str], clients: int) -> dict[str, 
 
 
 def rest(data: Path, texts: list[str], log: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for clients in (1, CLIENTS):
-        with serving(data, log) as server:  # a fresh server: no question's vector remembered
+    """1 client, then 16, on a server of one process; 16 again on ``--processes`` one per
+    core. Each on a fresh server: no question's vector remembered."""
+    out: dict[str, Any] = {"processes": PROCESSES}
+    runs = [(1, ()), (CLIENTS, ()), (CLIENTS, ("--processes", str(PROCESSES)))]
+    for clients, options in runs:
+        with serving(data, log, *options) as server:
             warm(server, clients)
-            out[f"{clients}_clients"] = clients_search(server, texts, clients)
-    out["ratio"] = out[f"{CLIENTS}_clients"]["searches_per_s"] / out["1_clients"]["searches_per_s"]
+            key = f"{clients}_clients" + ("_processes" if options else "")
+            out[key] = clients_search(server, texts, clients)
+    one = out["1_clients"]["searches_per_s"]
+    out["ratio"] = out[f"{CLIENTS}_clients"]["searches_per_s"] / one
+    out["ratio_processes"] = out[f"{CLIENTS}_clients_processes"]["searches_per_s"] / one
     return out
 
 
@@ -694,6 +703,19 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
                 r["ratio"] >= GOAL_CLIENTS_RATIO and errors == 0,
             )
         )
+        if spread := r.get(f"{CLIENTS}_clients_processes"):
+            errors = one["errors"] + spread["errors"]
+            out.append(
+                (
+                    f"{CLIENTS} REST clients on `serve --processes {r['processes']}` vs 1 "
+                    "client on one process, searches/s",
+                    f"{spread['searches_per_s']:.1f} vs {one['searches_per_s']:.1f} = "
+                    f"{r['ratio_processes']:.2f}x; errors {errors}; p95 "
+                    f"{spread['ms']['p95']:.0f} vs {one['ms']['p95']:.0f} ms",
+                    f">= {GOAL_CLIENTS_RATIO}x, 0 errors",
+                    r["ratio_processes"] >= GOAL_CLIENTS_RATIO and errors == 0,
+                )
+            )
     if g := results.get("ingest"):
         rss = g["during"]["rss"]
         note = "" if g["ingest"]["still_ingesting_when_searches_ended"] else " (ingest ended first)"

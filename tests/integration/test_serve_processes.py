@@ -1,7 +1,8 @@
 """`lorebase serve --processes 2` over the embedded store, as real processes on 127.0.0.1.
 
-Which process takes a connection is the kernel's choice; a test makes it by pausing the other
-one (SIGSTOP): a connection made meanwhile can only be accepted by the one still running."""
+Which process takes a connection is the kernel's choice (``SO_REUSEPORT`` spreads them by
+address); a test makes it by pausing the other one (SIGSTOP) and making connections until one
+is answered: it can only be by the one still running. A client keeps that connection."""
 
 from __future__ import annotations
 
@@ -89,10 +90,18 @@ def paused(pid: int) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
-def ready_through(base: str, pid: int) -> None:
-    """A fresh connection answered by ``pid``'s sibling: ``pid`` is paused meanwhile."""
+def client_away_from(base: str, pid: int) -> httpx.Client:
+    """A client whose connection is to a process other than ``pid`` (paused meanwhile)."""
     with paused(pid):
-        assert httpx.get(f"{base}/readyz", timeout=TIMEOUT).status_code == 200
+        for _ in range(200):
+            client = httpx.Client(base_url=base, timeout=TIMEOUT)
+            try:
+                if client.get("/readyz", timeout=0.5).status_code == 200:
+                    return client
+            except httpx.TimeoutException:
+                pass
+            client.close()  # its connection waits at the paused process
+    raise AssertionError(f"no process but {pid} answered")
 
 
 def events_until_indexed(response: httpx.Response, document_id: str) -> list[dict[str, object]]:
@@ -112,37 +121,32 @@ def test_two_processes_share_the_port_the_jobs_and_the_events(tmp_path: Path) ->
     before = socket_folders()
     with serving(tmp_path) as (server, base):
         (child,) = serving_children(server.pid)
-        # Each answers alone while the other is paused.
-        ready_through(base, server.pid)
-        ready_through(base, child)
-        kb = httpx.post(f"{base}/v1/knowledge-bases", json={"name": "k"}, timeout=TIMEOUT)
-        assert kb.status_code == 201, kb.text
-        kb_id = kb.json()["id"]
+        # Each answers while the other is paused.
+        on_child, on_first = client_away_from(base, server.pid), client_away_from(base, child)
         with ExitStack() as stack:
+            stack.callback(on_child.close)
+            stack.callback(on_first.close)
+            kb = on_child.post("/v1/knowledge-bases", json={"name": "k"})
+            assert kb.status_code == 201, kb.text
+            kb_id = kb.json()["id"]
             streams = []
-            for paused_pid in (server.pid, child):  # one stream on each process
-                with paused(paused_pid):
-                    client = stack.enter_context(httpx.Client(timeout=TIMEOUT))
-                    response = stack.enter_context(client.stream("GET", f"{base}/v1/events"))
-                    assert response.status_code == 200
-                    streams.append(response)
-            # Uploaded through the second process (the first paused): the first indexes it.
-            with paused(server.pid), httpx.Client(timeout=TIMEOUT) as client:
-                files = [("files", ("birds.md", b"# Birds\n\nThe heron waits.\n", "text/markdown"))]
-                uploaded = client.post(f"{base}/v1/knowledge-bases/{kb_id}/documents", files=files)
-                assert uploaded.status_code == 202, uploaded.text
+            for pid in (server.pid, child):  # one stream on each process
+                client = client_away_from(base, pid)
+                stack.callback(client.close)
+                streams.append(stack.enter_context(client.stream("GET", "/v1/events")))
+            assert all(response.status_code == 200 for response in streams)
+            # Uploaded through the second process: the first indexes it.
+            files = [("files", ("birds.md", b"# Birds\n\nThe heron waits.\n", "text/markdown"))]
+            uploaded = on_child.post(f"/v1/knowledge-bases/{kb_id}/documents", files=files)
+            assert uploaded.status_code == 202, uploaded.text
             document_id = uploaded.json()["documents"][0]["id"]
             for response in streams:
                 states = [e["state"] for e in events_until_indexed(response, document_id)]
                 assert states[0] == "pending" and states[-1] == "indexed", states
-        # Either process finds it.
-        for paused_pid in (server.pid, child):
-            with paused(paused_pid):
-                found = httpx.post(
-                    f"{base}/v1/search",
-                    json={"query": "heron", "knowledge_bases": [kb_id], "mode": "keyword"},
-                    timeout=TIMEOUT,
-                ).json()
+            # Either process finds it.
+            for client in (on_child, on_first):
+                body = {"query": "heron", "knowledge_bases": [kb_id], "mode": "keyword"}
+                found = client.post("/v1/search", json=body).json()
                 assert [hit["document_id"] for hit in found["hits"]] == [document_id]
         server.terminate()
         server.wait(timeout=60)
@@ -166,11 +170,8 @@ def test_a_process_that_dies_is_started_again_and_dies_with_the_server(tmp_path:
 
 
 def _answers_alone(base: str, paused_pid: int) -> bool:
-    with paused(paused_pid):
-        try:
-            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
+    client_away_from(base, paused_pid).close()
+    return True
 
 
 def test_processes_must_be_a_sensible_number(tmp_path: Path) -> None:

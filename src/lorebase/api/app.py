@@ -139,16 +139,16 @@ def run(
     *,
     listener: socket.socket | None = None,
 ) -> None:
-    """Serve ``lb`` with uvicorn until SIGINT/SIGTERM, on HOST:PORT or on ``listener`` (a
-    socket bound by the first of ``serve --processes N``). Open event streams are ended as
-    the shutdown begins: uvicorn waits for every response to finish, and an event stream
-    never would. With ``processes`` above 1 the first process binds the port and starts the
-    others once its own background work has started (:mod:`lorebase.api.processes`)."""
+    """Serve ``lb`` with uvicorn until SIGINT/SIGTERM, on HOST:PORT or on ``listener`` (the
+    port as one of ``serve --processes N``'s other processes binds it). Open event streams are
+    ended as the shutdown begins: uvicorn waits for every response to finish, and an event
+    stream never would. With ``processes`` above 1 the first process starts the others once
+    its own background work has started (:mod:`lorebase.api.processes`)."""
     import asyncio
 
     import uvicorn
 
-    from lorebase.api.processes import ServingProcesses
+    from lorebase.api.processes import ServingProcesses, shared_port
 
     configure_logging()
     # A request thread waiting for the interpreter gets it within 1 ms, not 5: a search
@@ -159,8 +159,8 @@ def run(
     )
     children: ServingProcesses | None = None
     if listener is None and lb.settings.serve.processes > 1:
-        listener = config.bind_socket()
-        children = ServingProcesses(lb.settings, lb.lock.holder, listener)
+        listener = shared_port(host, port)
+        children = ServingProcesses(lb.settings, lb.lock.holder)
 
     class EndingStreams(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:

@@ -1,10 +1,12 @@
-"""``serve --processes N``: more processes answering on the first one's socket.
+"""``serve --processes N``: more processes answering on the same port.
 
 One process holds Python's interpreter lock for most of a search, so one server uses about one
-core however many clients wait (bench/README.md, issue 33). The first process binds the port,
-starts its background work and then N - 1 others, each handed the listening socket (the
-kernel gives each new connection to whichever process accepts first: an idle one) and the
-first's settings (through a pipe: they may hold secrets, which a command line would show).
+core however many clients wait (bench/README.md, issue 33). The first process starts its
+background work and then N - 1 others, handing them its settings through a pipe (they may
+hold secrets, which a command line would show). Each binds the port with ``SO_REUSEPORT``: the
+kernel spreads new connections over the processes evenly (one socket shared by all would let
+the first process awake take every waiting connection at once, and a keep-alive client stays
+where it landed).
 
 Over the embedded store the others are *siblings* (:mod:`lorebase.siblings`): no folder
 watcher and no ingestion workers of their own; events and jobs travel between them. Over
@@ -77,13 +79,27 @@ def child_settings(settings: Settings, index: int) -> Settings:
     )
 
 
+def shared_port(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT that every process of the server binds too
+    (``SO_REUSEPORT``: only processes of the same user may join it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host.strip("[]"), port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class ServingProcesses:
     """The first process's children: started, kept running, stopped."""
 
-    def __init__(self, settings: Settings, holder: str, listener: socket.socket) -> None:
+    def __init__(self, settings: Settings, holder: str) -> None:
         self._settings = settings
         self._holder = holder
-        self._listener = listener
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._started_at: dict[int, float] = {}
         self._stopping = threading.Event()
@@ -122,12 +138,9 @@ class ServingProcesses:
             shutil.rmtree(place.folder, ignore_errors=True)
 
     def _start(self, index: int) -> None:
-        fd = self._listener.fileno()
-        payload = pickle.dumps((child_settings(self._settings, index), self._holder, fd, index))
+        payload = pickle.dumps((child_settings(self._settings, index), self._holder, index))
         child = subprocess.Popen(
-            [sys.executable, "-m", "lorebase.api.processes"],
-            stdin=subprocess.PIPE,
-            pass_fds=(fd,),
+            [sys.executable, "-m", "lorebase.api.processes"], stdin=subprocess.PIPE
         )
         stdin = cast(IO[bytes], child.stdin)
         try:
@@ -165,18 +178,18 @@ def _follow_parent() -> None:
 
 
 def main() -> None:
-    """A child: read its settings from stdin, open the lorebase, serve on the inherited
-    socket until told to stop."""
+    """A child: read its settings from stdin, open the lorebase, serve on the shared port
+    until told to stop."""
     from lorebase.api.app import run
     from lorebase.app import open_lorebase
 
-    settings, holder, fd, index = pickle.load(sys.stdin.buffer)
-    if not isinstance(settings, Settings) or not isinstance(fd, int):
+    settings, holder, index = pickle.load(sys.stdin.buffer)
+    if not isinstance(settings, Settings) or not isinstance(index, int):
         raise SystemExit("lorebase.api.processes is started by `lorebase serve --processes N`")
     _follow_parent()
-    listener = socket.socket(fileno=fd)
+    serve = settings.serve
     with open_lorebase(settings=settings, holder=f"{holder}, process {index}") as lb:
-        run(lb, listener=listener)
+        run(lb, listener=shared_port(serve.host, serve.port))
 
 
 if __name__ == "__main__":
