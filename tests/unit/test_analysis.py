@@ -131,6 +131,29 @@ def test_terms_of_many_words_are_the_terms_of_each(words: list[str], language: s
     assert lang.terms_of(words) == [lang.term(word) for word in words]
 
 
+BESIDE_LATIN = st.one_of(
+    LATIN,
+    st.characters(min_codepoint=0x370, max_codepoint=0x482),  # Greek, Cyrillic
+    st.characters(min_codepoint=0x48A, max_codepoint=0x52F),
+    st.characters(min_codepoint=0x20A0, max_codepoint=0x20CF),  # currency
+    st.characters(min_codepoint=0x2190, max_codepoint=0x23FF),  # arrows, operators
+    st.characters(min_codepoint=0x2500, max_codepoint=0x2775),  # boxes, shapes, symbols
+    st.characters(min_codepoint=0x2794, max_codepoint=0x2BFF),
+)
+
+
+@given(st.text(alphabet=BESIDE_LATIN, max_size=80), st.sampled_from(["en", "ru", "el"]))
+def test_greek_cyrillic_and_symbols_take_the_fast_path_and_split_as_icu_does(
+    text: str, language: str
+) -> None:
+    """A formula's minus sign or arrow, a Cyrillic word: still one expression, ICU's words."""
+    from lorebase.analysis import _NOT_LATIN, _segments
+
+    assert _NOT_LATIN.search(text) is None
+    icu = [(w.text, w.start, w.end) for _, pieces in _segments(text, language) for w in pieces]
+    assert [(w.text, w.start, w.end) for w in words(text, language)] == icu
+
+
 LATIN_AND_PUNCTUATION = (
     "abcXYZéèüßøÆ019 .,;:'\"-_()!?"
     "\u2010\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026\u2032\u203f"

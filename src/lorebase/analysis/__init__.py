@@ -143,10 +143,18 @@ indexed one character at a time too."""
 
 _WORD_CATEGORIES = frozenset("LMN")
 _LATIN_WORD = re.compile(r"[^\W_]+")
-_NOT_LATIN = re.compile(r"[^\u0000-\u02ff\u2010-\u2027\u2030-\u205e]")
-"""A character outside Latin letters (below the combining marks, U+0300) and typographic
-punctuation (dashes, quotes, bullets, ellipses, primes): text without one is split by
-:data:`_LATIN_WORD` into the words ICU would give."""
+_NOT_LATIN = re.compile(
+    "[^\u0000-\u02ff\u0370-\u0482\u048a-\u052f\u2010-\u2027\u2030-\u205e"
+    "\u20a0-\u20cf\u2190-\u23ff\u2500-\u2775\u2794-\u2bff]"
+)
+"""A character outside Latin letters (below the combining marks, U+0300), Greek and Cyrillic
+letters (their combining marks aside), typographic punctuation (dashes, quotes, bullets,
+ellipses, primes) and symbols that are neither letters nor digits (currency, arrows,
+mathematical operators, technical symbols, box drawing, shapes, dingbats but their encircled
+numbers): text without one is split by :data:`_LATIN_WORD` into the words ICU would give
+(ICU joins letters of these scripts as it joins Latin ones and cuts at every symbol). A
+minus sign or a bullet in a formula sent 6% of a real corpus's passages to ICU, at ~20 times
+the cost."""
 
 
 def _latin(text: str) -> bool:
