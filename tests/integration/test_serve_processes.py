@@ -12,13 +12,14 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from integration.serve_process import free_port, serve_command, wait_until_ready
+from lorebase.vault.keys import DataKey
 from waiting import wait_until
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -65,11 +66,13 @@ def socket_folders() -> set[Path]:
 
 
 @contextmanager
-def serving(data: Path, processes: int = 2) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def serving(
+    data: Path, processes: int = 2, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     port = free_port()
     command = serve_command(data, port, "--no-auth", "--workers", "1")
     command += ["--processes", str(processes)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(base, process)
@@ -179,3 +182,31 @@ def test_processes_must_be_a_sensible_number(tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "--processes must be between 1 and 64" in done.stderr + done.stdout
+
+
+def test_over_postgresql_each_process_is_a_whole_server(tmp_path: Path, postgres_url: str) -> None:
+    """No sibling sockets: the shared store carries jobs and events; each process indexes."""
+    env = dict(os.environ, LOREBASE_STORE=postgres_url)
+    env["LOREBASE_DATA_KEY"] = DataKey.generate().to_base64()
+    before = socket_folders()
+    with serving(tmp_path, env=env) as (server, base):
+        assert socket_folders() <= before
+        (child,) = serving_children(server.pid)
+        on_child, on_first = client_away_from(base, server.pid), client_away_from(base, child)
+        with closing(on_child), closing(on_first):
+            kb = on_child.post("/v1/knowledge-bases", json={"name": "pg"})
+            assert kb.status_code == 201, kb.text
+            kb_id = kb.json()["id"]
+            files = [("files", ("fish.md", b"# Fish\n\nThe pike hides.\n", "text/markdown"))]
+            uploaded = on_child.post(f"/v1/knowledge-bases/{kb_id}/documents", files=files)
+            assert uploaded.status_code == 202, uploaded.text
+            document_id = uploaded.json()["documents"][0]["id"]
+
+            def indexed() -> bool:
+                got = on_first.get(f"/v1/documents/{document_id}").json()
+                return bool(got["state"] == "indexed")
+
+            wait_until(indexed, TIMEOUT, what="the upload indexed")
+            body = {"query": "pike", "knowledge_bases": [kb_id], "mode": "keyword"}
+            found = on_first.post("/v1/search", json=body).json()
+            assert [hit["document_id"] for hit in found["hits"]] == [document_id]
