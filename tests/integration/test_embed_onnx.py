@@ -220,6 +220,18 @@ def test_queries_run_on_one_thread_and_embed_alike(
     assert session.get_session_options().intra_op_num_threads == 1
 
 
+def test_a_process_that_only_asks_never_makes_the_documents_session(cache_dir: Path) -> None:
+    """`lorebase search`, and the other processes of `serve --processes N`, embed questions
+    only: the documents' session (every core, its own memory) is made at the first document."""
+    embedder = OnnxEmbedder(cache_dir=cache_dir)
+    assert embedder.identity.dim == 384 and embedder.variant == "int8"
+    embedder.embed_query("heat transfer in a boundary layer")
+    assert embedder._documents is None
+    embedder.embed_documents(["heat transfer in a boundary layer"])
+    assert embedder._documents is not None
+    assert embedder._documents is not embedder.query_session()
+
+
 def _nice(thread_id: int) -> int:
     import os
 

@@ -94,9 +94,11 @@ def default_tokenizer_path() -> Path | None:
 
 @dataclass(frozen=True, slots=True)
 class _Loaded:
-    """Everything the first load produces; swapped in whole so readers never see half."""
+    """Everything the first load produces; swapped in whole so readers never see half. No
+    session: the first load makes the queries' one (one thread), the documents' session is
+    made when documents are first embedded (a process that only searches, such as
+    ``lorebase search`` or one of ``serve --processes N``'s others, never makes it)."""
 
-    session: Any
     tokenizer: Any
     pad_id: int
     input_names: frozenset[str]
@@ -165,6 +167,7 @@ class OnnxEmbedder(Embedder):
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
         self._query_session: Any = None
+        self._documents: Any = None
         self._batches: ThreadPoolExecutor | None = None
         self._lock_background = threading.Lock()
 
@@ -225,7 +228,7 @@ class OnnxEmbedder(Embedder):
             if query:
                 hidden = self.query_session().run([loaded.output_name], feeds)[0]
             else:  # documents: on the lowered thread (lorebase.priority)
-                run = loaded.session.run
+                run = self._documents_session(loaded).run
                 hidden = self._background().submit(run, [loaded.output_name], feeds).result()[0]
         except Exception as exc:  # onnxruntime raises its own, unexported, types
             raise Unavailable(
@@ -249,17 +252,22 @@ class OnnxEmbedder(Embedder):
             return self._batches
 
     def query_session(self) -> Any:
-        """The model on one thread, for queries (see :data:`QUERY_THREADS`), loaded at the
-        first query: a process that only indexes never loads it."""
-        session = self._query_session
+        """The model on one thread, for queries (see :data:`QUERY_THREADS`): the session the
+        first load makes."""
+        self._load()
+        return self._query_session
+
+    def _documents_session(self, loaded: _Loaded) -> Any:
+        """The model on every thread (or ``threads``), for documents, made at their first
+        embedding on the lowered thread."""
+        session = self._documents
         if session is not None:
             return session
-        loaded = self._load()
         with self._lock:
-            if self._query_session is None:
+            if self._documents is None:
                 ort, _ = _import_runtime()
-                self._query_session = self._session(ort, loaded.model_file, threads=QUERY_THREADS)
-            return self._query_session
+                self._documents = self._session(ort, loaded.model_file)
+            return self._documents
 
     def _load(self) -> _Loaded:
         loaded = self._loaded
@@ -279,8 +287,8 @@ class OnnxEmbedder(Embedder):
         digest = file_digest(str(source))
         session, model_file, reason = self._choose_session(ort, source, digest)
         variant: Variant = "fp32" if model_file == source else "int8"
+        self._query_session = session
         return _Loaded(
-            session=session,
             tokenizer=tokenizer,
             pad_id=0 if pad_id is None else pad_id,
             input_names=frozenset(i.name for i in session.get_inputs()),
@@ -338,27 +346,31 @@ class OnnxEmbedder(Embedder):
         return tokenizer
 
     def _choose_session(self, ort: Any, source: Path, digest: str) -> tuple[Any, Path, str | None]:
-        """The int8 session when wanted and possible, else the source file's, with the reason."""
+        """The queries' session of the int8 model when wanted and possible, else of the source
+        file, with the reason."""
         if not self.quantize:
-            return self._session(ort, source), source, None
+            return self._query_model(ort, source), source, None
         if self.cache_dir is None:
-            return self._session(ort, source), source, "no cache folder for the int8 model"
+            return self._query_model(ort, source), source, "no cache folder for the int8 model"
         try:
             session, path = self._int8_session(ort, source, digest, self.cache_dir)
         except QuantizationError as exc:
-            return self._session(ort, source), source, str(exc)
+            return self._query_model(ort, source), source, str(exc)
         return session, path, None
+
+    def _query_model(self, ort: Any, path: Path) -> Any:
+        return self._session(ort, path, threads=QUERY_THREADS)
 
     def _int8_session(self, ort: Any, source: Path, digest: str, cache: Path) -> tuple[Any, Path]:
         """Load the cached int8 copy; a copy that does not load is rebuilt once."""
         path = ensure_int8(source, cache, digest)
         try:
-            return self._session(ort, path), path
+            return self._query_model(ort, path), path
         except Unavailable:
             path.unlink(missing_ok=True)
         path = ensure_int8(source, cache, digest)
         try:
-            return self._session(ort, path), path
+            return self._query_model(ort, path), path
         except Unavailable as exc:
             raise QuantizationError("the rebuilt int8 model does not load") from exc
 
