@@ -218,6 +218,7 @@ LAYERS = {
     "vault": 2,
     "lock": 2,
     "inspect": 2,
+    "siblings": 2,
     # application
     "service": 3,
     # composition: builds the service from the settings (and an evaluation's own instance)
