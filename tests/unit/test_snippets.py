@@ -1,6 +1,7 @@
 """Snippets and their marks: the best sentence, bounded and cut at words; the question's words
 marked whole, by the keyword arm's analysis in the passage's language, never stop words."""
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -138,3 +139,24 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
         elif singles and len(word) > 1:
             every.extend((start + i, start + i + 1) for i, c in enumerate(word) if c in wanted)
     assert matches(text, lang, wanted) == every
+
+
+def test_terms_kept_across_searches_cut_alike_and_stay_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search service keeps the terms of the words it cut passages around: the next
+    searches cut the same snippets, and the store of words is emptied once full."""
+    from lorebase.search import snippets as module
+
+    monkeypatch.setattr(module, "KNOWN_WORDS", 12)
+    kept = module.KnownTerms()
+    passages = [
+        "Heat transfer in a laminar boundary layer grows with the Mach number.",
+        "The boundary layers of hypersonic flows heat the wall; transfer rates were measured.",
+    ]
+    for query in ("boundary layer heat transfer", "hypersonic wall heating", "Mach number"):
+        fresh = module.snippets_for(query)
+        remembered = module.snippets_for(query, kept=kept)
+        for text in passages:
+            assert remembered(text, "en") == fresh(text, "en")
+        assert sum(len(words) for words in kept._by_language.values()) <= 12 + 20

@@ -42,7 +42,7 @@ from lorebase.search.query import (
     elapsed_ms,
 )
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
-from lorebase.search.snippets import snippets_for
+from lorebase.search.snippets import KnownTerms, snippets_for
 from lorebase.settings import SearchSettings
 from lorebase.store.base import Catalogue, Chunks, Fields, KnowledgeBase, LexicalIndex, Vectors
 from lorebase.usage import UsageMeter
@@ -100,6 +100,7 @@ class SearchService:
         )
         self.reranker = reranker
         self.settings = settings or SearchSettings()
+        self._known_terms = KnownTerms()
         self._pool = ThreadPoolExecutor(
             max_workers=KEYWORD_THREADS, thread_name_prefix="lorebase-keyword"
         )
@@ -353,7 +354,7 @@ class SearchService:
     def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:
         """Cut to top_k; snippets (only for what is returned, passages included) and
         neighbours."""
-        cut = snippets_for(request.query)
+        cut = snippets_for(request.query, kept=self._known_terms)
 
         def with_snippet(hit: Hit) -> Hit:
             found = cut(hit.text, hit.provenance.language)
