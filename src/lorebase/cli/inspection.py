@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,8 +12,10 @@ from rich.text import Text
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, fail
 from lorebase.errors import LorebaseError, NotFound
-from lorebase.inspect import FileReport, Summary, inspect_file, inspect_folder
 from lorebase.settings import MB, ChunkSettings, ExtractSettings
+
+if TYPE_CHECKING:  # the readers load when a command runs, not for --help
+    from lorebase.inspect import FileReport
 
 PathArgument = Annotated[
     Path, typer.Argument(help="A file or a folder (hidden files and folders are skipped).")
@@ -68,6 +70,8 @@ def _inspect(
     if path.is_dir():
         _inspect_folder(console, path, extract_settings, chunk_settings, as_json)
         return
+    from lorebase.inspect import inspect_file
+
     report = inspect_file(path, Path(path.name), extract_settings, chunk_settings)
     if as_json:
         render.print_json(console, render.report_json(report, full=True))
@@ -90,6 +94,8 @@ def _inspect_folder(
     chunk_settings: ChunkSettings | None,
     as_json: bool,
 ) -> None:
+    from lorebase.inspect import Summary, inspect_folder
+
     summary = Summary()
     failures: list[FileReport] = []
     files: list[dict[str, object]] = []

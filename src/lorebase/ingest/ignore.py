@@ -24,8 +24,10 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:  # loaded by the first walk that reads an ignore file, not by --help
+    import pathspec
 
 IGNORED = "ignored"
 VERSION_CONTROL = "version_control"
@@ -141,6 +143,8 @@ def _spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
     """The patterns of an ignore file; a line Git cannot read either (``!`` alone, a lone
     backslash, a reversed range ``[z-a]``) is skipped, as Git skips it, instead of failing
     the walk."""
+    import pathspec
+
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)
     except (ValueError, re.error):  # GitIgnorePatternError is a ValueError
@@ -148,6 +152,8 @@ def _spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
 
 
 def _readable(line: str) -> bool:
+    import pathspec
+
     try:
         pathspec.GitIgnoreSpec.from_lines([line])
     except (ValueError, re.error):
