@@ -215,6 +215,9 @@ def test_a_damaged_row_is_named_and_the_rest_still_works(
         with pytest.raises(DamagedText, match=f"chunk {ids[0]}"):
             store.document_text(kb.id, record.id)
         assert [c.text for c in store.get_chunks([kb.id], ids[1:])] == [NON_ASCII]
+        (found,) = [f for f in store.check() if "decompress" in f.problem]
+        assert (found.area, found.kb_id, found.document_id) == ("database", kb.id, record.id)
+        assert not found.repairable and "glacier" not in found.problem
         assert len(store.keyword_search([kb.id], "moraine", 5)) == 1
         # The damaged document can be read again: its rows are replaced.
         with caplog.at_level(logging.WARNING, logger="lorebase.store.sqlite.database"):

@@ -3,7 +3,8 @@ the indexes derived from it beside it (Tantivy's ``<db>.lexical/``, the ANN grap
 ``<db>.ann/``).
 
 - **check**: ``PRAGMA integrity_check`` on a read connection, the rows both backends check
-  alike (:mod:`lorebase.store.relational.maintenance`), each base's keyword index
+  alike (:mod:`lorebase.store.relational.maintenance`), every compressed chunk text
+  decompressed (a damaged one names its document), each base's keyword index
   (:meth:`TantivyIndexes.verify`: its files' checksums read without opening it, its document
   count, a sample of terms; FTS5's own integrity check) and its ANN graphs (their metadata's
   dimension against the identity's, their count against the stored vectors when they reflect
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from lorebase.errors import DamagedDatabase
 from lorebase.private import private_file, private_folder
 from lorebase.store.document_text import stored_chunk_text
-from lorebase.store.maintenance import Area, Compaction, Finding, Reclaimable, Snapshot
+from lorebase.store.maintenance import Area, Compaction, Finding, Reclaimable, Snapshot, listed
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.maintenance import MaintenanceChecks
 from lorebase.store.sqlite import fts
@@ -177,6 +178,32 @@ class SqliteMaintenance(MaintenanceChecks):
             "(lorebase restore DIR)"
         )
         return [Finding(Area.DATABASE, damaged)]
+
+    def _check_rows(self, tx: Bound, kb_ids: Sequence[int] | None) -> list[Finding]:
+        return super()._check_rows(tx, kb_ids) + self._damaged_texts(tx, kb_ids)
+
+    def _damaged_texts(self, tx: Bound, kb_ids: Sequence[int] | None) -> list[Finding]:
+        """The documents holding a chunk whose stored text does not decompress (read through
+        ``chunk_text``, which gives NULL for one), by base."""
+        damaged: dict[int, list[str]] = {}
+        for kb_id, document_id in tx.all(
+            "SELECT DISTINCT kb_id, document_id FROM chunks "
+            f"WHERE typeof(text) = 'blob' AND {fts.CHUNK_TEXT_FUNCTION}(text, id) IS NULL "
+            "ORDER BY kb_id, document_id"
+        ):
+            if kb_ids is None or int(kb_id) in kb_ids:
+                damaged.setdefault(int(kb_id), []).append(str(document_id))
+        return [
+            Finding(
+                Area.DATABASE,
+                f"{len(documents)} document(s) hold a chunk whose stored text does not "
+                f"decompress (a damaged row): {listed(documents)}; read them again "
+                "(`lorebase sync --full`; an upload: reindex it)",
+                kb_id,
+                documents[0],
+            )
+            for kb_id, documents in damaged.items()
+        ]
 
     def _check_indexes(self, tx: Bound, kb_ids: list[int], sample: int) -> list[Finding]:
         """The ANN graphs, then the keyword index of each base (Tantivy: its files, its
