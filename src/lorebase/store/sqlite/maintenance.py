@@ -193,17 +193,12 @@ class SqliteMaintenance(MaintenanceChecks):
         ):
             if kb_ids is None or int(kb_id) in kb_ids:
                 damaged.setdefault(int(kb_id), []).append(str(document_id))
-        return [
-            Finding(
-                Area.DATABASE,
-                f"{len(documents)} document(s) hold a chunk whose stored text does not "
-                f"decompress (a damaged row): {listed(documents)}; read them again "
-                "(`lorebase sync --full`; an upload: reindex it)",
-                kb_id,
-                documents[0],
-            )
-            for kb_id, documents in damaged.items()
-        ]
+        problem = (
+            "{} document(s) hold a chunk whose stored text does not decompress (a damaged "
+            "row): {}; read them again (`lorebase sync --full`; an upload: reindex it)"
+        )
+        said = {kb_id: problem.format(len(ids), listed(ids)) for kb_id, ids in damaged.items()}
+        return [Finding(Area.DATABASE, said[k], k, ids[0]) for k, ids in damaged.items()]
 
     def _check_indexes(self, tx: Bound, kb_ids: list[int], sample: int) -> list[Finding]:
         """The ANN graphs, then the keyword index of each base (Tantivy: its files, its
