@@ -15,9 +15,18 @@ import json
 import os
 import sqlite3
 import tempfile
+import zlib
 from pathlib import Path
 
 import synthetic  # bench/synthetic.py: python puts the script's folder first on sys.path
+
+
+def utf8_length(stored: str | bytes) -> int:
+    """A chunk's text's UTF-8 bytes, whether its row keeps it compressed (a zlib BLOB, since
+    migration 21) or not: written out here so that an older tree's ``src`` runs this too."""
+    if isinstance(stored, bytes):
+        return len(zlib.decompress(stored))
+    return len(stored.encode("utf-8"))
 
 
 def per_object(db: Path) -> dict[str, int]:
@@ -44,9 +53,10 @@ def main() -> None:
         info = synthetic.build(db, args.chunks, "bench", seed=7)
         conn = sqlite3.connect(db)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        text_bytes = conn.execute("SELECT sum(length(CAST(text AS BLOB))) FROM chunks").fetchone()[
-            0
-        ]
+        stored_bytes = conn.execute(
+            "SELECT sum(length(CAST(text AS BLOB))) FROM chunks"
+        ).fetchone()[0]
+        text_bytes = sum(utf8_length(text) for (text,) in conn.execute("SELECT text FROM chunks"))
         conn.close()
         sizes = per_object(db)
         chunks = info["chunks"]
@@ -54,6 +64,7 @@ def main() -> None:
             "chunks": chunks,
             "file_bytes_per_chunk": db.stat().st_size / chunks,
             "chunk_text_bytes_per_chunk": text_bytes / chunks,
+            "stored_chunk_text_bytes_per_chunk": stored_bytes / chunks,
             "per_chunk": {name: size / chunks for name, size in sizes.items()},
             "loadavg": os.getloadavg(),
         }
@@ -62,7 +73,8 @@ def main() -> None:
         return
     print(
         f"{chunks} chunks; file {result['file_bytes_per_chunk']:.0f} B/chunk; chunk text "
-        f"{result['chunk_text_bytes_per_chunk']:.0f} B/chunk"
+        f"{result['chunk_text_bytes_per_chunk']:.0f} B/chunk, stored as "
+        f"{result['stored_chunk_text_bytes_per_chunk']:.0f}"
     )
     for name, size in result["per_chunk"].items():
         print(f"  {name:<40}{size:>9.1f}")

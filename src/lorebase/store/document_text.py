@@ -12,6 +12,12 @@ NUL character), the whole text is stored as before.
 
 Both forms are zlib-compressed UTF-8; the gaps form starts with :data:`GAPS` (a zlib stream
 never does: its first byte is ``0x78``), so rows written before read as they always did.
+
+The chunks' own texts are where a document's text lives, so the SQLite store keeps each one
+compressed too (:func:`stored_chunk_text`: zlib when that is smaller than its UTF-8, the text
+itself when short), and every reader takes it back through :func:`chunk_text`, which decides
+by the value's type: bytes are compressed, a string is the text. Rows written before (all
+strings) therefore read unchanged, and PostgreSQL (whose column is text) never sees bytes.
 Pure functions.
 """
 
@@ -45,6 +51,32 @@ def stored_text(text: str, spans: Iterable[Span]) -> bytes:
             payload = json.dumps([len(text), gaps], ensure_ascii=False, separators=(",", ":"))
             return GAPS + zlib.compress(payload.encode("utf-8"), COMPRESSION_LEVEL)
     return zlib.compress(text.encode("utf-8"), COMPRESSION_LEVEL)
+
+
+def stored_chunk_text(text: str) -> str | bytes:
+    """What a chunk's row keeps of its text in the SQLite store: the zlib stream of its UTF-8
+    when that is smaller (a BLOB), else the text itself (a short text stays TEXT)."""
+    encoded = text.encode("utf-8")
+    packed = zlib.compress(encoded, COMPRESSION_LEVEL)
+    return packed if len(packed) < len(encoded) else text
+
+
+def chunk_text(stored: str | bytes | None, chunk_id: object = None) -> str:
+    """A chunk's text from its stored value (see :func:`stored_chunk_text`): bytes are
+    decompressed, a string is returned as it is. A stream that does not decompress raises
+    :class:`~lorebase.errors.DamagedText` naming the chunk (never its text)."""
+    if stored is None:
+        return ""
+    if isinstance(stored, str):
+        return stored
+    try:
+        return zlib.decompress(stored).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError):
+        which = f"chunk {chunk_id}" if chunk_id is not None else "a chunk"
+        raise DamagedText(
+            f"the stored text of {which} does not decompress (a damaged row); read its "
+            "document again with `lorebase sync --full`"
+        ) from None
 
 
 def needs_chunks(blob: bytes | None) -> bool:

@@ -5,7 +5,6 @@ kept apart from the code that runs the statements."""
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -29,10 +28,9 @@ from lorebase.store.base import (
     StoredChunk,
     ambiguous,
 )
+from lorebase.store.document_text import chunk_text
 from lorebase.store.restriction import Restriction
 from lorebase.types import Chunk, ContentKind, Provenance
-
-TEXT_COMPRESSION_LEVEL = 6
 
 KB_FIELDS = (
     "id",
@@ -219,9 +217,11 @@ def document_from_row(row: Sequence[Any]) -> DocumentRecord:
 
 def stored_chunk_from_row(row: Sequence[Any]) -> StoredChunk:
     """A chunk from a ``STORED_CHUNK_SELECT`` row: four columns of its own, the rest its
-    provenance."""
+    provenance. Its text as stored, compressed or not (see
+    :func:`~lorebase.store.document_text.chunk_text`)."""
     chunk = named(STORED_CHUNK_FIELDS, row)
     own = {name: chunk.pop(name) for name in ("id", "ordinal", "text", "tokens")}
+    own["text"] = chunk_text(own["text"], own["id"])
     provenance = Provenance(
         **chunk
         | {
@@ -333,14 +333,6 @@ def sections_of(chunks: Sequence[Chunk]) -> list[tuple[tuple[str, ...], list[int
         else:
             runs.append((trail, [position]))
     return runs
-
-
-def compress_text(text: str) -> bytes:
-    return zlib.compress(text.encode("utf-8"), TEXT_COMPRESSION_LEVEL)
-
-
-def decompress_text(blob: bytes | None) -> str:
-    return zlib.decompress(blob).decode("utf-8") if blob else ""
 
 
 def check_chunks(chunks: Sequence[Chunk]) -> None:

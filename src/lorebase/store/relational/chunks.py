@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from lorebase.errors import NotFound
 from lorebase.fields import Condition
 from lorebase.store.base import StoredChunk
-from lorebase.store.document_text import Span, needs_chunks, read_text
+from lorebase.store.document_text import Span, chunk_text, needs_chunks, read_text
 from lorebase.store.records import (
     STORED_CHUNK_SELECT,
     kb_list,
@@ -140,9 +140,10 @@ class ChunksMixin(RelationalRole):
             spans: list[Span] = []
             if needs_chunks(row[0]):  # stored as the gaps between its chunks
                 spans = [
-                    (int(start), int(end), str(text))
-                    for start, end, text in tx.all(
-                        "SELECT start_offset, end_offset, text FROM chunks WHERE document_id = ?",
+                    (int(start), int(end), chunk_text(text, chunk_id))
+                    for start, end, text, chunk_id in tx.all(
+                        "SELECT start_offset, end_offset, text, id FROM chunks "
+                        "WHERE document_id = ?",
                         (document_id,),
                     )
                 ]

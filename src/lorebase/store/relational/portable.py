@@ -35,7 +35,7 @@ from lorebase.store.base import (
     Region,
     Source,
 )
-from lorebase.store.document_text import read_text, spans_of, stored_text
+from lorebase.store.document_text import chunk_text, read_text, spans_of, stored_text
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
     DOCUMENT_FIELDS,
@@ -381,7 +381,7 @@ def _chunk(row: Sequence[Any]) -> tuple[Chunk, int]:
     chunk = Chunk(
         id=str(chunk_id),
         ordinal=int(ordinal),
-        text=str(text),
+        text=chunk_text(text, chunk_id),
         embed_text="",
         tokens=int(tokens),
         content_hash=str(content_hash),

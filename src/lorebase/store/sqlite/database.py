@@ -13,15 +13,18 @@ The store and the accounts each apply their own migrations over one :class:`Sqli
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lorebase.errors import Unavailable
+from lorebase.errors import DamagedText, Unavailable
+from lorebase.store.document_text import chunk_text
 from lorebase.store.relational.database import BaseDatabase
 from lorebase.store.relational.dialect import Dialect
+from lorebase.store.sqlite.fts import CHUNK_TEXT_FUNCTION
 
 MIN_SQLITE = (3, 39, 0)
 """``RETURNING`` (3.35), ``IS NOT DISTINCT FROM`` (3.39): the SQL the relational store is
@@ -37,6 +40,30 @@ bytes per chunk on disk against 6858 with 4 KB pages; keyword and dense latency 
 IDLE_READERS = 8
 """Read connections kept open between uses; more are opened under load and closed after."""
 
+log = logging.getLogger(__name__)
+
+
+def _chunk_text_or_none(stored: str | bytes | None, chunk_id: object) -> str | None:
+    """The SQL function ``chunk_text(text, id)`` every connection of this module has: a
+    chunk's text from its stored value, compressed or not (see
+    :func:`lorebase.store.document_text.chunk_text`). The keyword indexes read chunks through
+    it (the FTS5 engine's source view, the Tantivy catch-up), so they never see compressed
+    bytes. A value that does not decompress gives NULL (nothing indexed) and a warning naming
+    the chunk, never its text, so one damaged row stops neither a rebuild nor the write that
+    replaces it (reading the chunk itself raises ``DamagedText``). A view that calls it needs
+    ``trusted_schema`` on (SQLite's default); a tool that opens the file without lorebase
+    cannot read the FTS5 source view."""
+    try:
+        return chunk_text(stored, chunk_id)
+    except DamagedText as damaged:
+        log.warning("%s; the keyword index leaves its text out", damaged)
+        return None
+
+
+def _with_functions(conn: sqlite3.Connection) -> sqlite3.Connection:
+    conn.create_function(CHUNK_TEXT_FUNCTION, 2, _chunk_text_or_none, deterministic=True)
+    return conn
+
 
 def connect(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit) with the store's pragmas.
@@ -50,7 +77,7 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
-    return conn
+    return _with_functions(conn)
 
 
 def connect_reader(path: Path) -> sqlite3.Connection:
@@ -60,7 +87,7 @@ def connect_reader(path: Path) -> sqlite3.Connection:
         path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
     )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return conn
+    return _with_functions(conn)
 
 
 @contextmanager

@@ -144,22 +144,35 @@ def stats_bucket(rows: int) -> int:
 # tokenizer splits on `.` itself).
 PATH_TEXT_SQL = "replace(replace(d.path, '/', ' '), '\\', ' ')"
 
+CHUNK_TEXT_FUNCTION = "chunk_text"
+"""``chunk_text(text, id)``: a chunk's text from its stored value, compressed or not (a SQL
+function every connection of :mod:`lorebase.store.sqlite.database` has)."""
+CHUNK_TEXT_SQL = f"{CHUNK_TEXT_FUNCTION}(c.text, c.id)"
 
-def source_view_sql() -> str:
+
+def source_view_sql(body: str = CHUNK_TEXT_SQL) -> str:
     """The view FTS5 reads as its content table: one row per chunk with the five indexed
     columns, plus ``kb_id`` and ``document_id`` to select rows for insert and delete.
 
     Headings come from the chunk's section (stored once per section); FTS5 cannot read a view
     that calls ``json_each`` (its rebuild fails with "SQL logic error" on SQLite 3.40).
+    ``body``: the chunk's text; migration 2 made the view over ``c.text`` as stored, before
+    chunk texts were compressed, and migration 21 made it again through ``chunk_text``.
     """
     return (
         f"CREATE VIEW {FTS_SOURCE_VIEW} AS SELECT "
         "c.rowid AS chunk_rowid, d.kb_id AS kb_id, c.document_id AS document_id, "
         "coalesce(d.title, '') AS title, s.headings AS headings, "
-        f"{PATH_TEXT_SQL} AS path, coalesce(c.symbol, '') AS symbol, c.text AS body "
+        f"{PATH_TEXT_SQL} AS path, coalesce(c.symbol, '') AS symbol, {body} AS body "
         "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
         "JOIN sections AS s ON s.id = c.section_id"
     )
+
+
+def recreate_source_view_sql() -> tuple[str, str]:
+    """Drop the source view and make it again as :func:`source_view_sql` makes it now. What
+    the index holds stays valid: the view gives every row the values it gave before."""
+    return (f"DROP VIEW IF EXISTS {FTS_SOURCE_VIEW}", source_view_sql())
 
 
 def create_fts_sql() -> str:
@@ -193,13 +206,24 @@ def fts_insert_sql(by: str) -> str:
 
 def fts_delete_sql(by: str) -> str:
     """Remove the view's rows where ``by`` equals the parameter from the index, with the
-    values they were indexed with. Run *before* the chunk, section or document rows change."""
+    values they were indexed with. Run *before* the chunk, section or document rows change.
+
+    A chunk whose stored text does not decompress (a damaged row: its ``body`` is NULL) is
+    left out (deleting it with other values than it was indexed with would break the index's
+    counts): fewer rows are deleted than :func:`chunk_count_sql` counts, and the caller
+    rebuilds the index once those chunks are gone."""
     columns = ", ".join(FTS_COLUMNS)
     return (
         f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, {columns}) "
         f"SELECT 'delete', chunk_rowid, {columns} FROM {FTS_SOURCE_VIEW} "
-        f"WHERE {_filter_column(by)} = ?"
+        f"WHERE {_filter_column(by)} = ? AND body IS NOT NULL"
     )
+
+
+def chunk_count_sql(by: str) -> str:
+    """The chunks where ``by`` equals the parameter (what :func:`fts_delete_sql` deletes
+    when none is damaged)."""
+    return f"SELECT count(*) FROM chunks WHERE {_filter_column(by)} = ?"
 
 
 def keyword_search_sql(*, with_documents: bool) -> str:

@@ -3,15 +3,19 @@ the indexes derived from it beside it (Tantivy's ``<db>.lexical/``, the ANN grap
 ``<db>.ann/``).
 
 - **check**: ``PRAGMA integrity_check`` on a read connection, the rows both backends check
-  alike (:mod:`lorebase.store.relational.maintenance`), each base's keyword index
+  alike (:mod:`lorebase.store.relational.maintenance`), every compressed chunk text
+  decompressed (a damaged one names its document), each base's keyword index
   (:meth:`TantivyIndexes.verify`: its files' checksums read without opening it, its document
   count, a sample of terms; FTS5's own integrity check) and its ANN graphs (their metadata's
   dimension against the identity's, their count against the stored vectors when they reflect
   the base's generation). A database that cannot be read gives a finding, never an exception.
 - **repair**: the keyword index of each base rebuilt from the chunks, its ANN graphs removed
   (rebuilt from the stored vectors on the next load) and its in-memory dense indexes dropped.
-- **vacuum**: ``VACUUM``, a checkpoint that truncates the WAL, and the keyword indexes holding
-  deleted chunks rebuilt (this binding of Tantivy merges only by its own policy).
+- **vacuum**: the chunk texts an older lorebase stored uncompressed stored as this one does
+  (:func:`~lorebase.store.document_text.stored_chunk_text`; the keyword indexes read the same
+  text, so they stay as they are), ``VACUUM``, a checkpoint that truncates the WAL, and the
+  keyword indexes holding deleted chunks rebuilt (this binding of Tantivy merges only by its
+  own policy).
 - **backup**: first the keyword indexes (:meth:`TantivyIndexes.snapshot`: their record is then
   at or behind the database's copy, and the first search after a restore catches up the
   difference), then the database through SQLite's online backup API (one step, in one read
@@ -32,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from lorebase.errors import DamagedDatabase
 from lorebase.private import private_file, private_folder
-from lorebase.store.maintenance import Area, Compaction, Finding, Reclaimable, Snapshot
+from lorebase.store.document_text import stored_chunk_text
+from lorebase.store.maintenance import Area, Compaction, Finding, Reclaimable, Snapshot, listed
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.maintenance import MaintenanceChecks
 from lorebase.store.sqlite import fts
@@ -51,6 +56,9 @@ INTEGRITY_LINES = 1000
 REBUILD_WAIT_S = 60.0
 """How long a repair waits for a rebuild of the same index that this process's searches began
 when they found it damaged (the check after the repair would report it still rebuilding)."""
+COMPRESS_BATCH = 2_000
+"""Chunk rows a vacuum reads per write transaction when it compresses older texts (writers
+wait for one batch at most)."""
 _NULL_VALUE = re.compile(r"NULL value in (\w+)\.(\w+)")
 _GRAPH_FILE = re.compile(r"kb(\d+)-identity(\d+)\.json")
 _GRAPH_SUFFIXES = (".usearch", ".json")
@@ -171,6 +179,27 @@ class SqliteMaintenance(MaintenanceChecks):
         )
         return [Finding(Area.DATABASE, damaged)]
 
+    def _check_rows(self, tx: Bound, kb_ids: Sequence[int] | None) -> list[Finding]:
+        return super()._check_rows(tx, kb_ids) + self._damaged_texts(tx, kb_ids)
+
+    def _damaged_texts(self, tx: Bound, kb_ids: Sequence[int] | None) -> list[Finding]:
+        """The documents holding a chunk whose stored text does not decompress (read through
+        ``chunk_text``, which gives NULL for one), by base."""
+        damaged: dict[int, list[str]] = {}
+        for kb_id, document_id in tx.all(
+            "SELECT DISTINCT kb_id, document_id FROM chunks "
+            f"WHERE typeof(text) = 'blob' AND {fts.CHUNK_TEXT_FUNCTION}(text, id) IS NULL "
+            "ORDER BY kb_id, document_id"
+        ):
+            if kb_ids is None or int(kb_id) in kb_ids:
+                damaged.setdefault(int(kb_id), []).append(str(document_id))
+        problem = (
+            "{} document(s) hold a chunk whose stored text does not decompress (a damaged "
+            "row): {}; read them again (`lorebase sync --full`; an upload: reindex it)"
+        )
+        said = {kb_id: problem.format(len(ids), listed(ids)) for kb_id, ids in damaged.items()}
+        return [Finding(Area.DATABASE, said[k], k, ids[0]) for k, ids in damaged.items()]
+
     def _check_indexes(self, tx: Bound, kb_ids: list[int], sample: int) -> list[Finding]:
         """The ANN graphs, then the keyword index of each base (Tantivy: its files, its
         count, a sample of its terms; FTS5: its own check)."""
@@ -275,6 +304,9 @@ class SqliteMaintenance(MaintenanceChecks):
     def vacuum(self) -> Compaction:
         before = self.disk_bytes()
         steps = []
+        compressed = self._compress_older_texts()
+        if compressed:
+            steps.append(f"{compressed} chunk text(s) an older lorebase wrote compressed")
         with self._db.schema() as conn:
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -285,6 +317,25 @@ class SqliteMaintenance(MaintenanceChecks):
             if rebuilt:
                 steps.append(f"keyword index of base(s) {', '.join(map(str, rebuilt))} rebuilt")
         return Compaction(before, self.disk_bytes(), tuple(steps))
+
+    def _compress_older_texts(self) -> int:
+        """Store the chunk texts kept as TEXT (an older lorebase wrote them) compressed where
+        that is smaller, in batches of :data:`COMPRESS_BATCH` rows; how many were."""
+        compressed, after = 0, 0
+        while True:
+            with self._db.write() as conn:
+                found = conn.execute(
+                    "SELECT rowid, text FROM chunks WHERE rowid > ? AND typeof(text) = 'text' "
+                    "ORDER BY rowid LIMIT ?",
+                    (after, COMPRESS_BATCH),
+                ).fetchall()
+                if not found:
+                    return compressed
+                after = int(found[-1][0])
+                stored = [(stored_chunk_text(text), rowid) for rowid, text in found]
+                changed = [(value, rowid) for value, rowid in stored if isinstance(value, bytes)]
+                conn.executemany("UPDATE chunks SET text = ? WHERE rowid = ?", changed)
+                compressed += len(changed)
 
     def disk_bytes(self) -> int:
         files = [self.path.with_name(self.path.name + s) for s in ("", "-wal", "-shm")]

@@ -95,8 +95,15 @@ class SqliteRole(RelationalRole):
         writes.touch(tx, kb_id)
 
     def _purging(self, tx: Bound, column: str, value: object) -> None:
-        if fts.fts_present(tx.raw):
-            tx.execute(fts.fts_delete_sql(column), (value,))
+        if not fts.fts_present(tx.raw):
+            return
+        deleted = tx.execute(fts.fts_delete_sql(column), (value,)).rowcount
+        if deleted < tx.one(fts.chunk_count_sql(column), (value,))[0]:
+            # A damaged chunk (its text does not decompress) cannot be deleted from the index
+            # by value: the chunks go now (they were about to) and the index is built again
+            # from the rows left, so a chunk that reuses its rowid inherits nothing.
+            tx.execute(f"DELETE FROM chunks WHERE {column} = ?", (value,))
+            tx.execute(fts.rebuild_fts_sql())
 
     def _forget(self, kb_id: int) -> None:
         with self._dense_lock:

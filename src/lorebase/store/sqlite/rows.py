@@ -16,10 +16,7 @@ from lorebase.store.records import KB_COLUMNS as KB_COLUMNS
 from lorebase.store.records import KB_FIELDS as KB_FIELDS
 from lorebase.store.records import STORED_CHUNK_FIELDS as STORED_CHUNK_FIELDS
 from lorebase.store.records import STORED_CHUNK_SELECT as STORED_CHUNK_SELECT
-from lorebase.store.records import TEXT_COMPRESSION_LEVEL as TEXT_COMPRESSION_LEVEL
 from lorebase.store.records import chunk_row as chunk_row
-from lorebase.store.records import compress_text as compress_text
-from lorebase.store.records import decompress_text as decompress_text
 from lorebase.store.records import document_from_row as document_from_row
 from lorebase.store.records import document_values as document_values
 from lorebase.store.records import kb_from_row as kb_from_row

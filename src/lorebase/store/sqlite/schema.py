@@ -128,7 +128,7 @@ _CORE_TABLES: tuple[Step, ...] = (
 )
 
 _LEXICAL_INDEX: tuple[Step, ...] = (
-    fts.source_view_sql(),
+    fts.source_view_sql("c.text"),  # as released; migration 21 reads the text uncompressed
     fts.create_fts_sql(),
     # Index whatever chunks a database from migration 1 already holds.
     fts.rebuild_fts_sql(),
@@ -470,6 +470,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(18, "the earlier versions of notes", _NOTE_VERSIONS),
     Migration(19, "bases shared with another team or a user", _GRANTS),
     Migration(20, "what model calls cost, by hour", _USAGE),
+    # A chunk's text may now be stored zlib-compressed, as a BLOB (lorebase.store.
+    # document_text.stored_chunk_text); rows written before stay as they are (TEXT) and read
+    # as they did, so nothing is rewritten. The FTS5 engine's source view reads the text
+    # through chunk_text() from now on; an older lorebase, which would index and show the
+    # compressed bytes, refuses the database (it refuses any migration it does not know).
+    Migration(21, "chunk texts stored compressed", fts.recreate_source_view_sql()),
 )
 
 STORE_MIGRATIONS_TABLE = "migrations"

@@ -61,7 +61,7 @@ from lorebase.errors import Conflict
 from lorebase.private import narrow_files, private_file, private_folder
 from lorebase.store.base import Scored
 from lorebase.store.restriction import Restriction
-from lorebase.store.sqlite.fts import PATH_TEXT_SQL
+from lorebase.store.sqlite.fts import CHUNK_TEXT_SQL, PATH_TEXT_SQL
 from lorebase.store.sqlite.rows import base_generations
 from lorebase.store.sqlite.search import merge_top
 from lorebase.store.sqlite.tantivy_files import (
@@ -109,7 +109,7 @@ Reader = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 _CHUNK_FIELDS_SQL = (
     "SELECT c.id, c.document_id, c.language, coalesce(d.title, ''), s.headings, "
-    f"{PATH_TEXT_SQL}, coalesce(c.symbol, ''), c.text "
+    f"{PATH_TEXT_SQL}, coalesce(c.symbol, ''), {CHUNK_TEXT_SQL} "
     "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
     "JOIN sections AS s ON s.id = c.section_id "
     "WHERE c.document_id IN (SELECT value FROM json_each(?))"
@@ -118,7 +118,7 @@ _CHUNK_FIELDS_SQL = (
 _BASE_CHUNKS_SQL = "SELECT id FROM chunks WHERE kb_id = ?"
 _SAMPLE_SQL = (
     "SELECT c.id, c.document_id, c.language, coalesce(d.title, ''), s.headings, "
-    f"{PATH_TEXT_SQL}, coalesce(c.symbol, ''), c.text "
+    f"{PATH_TEXT_SQL}, coalesce(c.symbol, ''), {CHUNK_TEXT_SQL} "
     "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id "
     "JOIN sections AS s ON s.id = c.section_id "
     "WHERE c.rowid IN (SELECT rowid FROM chunks WHERE kb_id = ? ORDER BY random() LIMIT ?)"

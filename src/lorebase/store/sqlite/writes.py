@@ -2,6 +2,9 @@
 transaction: what the relational roles leave to SQLite (its sections, chunks and FTS5 rows;
 its vectors keyed by chunk row; the generation that tells the in-memory indexes what changed).
 
+A chunk's text is written as :func:`~lorebase.store.document_text.stored_chunk_text` keeps it
+(zlib-compressed when that is smaller): the one place the SQLite store writes chunk rows.
+
 The FTS5 index is external-content, so its rows are deleted with the values they were built
 from, read through the index's source view, *before* the chunks, sections or document title
 behind it change (the relational roles call ``_purging`` first).
@@ -15,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.store import stored_chunk_id
+from lorebase.store.document_text import stored_chunk_text
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import DocumentChunks
 from lorebase.store.sqlite import fts
@@ -71,15 +75,14 @@ def write_chunks(
             (document_id, ordinal, trail_json(trail), fts.headings_text(trail)),
         )[0]
         for position in positions:
-            rows.append(
-                chunk_row(
-                    chunks[position],
-                    stored_id=stored_ids[position],
-                    document_id=document_id,
-                    kb_id=kb_id,
-                    section_id=section_id,
-                )
+            row = chunk_row(
+                chunks[position],
+                stored_id=stored_ids[position],
+                document_id=document_id,
+                kb_id=kb_id,
+                section_id=section_id,
             )
+            rows.append(row | {"text": stored_chunk_text(row["text"])})
     tx.raw.executemany(CHUNK_INSERT_SQL, rows)  # named parameters: SQLite's own statement
     if lexical and fts.fts_present(tx.raw):
         tx.execute(fts.fts_insert_sql("document_id"), (document_id,))
