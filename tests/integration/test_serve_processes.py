@@ -210,3 +210,23 @@ def test_over_postgresql_each_process_is_a_whole_server(tmp_path: Path, postgres
             body = {"query": "pike", "knowledge_bases": [kb_id], "mode": "keyword"}
             found = on_first.post("/v1/search", json=body).json()
             assert [hit["document_id"] for hit in found["hits"]] == [document_id]
+
+
+def test_readiness_waits_for_the_other_processes(tmp_path: Path) -> None:
+    """Until each other process serves, the first answers alone: /readyz says so (a load
+    balancer, or a benchmark, then waits for the whole server)."""
+    from fastapi.testclient import TestClient
+
+    from lorebase.api.app import serving_app
+    from lorebase.app import open_lorebase
+    from lorebase.embed.fake import FakeEmbedder
+
+    waiting = [1]
+    with open_lorebase(tmp_path / "data", embedder=FakeEmbedder()) as lb:
+        app = serving_app(lb, starting=lambda: waiting[0])
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            starting = client.get("/readyz")
+            assert starting.status_code == 503
+            assert starting.json() == {"status": "starting", "processes_starting": 1}
+            waiting[0] = 0
+            assert client.get("/readyz").json() == {"status": "ready"}

@@ -6,7 +6,7 @@ import gc
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -114,9 +114,14 @@ def create_app(lb: Lorebase, *, manage: bool = True) -> FastAPI:
     return app
 
 
-def serving_app(lb: Lorebase) -> ASGIApp:
-    """What uvicorn serves: the app, with refusals closing their connection."""
-    return CloseAfterRefusal(create_app(lb))
+def serving_app(lb: Lorebase, starting: Callable[[], int] | None = None) -> ASGIApp:
+    """What uvicorn serves: the app, with refusals closing their connection. ``starting``:
+    how many of the server's other processes are still starting (``/readyz`` waits for
+    them)."""
+    app = create_app(lb)
+    if starting is not None:
+        app.state.starting = starting
+    return CloseAfterRefusal(app)
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -138,12 +143,14 @@ def run(
     port: int = 7700,
     *,
     listener: socket.socket | None = None,
+    on_ready: Callable[[], object] | None = None,
 ) -> None:
     """Serve ``lb`` with uvicorn until SIGINT/SIGTERM, on HOST:PORT or on ``listener`` (the
     port as one of ``serve --processes N``'s other processes binds it). Open event streams are
     ended as the shutdown begins: uvicorn waits for every response to finish, and an event
     stream never would. With ``processes`` above 1 the first process starts the others once
-    its own background work has started (:mod:`lorebase.api.processes`)."""
+    its own background work has started (:mod:`lorebase.api.processes`). ``on_ready`` is
+    called once the server accepts connections."""
     import asyncio
 
     import uvicorn
@@ -154,13 +161,17 @@ def run(
     # A request thread waiting for the interpreter gets it within 1 ms, not 5: a search
     # beside an indexing thread (bench/lean.py's ingest part).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    config = uvicorn.Config(
-        serving_app(lb), host=host, port=port, log_level="warning", access_log=False
-    )
     children: ServingProcesses | None = None
     if listener is None and lb.settings.serve.processes > 1:
         listener = shared_port(host, port)
         children = ServingProcesses(lb.settings, lb.lock.holder)
+    config = uvicorn.Config(
+        serving_app(lb, children.starting if children is not None else None),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+    )
 
     class EndingStreams(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -171,6 +182,8 @@ def run(
             gc.freeze()
             if children is not None:
                 children.start()
+            if on_ready is not None:
+                on_ready()
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             lb.events.close()

@@ -46,6 +46,8 @@ started again in a tight loop)."""
 STOP_WAIT_S = 30.0
 """How long stopping waits for the children to finish their requests before killing them."""
 PARENT_POLL_S = 1.0
+READY = b"lorebase-serving"
+"""What a child writes on its standard output once it accepts connections."""
 
 
 @contextlib.contextmanager
@@ -102,6 +104,7 @@ class ServingProcesses:
         self._holder = holder
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._started_at: dict[int, float] = {}
+        self._first_start: set[int] = set()  # children whose first process has not answered
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -109,8 +112,14 @@ class ServingProcesses:
     def pids(self) -> list[int]:
         return [child.pid for child in self._children.values()]
 
+    def starting(self) -> int:
+        """How many children are still on their first start (neither serving yet nor ended):
+        until none is, ``/readyz`` says ``starting``. A restart does not count again."""
+        return len(self._first_start)
+
     def start(self) -> None:
         for index in range(1, self._settings.serve.processes):
+            self._first_start.add(index)
             self._start(index)
         self._watcher = threading.Thread(target=self._watch, name="lorebase-processes", daemon=True)
         self._watcher.start()
@@ -140,7 +149,9 @@ class ServingProcesses:
     def _start(self, index: int) -> None:
         payload = pickle.dumps((child_settings(self._settings, index), self._holder, index))
         child = subprocess.Popen(
-            [sys.executable, "-m", "lorebase.api.processes"], stdin=subprocess.PIPE
+            [sys.executable, "-m", "lorebase.api.processes"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
         )
         stdin = cast(IO[bytes], child.stdin)
         try:
@@ -150,6 +161,18 @@ class ServingProcesses:
             pass
         self._children[index] = child
         self._started_at[index] = time.monotonic()
+        threading.Thread(
+            target=self._heard, args=(index, child), name=f"lorebase-process-{index}", daemon=True
+        ).start()
+
+    def _heard(self, index: int, child: subprocess.Popen[bytes]) -> None:
+        """The child's one line (:data:`READY`) once it serves; its end closes the pipe."""
+        out = cast(IO[bytes], child.stdout)
+        with out:
+            for line in out:
+                if line.strip() == READY:
+                    self._first_start.discard(index)
+        self._first_start.discard(index)  # ended before serving: not waited for again
 
     def _watch(self) -> None:
         while not self._stopping.wait(PARENT_POLL_S):
@@ -188,8 +211,13 @@ def main() -> None:
         raise SystemExit("lorebase.api.processes is started by `lorebase serve --processes N`")
     _follow_parent()
     serve = settings.serve
+
+    def ready() -> None:
+        sys.stdout.buffer.write(READY + b"\n")
+        sys.stdout.flush()
+
     with open_lorebase(settings=settings, holder=f"{holder}, process {index}") as lb:
-        run(lb, listener=shared_port(serve.host, serve.port))
+        run(lb, listener=shared_port(serve.host, serve.port), on_ready=ready)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -19,12 +19,18 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-def readyz(lb: LbDep) -> Response:
-    """The store answers and the workers run."""
+def readyz(lb: LbDep, request: Request) -> Response:
+    """The store answers, the workers run, and every process of ``serve --processes N`` has
+    started once (until then the first answers alone: 503 ``starting``)."""
     try:
         lb.knowledge_bases(totals=False)
     except Exception:
         return Response('{"status": "unavailable"}', status_code=503, media_type="application/json")
+    starting = getattr(request.app.state, "starting", None)
+    waiting = starting() if starting is not None else 0
+    if waiting:
+        body = f'{{"status": "starting", "processes_starting": {int(waiting)}}}'
+        return Response(body, status_code=503, media_type="application/json")
     return Response('{"status": "ready"}', media_type="application/json")
 
 
