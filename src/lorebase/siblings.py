@@ -39,8 +39,6 @@ MAX_MESSAGE_BYTES = 60_000
 """The largest datagram sent or read: an event or a job is a few hundred bytes."""
 RECEIVE_TIMEOUT_S = 0.5
 """How often the receiving thread looks whether the channel was closed."""
-SEND_TIMEOUT_S = 0.5
-"""How long a send waits for room in a busy process's socket before dropping the message."""
 
 OnEvent = Callable[[Event], None]
 OnAdmit = Callable[[int, "str | None"], object]
@@ -71,7 +69,9 @@ class SiblingChannel:
             self._socket.close()
             raise
         self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._sender.settimeout(SEND_TIMEOUT_S)
+        # Never waits: a process that stopped reading (hung, paused) must not slow the one
+        # publishing (an indexing pass announces every document).
+        self._sender.setblocking(False)
         self._send_lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._receive, name=f"lorebase-siblings-{place.index}", daemon=True
@@ -86,7 +86,7 @@ class SiblingChannel:
 
     def send(self, index: int, message: dict[str, object]) -> bool:
         """To process ``index``; False when it could not be handed over (not listening, gone,
-        or its socket full for longer than :data:`SEND_TIMEOUT_S`)."""
+        or its socket full)."""
         if self._closed.is_set():
             return False
         data = json.dumps(message, separators=(",", ":")).encode()
@@ -96,7 +96,7 @@ class SiblingChannel:
         try:
             with self._send_lock:
                 self._sender.sendto(data, str(socket_path(self.place.folder, index)))
-        except OSError as error:  # FileNotFoundError, ConnectionRefusedError, TimeoutError
+        except OSError as error:  # FileNotFoundError, ConnectionRefusedError, BlockingIOError
             self.dropped += 1
             log.debug("serving process %d did not take a message (%s)", index, type(error).__name__)
             return False

@@ -103,3 +103,21 @@ def test_a_socket_left_by_a_crashed_process_is_replaced(folder: Path) -> None:
     wait_until(lambda: got, 10, what="the event at the restarted process")
     first.close()
     second.close()
+
+
+def test_a_process_that_stops_reading_never_slows_the_sender(folder: Path) -> None:
+    """Its socket fills up; what does not fit is dropped at once, not waited for."""
+    import time
+
+    first, second = channels(folder)
+    second.close()  # stands for a process that stopped reading: its socket stays bound
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stuck.bind(str(socket_path(folder, 1)))
+    try:
+        started = time.monotonic()
+        handed = [first.send(1, {"event": {"n": n, "pad": "x" * 500}}) for n in range(2000)]
+        assert time.monotonic() - started < 5
+        assert handed[0] and not all(handed) and first.dropped > 0
+    finally:
+        stuck.close()
+        first.close()

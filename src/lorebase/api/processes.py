@@ -108,10 +108,6 @@ class ServingProcesses:
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
 
-    @property
-    def pids(self) -> list[int]:
-        return [child.pid for child in self._children.values()]
-
     def starting(self) -> int:
         """How many children are still on their first start (neither serving yet nor ended):
         until none is, ``/readyz`` says ``starting``. A restart does not count again."""
@@ -185,7 +181,11 @@ class ServingProcesses:
                 log.warning(
                     "serving process %d ended (exit code %d); starting it again", index, code
                 )
-                self._start(index)
+                try:
+                    self._start(index)
+                except OSError as error:  # no memory or processes left: try again later
+                    self._started_at[index] = time.monotonic()
+                    log.error("serving process %d could not start (%s)", index, error.strerror)
 
 
 def _follow_parent() -> None:
