@@ -10,6 +10,7 @@ import logging
 import shutil
 import sqlite3
 import zlib
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -67,11 +68,8 @@ def test_a_stream_that_does_not_decompress_names_the_chunk_not_its_text() -> Non
 
 # -- through the store --------------------------------------------------------------------------
 def _types(path: Path) -> dict[str, str]:
-    conn = sqlite3.connect(path)
-    try:
+    with closing(sqlite3.connect(path)) as conn:
         return dict(conn.execute("SELECT id, typeof(text) FROM chunks").fetchall())
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -99,16 +97,12 @@ def test_every_reader_gets_the_texts_back(tmp_path: Path, engine: str) -> None:
 
 def _as_old_row(path: Path, chunk_id: str) -> None:
     """Write a chunk's text back as an older lorebase stored it: TEXT."""
-    conn = sqlite3.connect(path)
-    try:
+    with closing(sqlite3.connect(path)) as conn, conn:
         (blob,) = conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
         conn.execute(
             "UPDATE chunks SET text = ? WHERE id = ?",
             (zlib.decompress(blob).decode("utf-8"), chunk_id),
         )
-        conn.commit()
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
