@@ -77,3 +77,24 @@ def test_no_server_errors_and_responses_match(api_schema: OpenApiSchema) -> None
         run()
         tried += 1
     assert tried >= 15
+
+
+def test_the_service_answers_without_a_warning(tmp_path: Any) -> None:
+    """Nothing the models do at their first use prints a warning in a server's log (pydantic
+    warned of an alias when the answer models built their validators lazily)."""
+    import warnings
+
+    from fastapi.testclient import TestClient
+
+    settings = Settings(data_dir=tmp_path / "data", serve=ServeSettings(auth=False, workers=1))
+    with (
+        open_lorebase(settings=settings, embedder=FakeEmbedder()) as lb,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error")
+        client = TestClient(create_app(lb, manage=False), base_url="http://127.0.0.1")
+        kb = lb.create_kb("k")
+        assert client.get("/openapi.json").status_code == 200
+        found = client.post("/v1/search", json={"query": "anything", "knowledge_bases": [kb.id]})
+        assert found.status_code == 200, found.text
+        assert client.get("/v1/knowledge-bases").status_code == 200

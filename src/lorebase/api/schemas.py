@@ -18,15 +18,8 @@ from lorebase.search.query import (
 )
 
 
-class Out(BaseModel):
-    """What an answer holds. Its validators and serializers are built at first use, not at
-    import: the command line's ``--json`` uses two of these models (~0.1 s less a command)."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
-class Strict(Out):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
 class ChunkingIn(Strict):
@@ -64,7 +57,7 @@ class KnowledgeBaseUpdate(Strict):
     chunking: ChunkingIn | None = None
 
 
-class KnowledgeBaseOut(Out):
+class KnowledgeBaseOut(BaseModel):
     id: int
     name: str
     description: str
@@ -125,7 +118,7 @@ class KnowledgeBaseOut(Out):
     )
 
 
-class DocumentOut(Out):
+class DocumentOut(BaseModel):
     id: str
     knowledge_base_id: int
     name: str
@@ -161,7 +154,7 @@ class DocumentPatch(Strict):
     )
 
 
-class UploadOut(Out):
+class UploadOut(BaseModel):
     documents: list[DocumentOut]
     created: list[bool]
 
@@ -170,7 +163,7 @@ class SourceIn(Strict):
     path: str = Field(min_length=1, max_length=4096)
 
 
-class SourceOut(Out):
+class SourceOut(BaseModel):
     id: int
     path: str
     label: str
@@ -232,7 +225,7 @@ class SearchIn(Strict):
         return SearchRequest(**fields, filters=tuple(conditions_from_json(self.filter)))
 
 
-class StepScoreOut(Out):
+class StepScoreOut(BaseModel):
     score: float
     rank: int | None = Field(
         description="From 1; null for a dense score read to fuse a passage the dense arm did "
@@ -248,13 +241,13 @@ SCORES_DESCRIPTION = (
 )
 
 
-class NeighborOut(Out):
+class NeighborOut(BaseModel):
     chunk_id: str
     ordinal: int
     text: str
 
 
-class PassageOut(Out):
+class PassageOut(BaseModel):
     """A matching passage: where it stands in its document, a snippet, its scores. A hit's
     document's other passages are these; a hit adds its document and text."""
 
@@ -301,7 +294,7 @@ class HitOut(PassageOut):
     )
 
 
-class SearchOut(Out):
+class SearchOut(BaseModel):
     hits: list[HitOut]
     mode: str
     timings_ms: dict[str, float]
@@ -335,7 +328,7 @@ class SearchOut(Out):
     )
 
 
-class ChunkOut(Out):
+class ChunkOut(BaseModel):
     chunk_id: str
     ordinal: int
     text: str
@@ -353,7 +346,7 @@ class ChunkOut(Out):
     )
 
 
-class TextOut(Out):
+class TextOut(BaseModel):
     document_id: str
     start: int
     text: str
@@ -370,7 +363,7 @@ class GrantIn(Strict):
     )
 
 
-class GrantOut(Out):
+class GrantOut(BaseModel):
     id: int
     knowledge_base_id: int
     grantee: Literal["team", "user"]
@@ -398,7 +391,7 @@ class NotePatch(Strict):
     title: str | None = Field(None, min_length=1, max_length=200)
 
 
-class NoteOut(Out):
+class NoteOut(BaseModel):
     id: str = Field(description="The note's document id (searches cite it like any document).")
     knowledge_base_id: int
     title: str
@@ -414,7 +407,7 @@ class NoteOut(Out):
     )
 
 
-class NoteVersionOut(Out):
+class NoteVersionOut(BaseModel):
     version: int
     title: str
     text: str
