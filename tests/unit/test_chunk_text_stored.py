@@ -10,7 +10,8 @@ import logging
 import shutil
 import sqlite3
 import zlib
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from contract.store_contract import put
 from lorebase.errors import DamagedText, ServerFault
+from lorebase.store.base import DocumentRecord, KnowledgeBase
 from lorebase.store.document_text import chunk_text, stored_chunk_text
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite.fts import FTS_SOURCE_VIEW, integrity_check_sql
@@ -67,6 +69,17 @@ def test_a_stream_that_does_not_decompress_names_the_chunk_not_its_text() -> Non
 
 
 # -- through the store --------------------------------------------------------------------------
+@contextmanager
+def _document(
+    path: Path, engine: str, texts: list[str] = TEXTS
+) -> Iterator[tuple[SqliteStore, KnowledgeBase, DocumentRecord]]:
+    """The store at ``path`` with a base "docs" holding a.md, made of ``texts``."""
+    with SqliteStore(path, lexical=engine) as store:
+        kb = store.create_kb("docs")
+        record, _ = put(store, kb, "a.md", texts)
+        yield store, kb, record
+
+
 def _types(path: Path) -> dict[str, str]:
     with closing(sqlite3.connect(path)) as conn:
         return dict(conn.execute("SELECT id, typeof(text) FROM chunks").fetchall())
@@ -75,9 +88,7 @@ def _types(path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_reader_gets_the_texts_back(tmp_path: Path, engine: str) -> None:
     path = tmp_path / "lorebase.db"
-    with SqliteStore(path, lexical=engine) as store:
-        kb = store.create_kb("docs")
-        record, _ = put(store, kb, "a.md", TEXTS)
+    with _document(path, engine) as (store, kb, record):
         stored = store.document_chunks(kb.id, record.id, 0, 10)
         assert [c.text for c in stored] == TEXTS
         ids = [c.id for c in stored]
@@ -108,9 +119,7 @@ def _as_old_row(path: Path, chunk_id: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_old_text_rows_and_new_blob_rows_read_side_by_side(tmp_path: Path, engine: str) -> None:
     path = tmp_path / "lorebase.db"
-    with SqliteStore(path, lexical=engine) as store:
-        kb = store.create_kb("docs")
-        record, _ = put(store, kb, "a.md", TEXTS)
+    with _document(path, engine) as (store, kb, record):
         ids = [c.id for c in store.document_chunks(kb.id, record.id, 0, 10)]
     _as_old_row(path, ids[1])
     assert [_types(path)[i] for i in ids] == ["text", "text", "blob", "blob"]
@@ -196,9 +205,7 @@ def test_a_damaged_row_is_named_and_the_rest_still_works(
     tmp_path: Path, engine: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "lorebase.db"
-    with SqliteStore(path, lexical=engine) as store:
-        kb = store.create_kb("docs")
-        record, _ = put(store, kb, "a.md", [LONG, NON_ASCII])
+    with _document(path, engine, [LONG, NON_ASCII]) as (store, kb, record):
         put(store, kb, "b.md", [LONG.replace("glacier", "moraine")])
         ids = [c.id for c in store.document_chunks(kb.id, record.id, 0, 10)]
         with store.database.write() as conn:

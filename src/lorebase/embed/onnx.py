@@ -94,11 +94,12 @@ def default_tokenizer_path() -> Path | None:
 
 @dataclass(frozen=True, slots=True)
 class _Loaded:
-    """Everything the first load produces; swapped in whole so readers never see half. No
-    session: the first load makes the queries' one (one thread), the documents' session is
-    made when documents are first embedded (a process that only searches, such as
-    ``lorebase search`` or one of ``serve --processes N``'s others, never makes it)."""
+    """Everything the first load produces; swapped in whole so readers never see half. Its
+    session is the queries' (one thread); the documents' session is made when documents are
+    first embedded (a process that only searches, such as ``lorebase search`` or one of
+    ``serve --processes N``'s others, never makes it)."""
 
+    query_session: Any
     tokenizer: Any
     pad_id: int
     input_names: frozenset[str]
@@ -166,7 +167,6 @@ class OnnxEmbedder(Embedder):
         self.lowered = lowered
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
-        self._query_session: Any = None
         self._documents: Any = None
         self._batches: ThreadPoolExecutor | None = None
         self._lock_background = threading.Lock()
@@ -254,8 +254,7 @@ class OnnxEmbedder(Embedder):
     def query_session(self) -> Any:
         """The model on one thread, for queries (see :data:`QUERY_THREADS`): the session the
         first load makes."""
-        self._load()
-        return self._query_session
+        return self._load().query_session
 
     def _documents_session(self, loaded: _Loaded) -> Any:
         """The model on every thread (or ``threads``), for documents, made at their first
@@ -287,8 +286,8 @@ class OnnxEmbedder(Embedder):
         digest = file_digest(str(source))
         session, model_file, reason = self._choose_session(ort, source, digest)
         variant: Variant = "fp32" if model_file == source else "int8"
-        self._query_session = session
         return _Loaded(
+            query_session=session,
             tokenizer=tokenizer,
             pad_id=0 if pad_id is None else pad_id,
             input_names=frozenset(i.name for i in session.get_inputs()),

@@ -40,19 +40,16 @@ def snippet(text: str, query: str, language: str | None = None, limit: int = SNI
 class KnownTerms:
     """The terms of the words passages were cut around, per language, kept across searches
     (a base's passages share most of their words: stemming them again cost ~0.3 ms a search);
-    emptied when it holds :data:`KNOWN_WORDS` words."""
+    emptied, as a search begins, once it holds :data:`KNOWN_WORDS` words."""
 
     def __init__(self) -> None:
         self._by_language: dict[str, dict[str, str | None]] = {}
-        self._words = 0
 
-    def of(self, language: str) -> dict[str, str | None]:
-        if self._words >= KNOWN_WORDS:
-            self._by_language, self._words = {}, 0
-        return self._by_language.setdefault(language, {})
-
-    def grew(self, words: int) -> None:
-        self._words += words
+    def for_a_search(self) -> dict[str, dict[str, str | None]]:
+        """The words' terms by language, for one search to read and add to."""
+        if sum(map(len, self._by_language.values())) >= KNOWN_WORDS:
+            self._by_language = {}
+        return self._by_language
 
 
 KNOWN_WORDS = 200_000
@@ -66,7 +63,7 @@ def snippets_for(
     question: the question is analysed once per language, and each word of the passages once
     (a search's passages share most of their words; ``kept`` keeps them for later searches)."""
     terms: dict[str, frozenset[str]] = {}
-    kept = KnownTerms() if kept is None else kept
+    known = (KnownTerms() if kept is None else kept).for_a_search()
 
     def cut(text: str, language: str | None) -> Snippet:
         lang = analysis(language)
@@ -74,10 +71,7 @@ def snippets_for(
         if wanted is None:
             wanted = terms[lang.language] = frozenset(lang.query_terms(query))
         flat = " ".join(text.split())
-        known = kept.of(lang.language)
-        before = len(known)
-        found = matches(flat, lang, wanted, known)
-        kept.grew(len(known) - before)
+        found = matches(flat, lang, wanted, known.setdefault(lang.language, {}))
         if len(flat) <= limit:
             return Snippet(flat, tuple(found))
         start, end = best_sentence(flat, found, lang, wanted)
