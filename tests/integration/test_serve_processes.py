@@ -230,3 +230,43 @@ def test_readiness_waits_for_the_other_processes(tmp_path: Path) -> None:
             assert starting.json() == {"status": "starting", "processes_starting": 1}
             waiting[0] = 0
             assert client.get("/readyz").json() == {"status": "ready"}
+
+
+def test_a_process_that_cannot_start_is_not_waited_for_and_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A child that ends before serving (here: its port is held by a socket that does not
+    share it) no longer counts as starting; the watcher starts it again, and a start that
+    fails outright (no processes left) is logged and tried later, not a dead watcher."""
+    import logging
+    import socket
+
+    from lorebase.api import processes as module
+    from lorebase.settings import EmbedSettings, ServeSettings, Settings
+
+    monkeypatch.setattr(module, "RESTART_PAUSE_S", 0.5)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))  # no SO_REUSEPORT: nobody may join it
+        held.listen()
+        port = int(held.getsockname()[1])
+        serve = ServeSettings(port=port, auth=False, processes=2)
+        settings = Settings(data_dir=tmp_path / "data", embed=EmbedSettings("fake"), serve=serve)
+        children = module.ServingProcesses(settings, "lorebase serve")
+        children.start()
+        try:
+            wait_until(lambda: children.starting() == 0, TIMEOUT, what="the child to end")
+            first = children._children[1]
+            wait_until(lambda: children._children[1] is not first, TIMEOUT, what="a restart")
+
+            def no_processes(*args: object, **kwargs: object) -> None:
+                raise OSError(11, "Resource temporarily unavailable")
+
+            monkeypatch.setattr(subprocess, "Popen", no_processes)
+            with caplog.at_level(logging.ERROR, logger=module.__name__):
+                wait_until(
+                    lambda: "could not start" in caplog.text, TIMEOUT, what="the failed start"
+                )
+            assert children._watcher is not None and children._watcher.is_alive()
+        finally:
+            monkeypatch.undo()
+            children.stop()
