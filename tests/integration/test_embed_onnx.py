@@ -262,3 +262,23 @@ def test_documents_embed_at_a_lower_priority_than_questions(cache_dir: Path) -> 
     assert _nice(threading.get_native_id()) == mine
     own = OnnxEmbedder(cache_dir=cache_dir)
     assert _nice(own._background().submit(threading.get_native_id).result()) == mine
+
+
+def test_a_documents_session_that_cannot_load_says_why(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made at the first document, its failure to load is said as a load failure (with the
+    reinstall command), not as a failed run; questions keep working."""
+    embedder = OnnxEmbedder(cache_dir=cache_dir)
+    embedder.embed_query("boundary layer")
+    made = embedder._session
+
+    def refuse(ort: object, path: Path, *, threads: int | None = None) -> object:
+        if threads is None:
+            raise Unavailable(f"the ONNX model {path} cannot be loaded (Fail); reinstall it")
+        return made(ort, path, threads=threads)
+
+    monkeypatch.setattr(embedder, "_session", refuse)
+    with pytest.raises(Unavailable, match="cannot be loaded"):
+        embedder.embed_documents(["heat transfer"])
+    assert embedder.embed_query("heat transfer").shape == (384,)

@@ -224,11 +224,13 @@ class OnnxEmbedder(Embedder):
         the one-thread session)."""
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {name: value for name, value in feeds.items() if name in loaded.input_names}
+        # Made here, outside the call's own failures: one that cannot load says why.
+        session = loaded.query_session if query else self._documents_session(loaded)
         try:
             if query:
-                hidden = self.query_session().run([loaded.output_name], feeds)[0]
+                hidden = session.run([loaded.output_name], feeds)[0]
             else:  # documents: on the lowered thread (lorebase.priority)
-                run = self._documents_session(loaded).run
+                run = session.run
                 hidden = self._background().submit(run, [loaded.output_name], feeds).result()[0]
         except Exception as exc:  # onnxruntime raises its own, unexported, types
             raise Unavailable(
