@@ -3,10 +3,18 @@ invariants."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, collapsed, without_repeats
+from lorebase.search.collapse import (
+    PASSAGES_PER_HIT,
+    by_document,
+    collapsed,
+    first_hits,
+    without_repeats,
+)
 from lorebase.search.query import Hit
 from lorebase.types import Provenance
 
@@ -73,3 +81,43 @@ def test_a_passage_gone_from_the_store_is_left_out() -> None:
 def test_repeated_passages_are_shown_once() -> None:
     hits = [hit("a", "A", "same text"), hit("b", "B", "same  text"), hit("c", "C", "other")]
     assert [h.chunk_id for h in without_repeats(hits)] == ["a", "c"]
+
+
+@given(
+    chunks,
+    documents,
+    st.sets(st.sampled_from([f"c{i}" for i in range(30)])),
+    st.dictionaries(st.sampled_from([f"c{i}" for i in range(30)]), st.sampled_from("xyz")),
+    st.integers(1, 12),
+    st.integers(0, 20),
+)
+def test_the_first_hits_are_those_of_reading_every_group_at_once(
+    order: list[str],
+    document_of: dict[str, str],
+    gone: set[str],
+    texts: dict[str, str],
+    wanted: int,
+    slack: int,
+) -> None:
+    """Read a batch at a time, the hits are the first ``wanted`` of collapsing every group
+    up to the deepest and leaving out repeats (here: passages of a few texts, chunks gone
+    since), and no chunk is read twice or past what the hits needed."""
+    stored = {
+        item: hit(item, document_of.get(item, "d"), texts.get(item))
+        for item in order
+        if item not in gone
+    }
+    reads: list[str] = []
+
+    def read(ids: Sequence[str]) -> dict[str, Hit]:
+        reads.extend(ids)
+        return {item: stored[item] for item in ids if item in stored}
+
+    groups = by_document(order, document_of)
+    deepest = wanted + slack
+    expected = without_repeats(collapsed(groups[:deepest], stored))[:wanted]
+    assert first_hits(groups, read, wanted, deepest) == expected
+    assert len(reads) == len(set(reads))
+    if len(expected) == wanted:  # nothing was read beyond the group of the last hit
+        last = next(i for i, g in enumerate(groups) if expected[-1].chunk_id in g)
+        assert not set(reads) & {item for group in groups[last + 1 :] for item in group}

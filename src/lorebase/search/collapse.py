@@ -9,7 +9,7 @@ passage (its other passages do not add to its rank: see :mod:`lorebase.search.fu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from lorebase.search.query import Hit
@@ -40,7 +40,8 @@ def collapsed(
         found = [hits[item] for item in group if item in hits]
         if not found:
             continue
-        out.append(replace(found[0], passages=tuple(found[1 : passages + 1])))
+        others = tuple(found[1 : passages + 1])
+        out.append(replace(found[0], passages=others) if others or found[0].passages else found[0])
     return out
 
 
@@ -48,10 +49,36 @@ def without_repeats(hits: Sequence[Hit]) -> list[Hit]:
     """Hits whose passage (trail and text) was already shown higher up are left out: a copy
     of a file, boilerplate repeated across documents. Pure."""
     seen: set[tuple[tuple[str, ...], str]] = set()
-    kept = []
-    for hit in hits:
-        key = (hit.provenance.trail, " ".join(hit.text.split()))
-        if key not in seen:
-            seen.add(key)
-            kept.append(hit)
-    return kept
+    return [hit for hit in hits if _first_time(hit, seen)]
+
+
+def first_hits(
+    groups: Sequence[Sequence[str]],
+    read: Callable[[Sequence[str]], Mapping[str, Hit]],
+    wanted: int,
+    deepest: int,
+    passages: int = PASSAGES_PER_HIT,
+) -> list[Hit]:
+    """The first ``wanted`` hits of ``groups`` (as :func:`collapsed` makes them) whose passage
+    is not a repeat (as :func:`without_repeats` tells), looking at no group past the
+    ``deepest``-th. Hits are read a batch at a time, as many groups as hits are still wanted:
+    most searches read ``wanted`` groups once (reading every group a repeat might need cost a
+    search twice the reads it shows)."""
+    kept: list[Hit] = []
+    seen: set[tuple[tuple[str, ...], str]] = set()
+    start, end = 0, min(len(groups), deepest)
+    while len(kept) < wanted and start < end:
+        batch = groups[start : min(end, start + wanted - len(kept))]
+        start += len(batch)
+        found = read([item for group in batch for item in group[: passages + 1]])
+        kept += [hit for hit in collapsed(batch, found, passages) if _first_time(hit, seen)]
+    return kept[:wanted]
+
+
+def _first_time(hit: Hit, seen: set[tuple[tuple[str, ...], str]]) -> bool:
+    """Whether ``hit``'s passage is not in ``seen`` (it is, after)."""
+    key = (hit.provenance.trail, " ".join(hit.text.split()))
+    if key in seen:
+        return False
+    seen.add(key)
+    return True

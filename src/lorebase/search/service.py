@@ -26,7 +26,7 @@ from lorebase.errors import InvalidInput, NotFound
 from lorebase.fields import unknown_field_message, unknown_fields
 from lorebase.languages import LanguageDetector
 from lorebase.rerank.base import Reranker
-from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, collapsed, without_repeats
+from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, first_hits, without_repeats
 from lorebase.search.dense_arm import DenseArm, DenseResult
 from lorebase.search.floor import supported
 from lorebase.search.fusion import FUSIONS, Arms, Scored
@@ -42,7 +42,7 @@ from lorebase.search.query import (
     elapsed_ms,
 )
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
-from lorebase.search.snippets import KnownTerms, snippets_for
+from lorebase.search.snippets import KnownPassages, KnownTerms, snippets_for
 from lorebase.settings import SearchSettings
 from lorebase.store.base import Catalogue, Chunks, Fields, KnowledgeBase, LexicalIndex, Vectors
 from lorebase.usage import UsageMeter
@@ -101,6 +101,7 @@ class SearchService:
         self.reranker = reranker
         self.settings = settings or SearchSettings()
         self._known_terms = KnownTerms()
+        self._known_passages = KnownPassages()
         self._pool = ThreadPoolExecutor(
             max_workers=KEYWORD_THREADS, thread_name_prefix="lorebase-keyword"
         )
@@ -280,15 +281,14 @@ class SearchService:
         order: list[str],
         document_of: dict[str, str],
     ) -> list[Hit]:
-        """The passages as hits, one per document (its best, with up to PASSAGES_PER_HIT of
-        its others) unless the request asks for every passage; a few more than ``top_k`` so
-        that leaving out repeated passages still fills it."""
+        """The first ``top_k`` passages as hits, one per document (its best, with up to
+        PASSAGES_PER_HIT of its others) unless the request asks for every passage; a repeated
+        passage is left out, and up to DUPLICATE_SLACK more groups looked at to fill its
+        place."""
+        groups = by_document(order, document_of) if request.collapse else [[i] for i in order]
+        passages = PASSAGES_PER_HIT if request.collapse else 0
         depth = request.top_k + DUPLICATE_SLACK
-        if not request.collapse:
-            return without_repeats(pool.hits(order[:depth]))
-        groups = by_document(order, document_of)[:depth]
-        wanted = [item for group in groups for item in group[: PASSAGES_PER_HIT + 1]]
-        return without_repeats(collapsed(groups, pool.by_id(wanted)))
+        return first_hits(groups, pool.by_id, request.top_k, depth, passages)
 
     def _keyword(
         self,
@@ -354,7 +354,7 @@ class SearchService:
     def _finished(self, kb_ids: list[int], request: SearchRequest, hits: list[Hit]) -> list[Hit]:
         """Cut to top_k; snippets (only for what is returned, passages included) and
         neighbours."""
-        cut = snippets_for(request.query, kept=self._known_terms)
+        cut = snippets_for(request.query, kept=self._known_terms, passages=self._known_passages)
 
         def with_snippet(hit: Hit) -> Hit:
             found = cut(hit.text, hit.provenance.language)
