@@ -4,6 +4,7 @@ kept apart from the code that runs the statements."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
@@ -218,20 +219,57 @@ def document_from_row(row: Sequence[Any]) -> DocumentRecord:
 def stored_chunk_from_row(row: Sequence[Any]) -> StoredChunk:
     """A chunk from a ``STORED_CHUNK_SELECT`` row: four columns of its own, the rest its
     provenance. Its text as stored, compressed or not (see
-    :func:`~lorebase.store.document_text.chunk_text`)."""
-    chunk = named(STORED_CHUNK_FIELDS, row)
-    own = {name: chunk.pop(name) for name in ("id", "ordinal", "text", "tokens")}
-    own["text"] = chunk_text(own["text"], own["id"])
+    :func:`~lorebase.store.document_text.chunk_text`). Unpacked in the order of
+    :data:`STORED_CHUNK_FIELDS` (a search hydrates twenty of these: no dict per row)."""
+    (
+        chunk_id,
+        ordinal,
+        stored,
+        tokens,
+        knowledge_base,
+        knowledge_base_id,
+        document_id,
+        path,
+        title,
+        kind,
+        uploaded,
+        trail,
+        start,
+        end,
+        content_kind,
+        page,
+        page_end,
+        line,
+        language,
+        symbol,
+    ) = row
+    text = chunk_text(stored, chunk_id)
     provenance = Provenance(
-        **chunk
-        | {
-            "trail": tuple(json.loads(chunk["trail"])),
-            "content_kind": ContentKind(chunk["content_kind"]),
-            "uploaded": bool(chunk["uploaded"]),
-            "line_end": last_line(own["text"], chunk["line"], chunk["end"] - chunk["start"]),
-        }
+        knowledge_base=knowledge_base,
+        knowledge_base_id=knowledge_base_id,
+        document_id=document_id,
+        path=path,
+        title=title,
+        kind=kind,
+        uploaded=bool(uploaded),
+        trail=_trail(trail),
+        start=start,
+        end=end,
+        content_kind=ContentKind(content_kind),
+        page=page,
+        page_end=page_end,
+        line=line,
+        language=language,
+        symbol=symbol,
+        line_end=last_line(text, line, end - start),
     )
-    return StoredChunk(**own, provenance=provenance)
+    return StoredChunk(chunk_id, ordinal, text, tokens, provenance)
+
+
+@functools.lru_cache(maxsize=4096)
+def _trail(stored: str) -> tuple[str, ...]:
+    """A stored heading trail (a JSON list), read once however many chunks share it."""
+    return tuple(json.loads(stored))
 
 
 def last_line(text: str, line: int | None, length: int) -> int | None:
