@@ -1,6 +1,8 @@
 """Snippets and their marks: the best sentence, bounded and cut at words; the question's words
 marked whole, by the keyword arm's analysis in the passage's language, never stop words."""
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -160,3 +162,99 @@ def test_terms_kept_across_searches_cut_alike_and_stay_bounded(
         for text in passages:
             assert remembered(text, "en") == fresh(text, "en")
         assert sum(len(words) for words in kept._by_language.values()) <= 12 + 20
+
+
+_SENTENCE_WORDS = st.sampled_from(["heat", "flow", "Mach", "wall", "layer", "x", "热", "流"])
+_SENTENCE_GLUE = st.sampled_from([" ", ". ", "! ", "?", "...", "。", "！", "\n", ", ", ".\n"])
+
+
+def _every_sentence(
+    flat: str, found: list[tuple[int, int]], term: Callable[[str], str | None]
+) -> tuple[int, int]:
+    """The best sentence by walking every sentence of the text (what best_sentence did)."""
+    import re
+
+    best = (0, 0, -1)  # start, end, distinct words
+    for match in re.finditer(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)", flat):
+        start, end = match.span()
+        inside = {term(flat[a:b]) or flat[a:b] for a, b in found if start <= a < end}
+        if len(inside) > best[2]:
+            best = (start, end, len(inside))
+    return best[0], best[1]
+
+
+@given(
+    st.lists(st.tuples(_SENTENCE_WORDS, _SENTENCE_GLUE), min_size=0, max_size=30),
+    st.sets(st.sampled_from(["heat", "flow", "mach", "wall", "layer", "x", "热"])),
+    st.booleans(),
+)
+def test_the_best_sentence_is_the_one_a_walk_over_every_sentence_finds(
+    pieces: list[tuple[str, str]], question: set[str], told: bool
+) -> None:
+    """Only the sentences holding a mark are looked for; the sentence chosen (ties: the
+    first; no mark: the text's first) is the one scoring every sentence gives, whether the
+    words' terms were known before or not."""
+    from lorebase.analysis import analysis
+    from lorebase.search.snippets import best_sentence, matches
+
+    lang = analysis("en")
+    flat = "".join(word + glue for word, glue in pieces)
+    wanted = frozenset(question)
+    known: dict[str, str | None] = {}
+    found = matches(flat, lang, wanted, known)
+    expected = _every_sentence(flat, found, lang.term)
+    assert best_sentence(flat, found, lang, wanted, known if told else None) == expected
+
+
+@given(
+    st.lists(st.tuples(_WORDS, _GLUE), min_size=0, max_size=40),
+    st.lists(_WORDS, min_size=1, max_size=4),
+    st.sampled_from(["en", "de", "fr", "tr", "ru", "fi", "hu", None]),
+)
+def test_a_latin_texts_sorted_words_give_the_words_that_may_be_a_term(
+    pieces: list[tuple[str, str]], question: list[str], language: str | None
+) -> None:
+    """Kept sorted (a passage cut again), a text's words answer as a read of the text does:
+    for stemmers that change only a word's end and for those that may change more."""
+    from lorebase.analysis import LatinWords, analysis, is_latin, words_that_may_be
+
+    text = "".join(word + glue for word, glue in pieces)
+    lang = analysis(language)
+    wanted = frozenset(lang.query_terms(" ".join(question)))
+    expected = words_that_may_be(text, lang, wanted)
+    if is_latin(text):
+        assert LatinWords(text).that_may_be(lang, wanted) == expected
+    else:
+        assert expected is None
+
+
+def test_passages_cut_again_cut_alike_in_every_script_and_stay_bounded() -> None:
+    """A search service keeps what it read of the passages it cut (their words, sorted the
+    second time; ICU's words of text it splits the first): the snippets of later searches
+    are those of a first read, and the passages kept stay within their bound, the least
+    lately cut forgotten first."""
+    from lorebase.search.snippets import KnownPassages, KnownTerms
+
+    passages = [
+        (LONG, "en"),
+        ("Die Grenzschicht wird dünner, wenn die Machzahl steigt. Wärmeübergang " * 8, "de"),
+        ("边界层的热传递随着马赫数增加。高超声速流动加热壁面。" * 12, "zh"),
+        ("Пограничный слой нагревает стенку. Число Маха растёт. " * 6, "ru"),
+    ]
+    questions = ["vacation days", "Machzahl Wärme", "热传递 马赫数", "число Маха", "parking"]
+    memory = KnownPassages()
+    kept = KnownTerms()
+    for _ in range(3):  # first read, words sorted, then as kept
+        for query in questions:
+            fresh = snippets_for(query)
+            remembered = snippets_for(query, kept=kept, passages=memory)
+            for text, language in passages:
+                assert remembered(text, language) == fresh(text, language)
+    assert memory._kept[(LONG, "en")].words is not None  # sorted once cut twice
+    assert memory._kept[(passages[2][0], "zh")].spans is not None  # ICU's words, kept
+    bounded = KnownPassages(size=3)
+    cut = snippets_for("vacation", passages=bounded)
+    for text, language in passages:
+        cut(text, language)
+    assert len(bounded._kept) == 3
+    assert (LONG, "en") not in bounded._kept  # the least lately cut

@@ -29,6 +29,7 @@ its analysis makes of the question.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import threading
@@ -223,10 +224,47 @@ def words_that_may_be(text: str, analysis: Analysis, terms: Collection[str]) -> 
     words (what the analysis of the rest would have said is known: no wanted term). Pure."""
     if not _latin(text):
         return None
-    if analysis.stemmer is not None and analysis.stemmer not in SUFFIX_STEMMERS:
+    firsts = _first_letters(analysis, terms)
+    if firsts is None:
         return set(_LATIN_WORD.findall(text))
-    firsts = "".join(sorted({term[0] for term in terms if term and term[0].isascii()}))
     return set(_words_starting(firsts).findall(text))
+
+
+def is_latin(text: str) -> bool:
+    """Whether :func:`word_spans` splits ``text`` without ICU (see :data:`_NOT_LATIN`). Pure."""
+    return _latin(text)
+
+
+class LatinWords:
+    """The distinct words of a Latin text, sorted: :func:`words_that_may_be` for many
+    questions without reading the text again (the words of one first letter lie together,
+    found by bisection: ~30 us a passage of 1,000 characters, against a few)."""
+
+    __slots__ = ("_sorted",)
+
+    def __init__(self, text: str) -> None:
+        self._sorted = sorted(set(_LATIN_WORD.findall(text)))
+
+    def that_may_be(self, analysis: Analysis, terms: Collection[str]) -> set[str]:
+        """What :func:`words_that_may_be` says of the text. Pure."""
+        words = self._sorted
+        firsts = _first_letters(analysis, terms)
+        if firsts is None:
+            return set(words)
+        found = set(words[bisect.bisect_left(words, "\x80") :])  # outside ASCII: may fold
+        for letter in {case for first in firsts for case in (first, first.upper())}:
+            start = bisect.bisect_left(words, letter)
+            found.update(words[start : bisect.bisect_left(words, chr(ord(letter) + 1), start)])
+        return found
+
+
+def _first_letters(analysis: Analysis, terms: Collection[str]) -> str | None:
+    """The ASCII first letters of ``terms``, in order: a word of ASCII letters is one of them
+    only if it begins with one (any case); None when the stemmer may change a word's first
+    letters (every word may be one)."""
+    if analysis.stemmer is not None and analysis.stemmer not in SUFFIX_STEMMERS:
+        return None
+    return "".join(sorted({term[0] for term in terms if term and term[0].isascii()}))
 
 
 def occurrences(text: str, words: Collection[str]) -> list[tuple[int, int]]:
