@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from contract.store_contract import (
+    IDENTITY,
     put,
     stored_ids,
+    unit,
 )
 from lorebase.errors import NotFound
 from lorebase.store.base import Store
+from lorebase.store.sqlite import SqliteStore
 from lorebase.types import ContentKind, Provenance
 
 
@@ -91,3 +95,38 @@ def test_chunk_documents_names_each_chunks_document_within_the_bases(store: Stor
     assert set(mapping) < found  # gamma's chunk is another base's; the unknown id is gone
     assert store.chunk_documents([kb.id], []) == {}
     assert store.chunk_documents([], list(found)) == {}
+
+
+def test_chunk_documents_stay_true_while_vectors_searched_in_memory_change(store: Store) -> None:
+    """A backend may answer from what its vector search keeps in memory: the answer is the
+    rows' through a search of the vectors, a document replaced or deleted since (a chunk
+    gone is named by no document), and a document that has no vectors yet."""
+    kb = store.create_kb("docs")
+    a, a_chunks = put(
+        store, kb, "a.md", ["alpha one", "alpha two"], vectors=np.stack([unit(1), unit(2)])
+    )
+    b, b_chunks = put(store, kb, "b.md", ["beta"], vectors=np.stack([unit(3)]))
+    c, c_chunks = put(store, kb, "c.md", ["gamma"])  # keyword only: no vectors yet
+    every = stored_ids(a.id, a_chunks) + stored_ids(b.id, b_chunks) + stored_ids(c.id, c_chunks)
+    expected = dict.fromkeys(stored_ids(a.id, a_chunks), a.id)
+    expected |= {**dict.fromkeys(stored_ids(b.id, b_chunks), b.id)}
+    expected |= dict.fromkeys(stored_ids(c.id, c_chunks), c.id)
+    assert store.chunk_documents([kb.id], every) == expected
+    store.dense_search([kb.id], IDENTITY, unit(1), 10)  # the vectors in memory, if kept
+    assert store.chunk_documents([kb.id], every) == expected
+    store.delete_document(kb.id, b.id)
+    gone = {chunk_id: doc for chunk_id, doc in expected.items() if doc != b.id}
+    assert store.chunk_documents([kb.id], every) == gone  # before the next vector search
+    store.dense_search([kb.id], IDENTITY, unit(1), 10)
+    assert store.chunk_documents([kb.id], every) == gone
+    d, d_chunks = put(store, kb, "b.md", ["beta again"], vectors=np.stack([unit(4)]))
+    store.dense_search([kb.id], IDENTITY, unit(1), 10)
+    more = every + stored_ids(d.id, d_chunks)
+    assert store.chunk_documents([kb.id], more) == gone | dict.fromkeys(
+        stored_ids(d.id, d_chunks), d.id
+    )
+    assert store.chunk_documents([kb.id + 1000], more) == {}
+    if isinstance(store, SqliteStore):  # answered from its vectors in memory, c's read
+        with store._reading() as tx:
+            known = store._known_documents(tx, [kb.id], more)
+        assert known == {k: v for k, v in store.chunk_documents([kb.id], more).items() if v != c.id}

@@ -49,16 +49,22 @@ def test_any_ids_come_back_as_given(given_ids: list[str]) -> None:
     st.lists(st.integers(0, 39), max_size=20),
     st.integers(0, 60),
     st.booleans(),
+    st.booleans(),
 )
 def test_a_lookup_finds_every_row_of_an_id_among_the_first_rows(
-    rows: list[int], asked: list[int], size: int, plain: bool
+    rows: list[int], asked: list[int], size: int, plain: bool, odd: bool
 ) -> None:
     """Each asked id's rows (in order) among the first ``size`` rows, none for an id not among
-    them; the same whether the ids are packed or kept as a list (ids that are not hex)."""
+    them; the same whether the ids are packed or kept as a list (ids that are not hex), and
+    whether the ids asked are all stored ones (checked at once) or not."""
     pool = ids(40) if not plain else [f"c{n}" for n in range(40)]
     packed = PackedIds([pool[n] for n in rows])
     size = min(size, len(rows))
-    wanted = [pool[n] for n in asked] + ["not an id", "f" * 32]
+    wanted = (
+        [pool[n] for n in asked]
+        + ["f" * 32]
+        + (["not an id", "A" * 32, "f" * 31, "f" * 33] if odd else [])
+    )
     expected = [
         [row for row in range(size) if rows[row] == pool.index(w)] if w in pool else []
         for w in wanted

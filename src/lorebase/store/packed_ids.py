@@ -146,26 +146,36 @@ class IdLookup:
         if self._listed is not None:
             return [[r for r in self._listed.get(c, []) if r < limit] for c in wanted]
         out: list[list[int]] = [[] for _ in wanted]
-        hexes = [(n, chunk_id) for n, chunk_id in enumerate(wanted) if _STORED.fullmatch(chunk_id)]
+        joined = "".join(wanted)
+        stored_size = all(len(chunk_id) == STORED_CHUNK_ID_HEX_CHARS for chunk_id in wanted)
+        if stored_size and _HEX.fullmatch(joined):
+            hexes = list(enumerate(wanted))  # the usual case: every id stored, checked at once
+        else:
+            hexes = [
+                (n, chunk_id) for n, chunk_id in enumerate(wanted) if _STORED.fullmatch(chunk_id)
+            ]
+            joined = "".join(chunk_id for _, chunk_id in hexes)
         if not hexes or not self._keys.size:
             return out
-        raw = bytes.fromhex("".join(chunk_id for _, chunk_id in hexes))
+        raw = bytes.fromhex(joined)
         packed = np.frombuffer(raw, dtype=np.uint8).reshape(len(hexes), ID_BYTES)
         keys = _first_words(packed)
         lows = np.searchsorted(self._keys, keys, side="left")
         highs = np.searchsorted(self._keys, keys, side="right")
         stored = self._ids._raw
-        single = highs - lows == 1  # the usual case, checked at once
+        counts = highs - lows
+        single = counts == 1  # the usual case, checked at once
         rows = self._order[lows[single]]
         same = (stored[rows] == packed[single]).all(axis=1)
-        places = [n for (n, _), alone in zip(hexes, single, strict=True) if alone]
+        places = [hexes[at][0] for at in np.flatnonzero(single).tolist()]
         for n, row, equal in zip(places, rows.tolist(), same.tolist(), strict=True):
             if equal and row < limit:
                 out[n] = [row]
-        for (n, _), item, low, high in zip(hexes, packed, lows, highs, strict=True):
-            if high - low > 1:  # the id in several rows (a document read again), or a collision
-                held = sorted(int(row) for row in self._order[low:high] if row < limit)
-                out[n] = [row for row in held if np.array_equal(stored[row], item)]
+        # The id in several rows (a document read again), or a collision: one by one.
+        for at in np.flatnonzero(counts > 1).tolist():
+            low, high = int(lows[at]), int(highs[at])
+            held = sorted(int(row) for row in self._order[low:high] if row < limit)
+            out[hexes[at][0]] = [row for row in held if np.array_equal(stored[row], packed[at])]
         return out
 
 
@@ -175,3 +185,4 @@ def _first_words(raw: np.ndarray) -> np.ndarray:
 
 
 _STORED = re.compile(f"[0-9a-f]{{{STORED_CHUNK_ID_HEX_CHARS}}}")
+_HEX = re.compile("[0-9a-f]*")

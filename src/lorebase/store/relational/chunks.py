@@ -51,17 +51,23 @@ class ChunksMixin(RelationalRole):
 
     def chunk_documents(self, kb_ids: Sequence[int], chunk_ids: Sequence[str]) -> dict[str, str]:
         """The document of each chunk (ids outside ``kb_ids``, or unknown, are left out)."""
-        kbs, wanted = kb_list(kb_ids), [str(c) for c in chunk_ids]
+        kbs, wanted = kb_list(kb_ids), list(dict.fromkeys(str(c) for c in chunk_ids))
         if not kbs or not wanted:
             return {}
         with self._reading() as tx:
-            dialect = tx.dialect
-            found = tx.all(
-                f"SELECT id, document_id FROM chunks WHERE {dialect.any_of('id')} "
-                f"AND {dialect.any_of('kb_id')}",
-                (dialect.ids(list(dict.fromkeys(wanted))), dialect.ids(kbs)),
-            )
-        return {str(chunk_id): str(document_id) for chunk_id, document_id in found}
+            found = self._known_documents(tx, kbs, wanted)
+            rest = [chunk_id for chunk_id in wanted if chunk_id not in found] if found else wanted
+            if rest:
+                dialect = tx.dialect
+                found.update(
+                    (str(chunk_id), str(document_id))
+                    for chunk_id, document_id in tx.all(
+                        f"SELECT id, document_id FROM chunks WHERE {dialect.any_of('id')} "
+                        f"AND {dialect.any_of('kb_id')}",
+                        (dialect.ids(rest), dialect.ids(kbs)),
+                    )
+                )
+        return found
 
     def neighbors(self, kb_ids: Sequence[int], chunk_id: str, window: int) -> list[StoredChunk]:
         """The chunk and up to ``window`` chunks each side of it in its document, in order."""

@@ -167,6 +167,13 @@ class RelationalRole:
         the backend can tell that the bases have not changed since, as resolved before."""
         return resolve()
 
+    def _known_documents(
+        self, tx: Bound, kb_ids: Sequence[int], chunk_ids: Sequence[str]
+    ) -> dict[str, str]:
+        """The documents of those of ``chunk_ids`` (in these bases) the backend knows without
+        reading the rows, as ``tx`` sees them; the rest are read. None by default."""
+        return {}
+
     def _fields_changed(self, tx: Bound, kb_id: int) -> None:
         """Fields people set on a base's documents changed in ``tx`` (its searchable rows did
         not): what remembers a filter's documents needs to know. Nothing by default."""

@@ -191,6 +191,18 @@ class LoadedIndex:
         """The inner products of ``query`` with these chunks' live rows (the chunks this
         index holds), as :meth:`search` scores them; None for an ANN index (its rows are
         not kept in id order: the caller reads the vectors)."""
+        index = self.index
+        found = self._live_rows(chunk_ids)
+        if found is None or not isinstance(index, ExactIndex):
+            return None
+        if not found:
+            return {}
+        products = index.products(query, np.fromiter(found.values(), dtype=np.int64))
+        return dict(zip(found, products.tolist(), strict=True))
+
+    def _live_rows(self, chunk_ids: Sequence[str]) -> dict[str, int] | None:
+        """The live row of each of ``chunk_ids`` this index holds (its last: a chunk written
+        again is appended); None for an ANN index (its rows are not kept in id order)."""
         rows = self.rows
         if rows is None or not isinstance(self.index, ExactIndex):
             return None
@@ -206,10 +218,14 @@ class LoadedIndex:
             alive = [row for row in held if live is None or live[row]]
             if alive:
                 found[chunk_id] = alive[-1]
-        if not found:
-            return {}
-        products = self.index.products(query, np.fromiter(found.values(), dtype=np.int64))
-        return dict(zip(found, products.tolist(), strict=True))
+        return found
+
+    def documents_of(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The document of each of ``chunk_ids`` this index holds live (none for an ANN
+        index): what collapsing a search's candidates by document asks, without the rows."""
+        found = self._live_rows(chunk_ids) or {}
+        codes, names = self.document_codes, self.document_ids
+        return {chunk_id: names[codes[row]] for chunk_id, row in found.items()}
 
     def search(self, query: np.ndarray, limit: int, document_ids: Sequence[str] | None) -> Scored:
         positions, scores = self.index.search(query, limit, self.allowed(document_ids))
@@ -231,6 +247,23 @@ class DenseIndexes:
         self.ann_threshold = ann_threshold
         self.ann_folder = ann_folder
         self.ann_background = ann_background
+
+    def documents_of(
+        self, conn: sqlite3.Connection, kb_ids: Sequence[int], chunk_ids: Sequence[str]
+    ) -> dict[str, str]:
+        """The document of each of ``chunk_ids`` that an exact index of these bases, loaded
+        as of ``conn``'s snapshot (any identity: a chunk's document is the same under every
+        model), holds live; the others are not known here (nothing is loaded or refreshed)."""
+        current = {kb_id: (gen, made) for kb_id, gen, made in base_generations(conn, kb_ids)}
+        found: dict[str, str] = {}
+        for (kb_id, _), loaded in list(self._loaded.items()):
+            if current.get(kb_id) != (loaded.generation, loaded.created_at):
+                continue
+            rest = [chunk_id for chunk_id in chunk_ids if chunk_id not in found]
+            if not rest:
+                break
+            found.update(loaded.documents_of(rest))
+        return found
 
     def indexes_for(
         self, conn: sqlite3.Connection, kb_ids: Sequence[int], identity_id: int, dim: int

@@ -139,6 +139,15 @@ class SqliteRole(RelationalRole):
             [index.search(query.vector, limit, document_ids) for index in indexes], limit
         )
 
+    def _known_documents(
+        self, tx: Bound, kb_ids: Sequence[int], chunk_ids: Sequence[str]
+    ) -> dict[str, str]:
+        """From the in-memory exact indexes current to ``tx``'s snapshot (a search's dense arm
+        has just brought them there): ~60 us for a search's candidates, against ~0.35 ms of
+        index lookups in the database."""
+        with self._dense_lock:
+            return self._dense.documents_of(tx.raw, kb_ids, chunk_ids)
+
     def _dense_scores(self, tx: Bound, query: DenseQuery, chunk_ids: list[str]) -> dict[str, float]:
         """From the in-memory exact indexes (the vectors of the chunks they hold), the rest
         from the stored vectors, decoded as the in-memory indexes decode them (the same inner
