@@ -367,14 +367,17 @@ class SearchService:
             found = known.get(hit.provenance.document_id, {})
             return {name: tuple(values) for name, values in found.items()}
 
-        hits = [
-            replace(
-                with_snippet(hit),
+        def finished(hit: Hit) -> Hit:
+            found = cut(hit.text, hit.provenance.language)
+            return replace(
+                hit,
+                snippet=found.text,
+                highlights=found.marks,
                 passages=tuple(map(with_snippet, hit.passages)),
                 fields=fields_of(hit),
             )
-            for hit in hits
-        ]
+
+        hits = list(map(finished, hits))
         if request.neighbors:
             hits = [self._with_neighbors(kb_ids, hit, request.neighbors) for hit in hits]
         return hits
