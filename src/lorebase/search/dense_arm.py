@@ -107,14 +107,17 @@ class DenseArm:
         languages: LanguageDetector | None = None,
         *,
         usage: UsageMeter | None = None,
+        ahead: Executor | None = None,
     ) -> None:
         """``pool``: where model servers embed the query at once; ``languages``: the detector
         of the question's language (built here when not given; its model loads on first use,
-        when a model that reads only some languages is searched)."""
+        when a model that reads only some languages is searched); ``ahead``: where the
+        question's language is told while a local model embeds it (default ``pool``)."""
         self.store = store
         self.embedders = embedders
         self.settings = settings
         self._pool = pool
+        self._ahead = pool if ahead is None else ahead
         self.languages = languages or LanguageDetector()
         self.asked = QueryVectors()
         self.usage = usage
@@ -236,7 +239,7 @@ class DenseArm:
         if any(embedder.languages is not None for _, embedder in embedders.values()):
             # Told on another thread while this one waits on the model (which lets go of
             # the interpreter): ~0.2 ms a search no longer after the embedding.
-            out.detecting = self._pool.submit(self.languages.detect, query)
+            out.detecting = self._ahead.submit(self.languages.detect, query)
         spent: dict[str, float] = {}
         vectors = self._query_vectors(query, embedders, spent)
         self._count(query, embedders, spent, by_name, named)

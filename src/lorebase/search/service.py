@@ -26,6 +26,7 @@ from lorebase.errors import InvalidInput, NotFound
 from lorebase.fields import unknown_field_message, unknown_fields
 from lorebase.languages import LanguageDetector
 from lorebase.rerank.base import Reranker
+from lorebase.search.alongside import Alongside
 from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, first_hits, without_repeats
 from lorebase.search.dense_arm import DenseArm, DenseResult
 from lorebase.search.floor import supported
@@ -111,8 +112,16 @@ class SearchService:
         self._embed_pool = ThreadPoolExecutor(
             max_workers=EMBED_THREADS, thread_name_prefix="lorebase-embed"
         )
+        # The keyword arm and the question's language beside the search, when it is alone.
+        self._alongside = Alongside(self._pool)
         self.dense = DenseArm(
-            store, self.embedders, self.settings, self._embed_pool, languages, usage=usage
+            store,
+            self.embedders,
+            self.settings,
+            self._embed_pool,
+            languages,
+            usage=usage,
+            ahead=self._alongside,
         )
 
     def close(self) -> None:
@@ -122,6 +131,10 @@ class SearchService:
         self._embed_pool.shutdown(wait=False, cancel_futures=True)
 
     def search(self, request: SearchRequest) -> SearchResponse:
+        with self._alongside.searching():
+            return self._search(request)
+
+    def _search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -305,7 +318,7 @@ class SearchService:
             ceiling = self.store.keyword_ceiling(kb_ids, query) if ranking else 0.0
             return _Keyword(ranking, ceiling, self.store.lexical_damage(kb_ids))
 
-        return self._pool.submit(_timed, timings, "keyword", run)
+        return self._alongside.submit(_timed, timings, "keyword", run)
 
     def _unread_but_spoken(self, kb_ids: list[int], keyword: Scored, dense: DenseResult) -> bool:
         """Whether no model searched reads the question while the base speaks its language:
