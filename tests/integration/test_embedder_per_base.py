@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -421,6 +422,31 @@ def test_a_slow_model_server_is_waited_for_at_most_the_embed_deadline(
         assert response.identities == {lb.kb("birds").id: SMALL.identity.key}
         reach = lb.embedder_reachability(lb.kb("boats"))
         assert not reach.reachable and "deadline" in (reach.detail or "")
+
+
+def test_a_search_waiting_on_a_model_server_lets_other_searches_run(
+    tmp_path: Path, server: EmbeddingServer
+) -> None:
+    """Searches take turns in a process (lorebase.search.turns), but one waiting on a model
+    server gives its turn up: a search of the local model's base answers meanwhile."""
+    with two_bases(tmp_path, server, SQLITE):
+        pass
+    settings = settings_for(tmp_path / "data", server, SQLITE, LOREBASE_EMBED_DEADLINE="20")
+    with open_lorebase(settings=settings) as lb:
+        server.hold_after = len(server.requests)  # it accepts, and answers nothing
+        waiting: dict[str, object] = {}
+        slow = threading.Thread(
+            target=lambda: waiting.update(found=lb.search("boats in the wind", kb="boats"))
+        )
+        slow.start()
+        assert server.holding.wait(10)  # the held search waits on it now
+        started = time.monotonic()
+        local = lb.search("heron in the wind", kb="birds", top_k=3)
+        took = time.monotonic() - started
+        server.released.set()
+        slow.join(30)
+        assert took < 10 and local.hits  # not after the held search's 20 s deadline
+        assert not slow.is_alive() and "found" in waiting
 
 
 def test_a_base_whose_embedder_left_the_configuration_answers_by_keyword_and_others_go_on(

@@ -5,6 +5,7 @@ failing reranker keeps it too, and `eval --rerank` reports how often the gate sk
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,6 +152,30 @@ def test_the_deadline_holds_whatever_the_client_s_own_timeout(lb: Lorebase) -> N
         slow.close()
     assert seconds < 0.3 + SLACK
     assert response.rerank == "rerank_timeout" and ids(response) == ids(plain)
+
+
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_a_search_waiting_on_the_reranker_lets_other_searches_run(lb: Lorebase) -> None:
+    """Searches take turns in a process (lorebase.search.turns); one waiting on a reranking
+    server gives its turn up: a search without reranking answers meanwhile."""
+    lb.searcher.settings = SearchSettings(rerank_deadline=5.0)
+    with running(Slow()) as url:
+        slow = HttpReranker(url, "bge", read_timeout=30.0, max_retries=0)
+        lb.searcher.reranker = slow
+        reranked: dict[str, float] = {}
+        waiting = threading.Thread(
+            target=lambda: reranked.update(seconds=timed_search(lb, EVEN)[1])
+        )
+        waiting.start()
+        time.sleep(0.5)  # the reranked search is waiting on the server by now
+        started = time.perf_counter()
+        other = lb.search(CLEAR, kb="hr", top_k=5)
+        took = time.perf_counter() - started
+        waiting.join(30)
+        slow.close()
+    assert other.hits and took < 2.5  # not after the reranked search's 5 s deadline
+    assert reranked["seconds"] >= 4.5
 
 
 @pytest.mark.enable_socket

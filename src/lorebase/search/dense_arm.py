@@ -33,6 +33,7 @@ from lorebase.search.floor import Threshold, merge_dense
 from lorebase.search.fusion import UNREAD_WEIGHT, Scored, dense_evidence
 from lorebase.search.query import elapsed_ms
 from lorebase.search.query_cache import QueryVectors
+from lorebase.search.turns import Turns
 from lorebase.settings import SearchSettings
 from lorebase.store.base import KnowledgeBase, Scope, Vectors
 from lorebase.usage import Role, UsageMeter
@@ -107,17 +108,17 @@ class DenseArm:
         languages: LanguageDetector | None = None,
         *,
         usage: UsageMeter | None = None,
-        ahead: Executor | None = None,
+        turns: Turns | None = None,
     ) -> None:
         """``pool``: where model servers embed the query at once; ``languages``: the detector
         of the question's language (built here when not given; its model loads on first use,
-        when a model that reads only some languages is searched); ``ahead``: where the
-        question's language is told while a local model embeds it (default ``pool``)."""
+        when a model that reads only some languages is searched); ``turns``: the search's
+        turn, given up while model servers embed."""
         self.store = store
         self.embedders = embedders
         self.settings = settings
         self._pool = pool
-        self._ahead = pool if ahead is None else ahead
+        self._turns = Turns() if turns is None else turns
         self.languages = languages or LanguageDetector()
         self.asked = QueryVectors()
         self.usage = usage
@@ -239,7 +240,7 @@ class DenseArm:
         if any(embedder.languages is not None for _, embedder in embedders.values()):
             # Told on another thread while this one waits on the model (which lets go of
             # the interpreter): ~0.2 ms a search no longer after the embedding.
-            out.detecting = self._ahead.submit(self.languages.detect, query)
+            out.detecting = self._pool.submit(self.languages.detect, query)
         spent: dict[str, float] = {}
         vectors = self._query_vectors(query, embedders, spent)
         self._count(query, embedders, spent, by_name, named)
@@ -364,6 +365,21 @@ class DenseArm:
                 spent[key] = time.perf_counter() - began
             except LorebaseError as error:
                 found[key] = error
+        if remote:
+            with self._turns.aside():  # model servers are other machines
+                self._wait_for(remote, found, spent)
+        for key, vector in found.items():
+            if isinstance(vector, np.ndarray) and key not in remembered:
+                self.asked.put(key, query, vector)
+        return found
+
+    def _wait_for(
+        self,
+        remote: dict[str, Future[np.ndarray]],
+        found: dict[str, np.ndarray | LorebaseError],
+        spent: dict[str, float],
+    ) -> None:
+        """The model servers' vectors, each waited for until the embed deadline (together)."""
         deadline = time.monotonic() + self.settings.embed_deadline
         began = time.perf_counter()
         for key, future in remote.items():
@@ -378,10 +394,6 @@ class DenseArm:
                 )
             except LorebaseError as error:
                 found[key] = error
-        for key, vector in found.items():
-            if isinstance(vector, np.ndarray) and key not in remembered:
-                self.asked.put(key, query, vector)
-        return found
 
 
 def _warn_stale(stale: list[KnowledgeBase], warnings: list[str]) -> None:

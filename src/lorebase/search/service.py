@@ -26,7 +26,6 @@ from lorebase.errors import InvalidInput, NotFound
 from lorebase.fields import unknown_field_message, unknown_fields
 from lorebase.languages import LanguageDetector
 from lorebase.rerank.base import Reranker
-from lorebase.search.alongside import Alongside
 from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, first_hits, without_repeats
 from lorebase.search.dense_arm import DenseArm, DenseResult
 from lorebase.search.floor import supported
@@ -44,6 +43,7 @@ from lorebase.search.query import (
 )
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
 from lorebase.search.snippets import KnownPassages, KnownTerms, snippets_for
+from lorebase.search.turns import Turns
 from lorebase.settings import SearchSettings
 from lorebase.store.base import Catalogue, Chunks, Fields, KnowledgeBase, LexicalIndex, Vectors
 from lorebase.usage import UsageMeter
@@ -112,8 +112,7 @@ class SearchService:
         self._embed_pool = ThreadPoolExecutor(
             max_workers=EMBED_THREADS, thread_name_prefix="lorebase-embed"
         )
-        # The keyword arm and the question's language beside the search, when it is alone.
-        self._alongside = Alongside(self._pool)
+        self.turns = Turns()
         self.dense = DenseArm(
             store,
             self.embedders,
@@ -121,7 +120,7 @@ class SearchService:
             self._embed_pool,
             languages,
             usage=usage,
-            ahead=self._alongside,
+            turns=self.turns,
         )
 
     def close(self) -> None:
@@ -131,7 +130,7 @@ class SearchService:
         self._embed_pool.shutdown(wait=False, cancel_futures=True)
 
     def search(self, request: SearchRequest) -> SearchResponse:
-        with self._alongside.searching():
+        with self.turns.turn():
             return self._search(request)
 
     def _search(self, request: SearchRequest) -> SearchResponse:
@@ -269,15 +268,16 @@ class SearchService:
         reread = rerank_depth(request.top_k)
         # A passage repeated in many files reaches the reranker once.
         head = without_repeats(pool.hits(order[: reread + DUPLICATE_SLACK]))[:reread]
-        outcome = rerank_hits(
-            self.reranker,
-            self._rerank_pool,
-            self.settings.rerank_deadline,
-            request.query,
-            head,
-            reread,
-            {name: r for name, r in (("keyword", arms.keyword), ("dense", arms.dense)) if r},
-        )
+        with self.turns.aside():  # a reranker is another machine, or its own threads
+            outcome = rerank_hits(
+                self.reranker,
+                self._rerank_pool,
+                self.settings.rerank_deadline,
+                request.query,
+                head,
+                reread,
+                {name: r for name, r in (("keyword", arms.keyword), ("dense", arms.dense)) if r},
+            )
         pool.adopt(outcome.hits)
         if outcome.ms is not None:
             timings["rerank"] = outcome.ms
@@ -318,7 +318,7 @@ class SearchService:
             ceiling = self.store.keyword_ceiling(kb_ids, query) if ranking else 0.0
             return _Keyword(ranking, ceiling, self.store.lexical_damage(kb_ids))
 
-        return self._alongside.submit(_timed, timings, "keyword", run)
+        return self._pool.submit(_timed, timings, "keyword", run)
 
     def _unread_but_spoken(self, kb_ids: list[int], keyword: Scored, dense: DenseResult) -> bool:
         """Whether no model searched reads the question while the base speaks its language:

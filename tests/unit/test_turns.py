@@ -1,0 +1,76 @@
+"""Searches take turns in a process: one runs, the others wait; a search waiting on another
+machine lets another run."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from lorebase.search.turns import Turns
+
+
+def _leave_at_once() -> threading.Event:
+    leave = threading.Event()
+    leave.set()
+    return leave
+
+
+def _in_turn(turns: Turns, inside: threading.Event, leave: threading.Event) -> threading.Thread:
+    def search() -> None:
+        with turns.turn():
+            inside.set()
+            leave.wait(5)
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    return thread
+
+
+def test_a_search_waits_for_the_one_holding_the_turn() -> None:
+    turns = Turns()
+    inside, leave, second = threading.Event(), threading.Event(), threading.Event()
+    first = _in_turn(turns, inside, leave)
+    assert inside.wait(5)
+    other = _in_turn(turns, second, _leave_at_once())
+    assert not second.wait(0.2)  # waits while the first holds the turn
+    leave.set()
+    assert second.wait(5)
+    first.join(5)
+    other.join(5)
+
+
+def test_a_search_waiting_on_another_machine_lets_another_run() -> None:
+    turns = Turns()
+    waiting, answered, other_ran = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_search() -> None:
+        with turns.turn(), turns.aside():  # a model server is asked
+            waiting.set()
+            answered.wait(5)
+
+    slow = threading.Thread(target=slow_search)
+    slow.start()
+    assert waiting.wait(5)
+    fast = _in_turn(turns, other_ran, _leave_at_once())
+    fast_left = other_ran.wait(5)
+    fast.join(5)
+    assert fast_left  # ran while the slow one waited
+    answered.set()
+    slow.join(5)
+    assert not slow.is_alive()
+
+
+def test_a_turn_is_kept_by_a_search_inside_a_search_and_given_back_on_failure() -> None:
+    turns = Turns()
+    with pytest.raises(RuntimeError), turns.turn():
+        with turns.turn():  # the same thread: no wait on itself
+            pass
+        raise RuntimeError("the search failed")
+    started = time.monotonic()
+    with turns.turn():  # given back
+        pass
+    with turns.aside():  # no turn held: nothing to give
+        pass
+    assert time.monotonic() - started < 1
