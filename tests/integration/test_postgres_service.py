@@ -50,6 +50,20 @@ def test_uploads_over_postgres_need_the_shared_data_key(tmp_path: Path, postgres
         assert not (tmp_path / "data.key").exists()  # no machine-local key was made
 
 
+def test_searches_over_postgres_take_no_turns_and_over_sqlite_one_at_a_time(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Over the embedded store a process's searches run one at a time (lorebase.search
+    .turns); over PostgreSQL a search waits on the database, and all run at once."""
+    over_postgres = Settings(data_dir=tmp_path / "pg", store_url=postgres_url)
+    with open_lorebase(settings=over_postgres, embedder=FakeEmbedder()) as lb:
+        assert lb.searcher.turns.at_once is None
+    with open_lorebase(
+        settings=Settings(data_dir=tmp_path / "sqlite"), embedder=FakeEmbedder()
+    ) as lb:
+        assert lb.searcher.turns.at_once == 1
+
+
 def test_an_upload_is_stored_in_the_database_and_indexed(tmp_path: Path, postgres_url: str) -> None:
     key = DataKey.generate().to_base64()
     first = Settings(data_dir=tmp_path / "one", store_url=postgres_url, data_key=key)

@@ -74,3 +74,18 @@ def test_a_turn_is_kept_by_a_search_inside_a_search_and_given_back_on_failure() 
     with turns.aside():  # no turn held: nothing to give
         pass
     assert time.monotonic() - started < 1
+
+
+def test_without_a_limit_every_search_runs_at_once() -> None:
+    """Over PostgreSQL searches take no turns (they wait on the database)."""
+    turns = Turns(None)
+    inside, leave, second = threading.Event(), threading.Event(), threading.Event()
+    first = _in_turn(turns, inside, leave)
+    assert inside.wait(5)
+    other = _in_turn(turns, second, _leave_at_once())
+    assert second.wait(5)  # while the first still runs
+    leave.set()
+    first.join(5)
+    other.join(5)
+    with turns.turn(), turns.aside():
+        pass

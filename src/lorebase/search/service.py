@@ -43,7 +43,7 @@ from lorebase.search.query import (
 )
 from lorebase.search.reranking import NOT_CONFIGURED, UNAVAILABLE, rerank_hits
 from lorebase.search.snippets import KnownPassages, KnownTerms, snippets_for
-from lorebase.search.turns import Turns
+from lorebase.search.turns import SEARCHES_AT_ONCE, Turns
 from lorebase.settings import SearchSettings
 from lorebase.store.base import Catalogue, Chunks, Fields, KnowledgeBase, LexicalIndex, Vectors
 from lorebase.usage import UsageMeter
@@ -89,10 +89,13 @@ class SearchService:
         settings: SearchSettings | None = None,
         languages: LanguageDetector | None = None,
         usage: UsageMeter | None = None,
+        at_once: int | None = SEARCHES_AT_ONCE,
     ) -> None:
         """``embedders``: the named embedders (each base's own), or one embedder for every
         base (None: keyword only). ``languages``: the question's language detector (one is
-        made when not given). ``usage``: where each query embedded is counted (in memory)."""
+        made when not given). ``usage``: where each query embedded is counted (in memory).
+        ``at_once``: the searches that run at once (see :mod:`lorebase.search.turns`; None:
+        all)."""
         self.store = store
         self.embedders = (
             embedders
@@ -112,7 +115,7 @@ class SearchService:
         self._embed_pool = ThreadPoolExecutor(
             max_workers=EMBED_THREADS, thread_name_prefix="lorebase-embed"
         )
-        self.turns = Turns()
+        self.turns = Turns(at_once)
         self.dense = DenseArm(
             store,
             self.embedders,

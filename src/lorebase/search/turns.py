@@ -8,7 +8,8 @@ all at once, and 13.9–15.0 ms of server CPU a search against 14.3–18.3 (four
 runs; two at a time measured between the two); one process served 16 clients 0.95x the
 searches/s of one client, against 0.58x. A search gives its turn up while it waits on another
 machine (a model server embedding its question, a reranker): that wait holds no interpreter
-(:meth:`Turns.aside`).
+(:meth:`Turns.aside`). Over PostgreSQL searches take no turns: a search there waits on the
+database, another machine, for much of its time.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ SEARCHES_AT_ONCE = 1
 
 
 class Turns:
-    """The turns of one process's searches."""
+    """The turns of one process's searches (``at_once`` None: every search runs at once)."""
 
-    def __init__(self, at_once: int = SEARCHES_AT_ONCE) -> None:
-        self._free = threading.Semaphore(at_once)
+    def __init__(self, at_once: int | None = SEARCHES_AT_ONCE) -> None:
+        self.at_once = at_once
+        self._free = threading.Semaphore(at_once) if at_once is not None else None
         self._holding = threading.local()
 
     def _held(self) -> bool:
@@ -34,28 +36,30 @@ class Turns:
     def turn(self) -> Iterator[None]:
         """Wait for a turn and hold it for the block (a thread holding one already keeps
         it: a search inside a search does not wait on itself)."""
-        if self._held():
+        free = self._free
+        if free is None or self._held():
             yield
             return
-        self._free.acquire()
+        free.acquire()
         self._holding.turn = True
         try:
             yield
         finally:
             self._holding.turn = False
-            self._free.release()
+            free.release()
 
     @contextmanager
     def aside(self) -> Iterator[None]:
         """Give this thread's turn (if it holds one) to another search while the block waits
         on another machine, and take one again after."""
-        if not self._held():
+        free = self._free
+        if free is None or not self._held():
             yield
             return
         self._holding.turn = False
-        self._free.release()
+        free.release()
         try:
             yield
         finally:
-            self._free.acquire()
+            free.acquire()
             self._holding.turn = True

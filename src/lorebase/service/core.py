@@ -44,6 +44,7 @@ from lorebase.lock import IngestLock
 from lorebase.rerank.base import Reranker
 from lorebase.search.query import SearchRequest, SearchResponse
 from lorebase.search.service import SearchService
+from lorebase.search.turns import SEARCHES_AT_ONCE
 from lorebase.service.access import LOCAL_USER, Access
 from lorebase.service.bases import DEFAULT_KB, Bases
 from lorebase.service.documents import Documents
@@ -146,7 +147,14 @@ class Lorebase:
         )
         self.syncer = Syncer(store, self.ingestor, on_pace=pacing(events))
         self.searcher = SearchService(
-            store, self.embedders, reranker, settings.search, languages=languages, usage=meter
+            store,
+            self.embedders,
+            reranker,
+            settings.search,
+            languages=languages,
+            usage=meter,
+            # In turns over the embedded store; over PostgreSQL a search waits on the database.
+            at_once=SEARCHES_AT_ONCE if settings.store_url is None else None,
         )
         lock = self.lock = IngestLock(settings.data_dir, holder)
         # The queue's callbacks are this facade's: the objects that do the jobs come below.
