@@ -117,14 +117,15 @@ _GLUE = st.sampled_from([" ", ", ", ". ", " — ", "’s ", "\n", " (", ") ", "_
 @given(
     st.lists(st.tuples(_WORDS, _GLUE), min_size=1, max_size=40),
     st.lists(_WORDS, min_size=1, max_size=4),
-    st.sampled_from(["en", "de", "fr", "es", "nl", "tr", "ru", None]),
+    st.sampled_from(["en", "de", "fr", "es", "nl", "tr", "ru", "fi", "hu", None]),
 )
 def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
     pieces: list[tuple[str, str]], question: list[str], language: str | None
 ) -> None:
     """Snippets look up only the words that may be a wanted term (lorebase.analysis
-    .words_that_may_be); the marks are those a lookup of every word gives."""
-    from lorebase.analysis import analysis, word_spans
+    .words_that_may_be, or a passage's words kept sorted: LatinWords); the marks are those a
+    lookup of every word gives."""
+    from lorebase.analysis import LatinWords, analysis, is_latin, word_spans, words_that_may_be
     from lorebase.search.snippets import matches
 
     text = "".join(word + glue for word, glue in pieces)
@@ -141,6 +142,11 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
         elif singles and len(word) > 1:
             every.extend((start + i, start + i + 1) for i, c in enumerate(word) if c in wanted)
     assert matches(text, lang, wanted) == every
+    may_be = words_that_may_be(text, lang, wanted)
+    if is_latin(text):
+        assert LatinWords(text).that_may_be(lang, wanted) == may_be
+    else:
+        assert may_be is None
 
 
 def test_terms_kept_across_searches_cut_alike_and_stay_bounded(
@@ -204,28 +210,6 @@ def test_the_best_sentence_is_the_one_a_walk_over_every_sentence_finds(
     found = matches(flat, lang, wanted, known)
     expected = _every_sentence(flat, found, lang.term)
     assert best_sentence(flat, found, lang, wanted, known if told else None) == expected
-
-
-@given(
-    st.lists(st.tuples(_WORDS, _GLUE), min_size=0, max_size=40),
-    st.lists(_WORDS, min_size=1, max_size=4),
-    st.sampled_from(["en", "de", "fr", "tr", "ru", "fi", "hu", None]),
-)
-def test_a_latin_texts_sorted_words_give_the_words_that_may_be_a_term(
-    pieces: list[tuple[str, str]], question: list[str], language: str | None
-) -> None:
-    """Kept sorted (a passage cut again), a text's words answer as a read of the text does:
-    for stemmers that change only a word's end and for those that may change more."""
-    from lorebase.analysis import LatinWords, analysis, is_latin, words_that_may_be
-
-    text = "".join(word + glue for word, glue in pieces)
-    lang = analysis(language)
-    wanted = frozenset(lang.query_terms(" ".join(question)))
-    expected = words_that_may_be(text, lang, wanted)
-    if is_latin(text):
-        assert LatinWords(text).that_may_be(lang, wanted) == expected
-    else:
-        assert expected is None
 
 
 def test_passages_cut_again_cut_alike_in_every_script_and_stay_bounded() -> None:
