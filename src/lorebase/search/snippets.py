@@ -70,9 +70,9 @@ KNOWN_WORDS = 200_000
 
 class Read:
     """What cutting a passage learned that no question changes: its text on one line and
-    whether it is Latin; its distinct words by first letter, made the second time it is cut
-    (most passages of a base are cut once, those that answer often many times); the words of
-    text split by ICU (~0.3 ms a passage), kept the first time."""
+    whether it is Latin; its distinct words, sorted, made the second time it is cut (most
+    passages of a base are cut once, those that answer often many times); the words of text
+    split by ICU (~0.3 ms a passage), kept the first time."""
 
     __slots__ = ("cuts", "flat", "latin", "spans", "words")
 
