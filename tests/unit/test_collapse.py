@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from lorebase.search.collapse import (
@@ -83,6 +83,18 @@ def test_repeated_passages_are_shown_once() -> None:
     assert [h.chunk_id for h in without_repeats(hits)] == ["a", "c"]
 
 
+def read_all(stored: dict[str, Hit], ids: Sequence[str]) -> dict[str, Hit]:
+    return {item: stored[item] for item in ids if item in stored}
+
+
+@example(  # a group's first passage gone: its hit is the next, its passages the read ones
+    ["c0", "c1", "c2", "c3", "c4"],
+    dict.fromkeys(["c0", "c1", "c2", "c3", "c4"], "a"),
+    {"c0"},
+    {},
+    1,
+    0,
+)
 @given(
     chunks,
     documents,
@@ -99,9 +111,10 @@ def test_the_first_hits_are_those_of_reading_every_group_at_once(
     wanted: int,
     slack: int,
 ) -> None:
-    """Read a batch at a time, the hits are the first ``wanted`` of collapsing every group
-    up to the deepest and leaving out repeats (here: passages of a few texts, chunks gone
-    since), and no chunk is read twice or past what the hits needed."""
+    """Read a batch at a time, the hits are the first ``wanted`` of reading every group up to
+    the deepest at once (each group's first passages), collapsing and leaving out repeats
+    (here: passages of a few texts, chunks gone since), and no chunk is read twice or past
+    what the hits needed."""
     stored = {
         item: hit(item, document_of.get(item, "d"), texts.get(item))
         for item in order
@@ -111,11 +124,13 @@ def test_the_first_hits_are_those_of_reading_every_group_at_once(
 
     def read(ids: Sequence[str]) -> dict[str, Hit]:
         reads.extend(ids)
-        return {item: stored[item] for item in ids if item in stored}
+        return read_all(stored, ids)
 
     groups = by_document(order, document_of)
     deepest = wanted + slack
-    expected = without_repeats(collapsed(groups[:deepest], stored))[:wanted]
+    # What a search read before: each group's first PASSAGES_PER_HIT + 1 passages at once.
+    window = [item for group in groups[:deepest] for item in group[: PASSAGES_PER_HIT + 1]]
+    expected = without_repeats(collapsed(groups[:deepest], read_all(stored, window)))[:wanted]
     assert first_hits(groups, read, wanted, deepest) == expected
     assert len(reads) == len(set(reads))
     if len(expected) == wanted:  # nothing was read beyond the group of the last hit
