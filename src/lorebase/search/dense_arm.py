@@ -231,16 +231,17 @@ class DenseArm:
                 if embedder is None:
                     out.keyword_only += [kb.id for kb in members]
                     continue
+                if embedder.languages is not None and out.detecting is None:
+                    # Told on another thread while this one loads the model (the first
+                    # search: ~0.1 s, the detector's own load beside it) and runs it (which
+                    # lets go of the interpreter): ~0.2 ms a search no longer after it.
+                    out.detecting = self._pool.submit(self.languages.detect, query)
                 identity = embedder.identity
             except LorebaseError as error:
                 self._down(name, members, error, out, warnings)
                 continue
             named[name] = identity
             embedders.setdefault(identity.key, (name, embedder))
-        if any(embedder.languages is not None for _, embedder in embedders.values()):
-            # Told on another thread while this one waits on the model (which lets go of
-            # the interpreter): ~0.2 ms a search no longer after the embedding.
-            out.detecting = self._pool.submit(self.languages.detect, query)
         spent: dict[str, float] = {}
         vectors = self._query_vectors(query, embedders, spent)
         self._count(query, embedders, spent, by_name, named)
