@@ -50,17 +50,10 @@ async def get_caller(
     """The caller :class:`~lorebase.api.guard.KeyFirst` authenticated for this request, or
     (a path it does not guard, keys off) the one these credentials name."""
     known: Caller | None = getattr(request.state, CALLER_STATE, None)
-    caller = known if known is not None else await _authenticated(lb, key, session)
+    if known is None:  # keys and sessions are rows: looked up on a thread
+        known = await anyio.to_thread.run_sync(lb.authenticate, key, session)
     client = request.client.host if request.client else None
-    return dataclasses.replace(caller, client=client)
-
-
-async def _authenticated(lb: Lorebase, key: str | None, session: str | None) -> Caller:
-    """The caller these credentials name: looked up on a thread (keys and sessions are rows),
-    at once when keys are off (everyone is the local administrator)."""
-    if not lb.settings.serve.auth:
-        return lb.authenticate(key, session)
-    return await anyio.to_thread.run_sync(lb.authenticate, key, session)
+    return dataclasses.replace(known, client=client)
 
 
 LbDep = Annotated[Lorebase, Depends(get_lb)]

@@ -56,7 +56,7 @@ class ChunksMixin(RelationalRole):
             return {}
         with self._reading() as tx:
             found = self._known_documents(tx, kbs, wanted)
-            rest = [chunk_id for chunk_id in wanted if chunk_id not in found] if found else wanted
+            rest = [chunk_id for chunk_id in wanted if chunk_id not in found]
             if rest:
                 dialect = tx.dialect
                 found.update(
