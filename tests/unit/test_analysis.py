@@ -5,7 +5,7 @@ language of the passages it is asked of."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from lorebase.analysis import (
@@ -167,3 +167,14 @@ def test_latin_text_with_typographic_punctuation_splits_as_icu_does(text: str) -
 
     icu = [(w.text, w.start, w.end) for _, pieces in _segments(text, "en") for w in pieces]
     assert [(w.text, w.start, w.end) for w in words(text, "en")] == icu
+
+
+@given(st.text(max_size=120) | st.text(alphabet=LATIN_AND_PUNCTUATION, max_size=120))
+@example("snake_case e.g. 3.14\u00a0non\u2011breaking \u2153 \u00b2 \u0131 \ud800 x")
+@example("")
+def test_latin_words_are_the_expression_s_words(text: str) -> None:
+    """The fast word split (translated bytes) gives what the expression finds, in every
+    script, with lone surrogates, digits of other scripts and non-breaking spaces."""
+    from lorebase.analysis import _LATIN_WORD, latin_words
+
+    assert latin_words(text) == _LATIN_WORD.findall(text)

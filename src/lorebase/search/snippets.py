@@ -70,16 +70,15 @@ KNOWN_WORDS = 200_000
 
 class Read:
     """What cutting a passage learned that no question changes: its text on one line and
-    whether it is Latin; its distinct words, sorted, made the second time it is cut (most
-    passages of a base are cut once, those that answer often many times); the words of text
-    split by ICU (~0.3 ms a passage), kept the first time."""
+    whether it is Latin; its distinct words, sorted, made the first time it is cut (the
+    questions' first letters find theirs by bisection, no expression made per question); the
+    words of text split by ICU (~0.3 ms a passage), kept the first time."""
 
-    __slots__ = ("cuts", "flat", "latin", "spans", "words")
+    __slots__ = ("flat", "latin", "spans", "words")
 
     def __init__(self, text: str) -> None:
         self.flat = " ".join(text.split())
         self.latin = is_latin(self.flat)
-        self.cuts = 0
         self.words: LatinWords | None = None
         self.spans: list[tuple[str, int, int]] | None = None
 
@@ -87,12 +86,9 @@ class Read:
         """:func:`~lorebase.analysis.words_that_may_be` of the passage."""
         if not self.latin:
             return None
-        self.cuts += 1
-        if self.words is None and self.cuts > 1:
+        if self.words is None:
             self.words = LatinWords(self.flat)
-        if self.words is not None:
-            return self.words.that_may_be(lang, wanted)
-        return words_that_may_be(self.flat, lang, wanted)
+        return self.words.that_may_be(lang, wanted)
 
     def word_spans(self, language: str) -> list[tuple[str, int, int]]:
         """:func:`~lorebase.analysis.word_spans` of the passage (in one language: a passage
