@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,6 +43,21 @@ def test_any_ids_come_back_as_given(given_ids: list[str]) -> None:
     for start in range(0, len(given_ids), 4):
         packed.extend(given_ids[start : start + 4])
     assert list(packed) == given_ids
+
+
+@given(
+    st.lists(st.sampled_from([*ids(20), "x", "A" * 32]), min_size=1, max_size=30),
+    st.lists(st.integers(min_value=0, max_value=29), max_size=12),
+)
+def test_the_ids_of_many_rows_at_once_are_each_row_s(given_ids: list[str], rows: list[int]) -> None:
+    """A search's ids read in one conversion are the rows' own ids, in the order asked,
+    repeats and negative rows included; a row beyond the ids is an error."""
+    packed = PackedIds(given_ids)
+    asked = [row % len(given_ids) for row in rows] + [-1]
+    assert packed.at(asked) == [packed[row] for row in asked] == [given_ids[r] for r in asked]
+    assert packed.at([]) == []
+    with pytest.raises(IndexError):
+        packed.at([0, len(given_ids)])
 
 
 @given(

@@ -32,6 +32,7 @@ from lorebase.search.floor import supported
 from lorebase.search.fusion import FUSIONS, Arms, Scored
 from lorebase.search.gate import rerank_depth
 from lorebase.search.hydrate import Hydrated, Steps, explained
+from lorebase.search.known_documents import KnownDocuments
 from lorebase.search.query import (
     Hit,
     Mode,
@@ -106,6 +107,7 @@ class SearchService:
         self.settings = settings or SearchSettings()
         self._known_terms = KnownTerms()
         self._known_passages = KnownPassages()
+        self._known_documents = KnownDocuments()
         self._pool = ThreadPoolExecutor(
             max_workers=KEYWORD_THREADS, thread_name_prefix="lorebase-keyword"
         )
@@ -196,8 +198,9 @@ class SearchService:
         )
         # The documents of what may be shown (an explanation shows every candidate).
         document_of = (
-            self.store.chunk_documents(
-                kb_ids, [item for item, _ in (fused if request.explain else kept)]
+            self._known_documents.of(
+                [item for item, _ in (fused if request.explain else kept)],
+                lambda unknown: self.store.chunk_documents(kb_ids, unknown),
             )
             if request.collapse or request.explain
             else {}

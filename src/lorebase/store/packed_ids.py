@@ -52,6 +52,19 @@ class PackedIds(Sequence[str]):
         for position in range(len(self)):
             yield self[position]
 
+    def at(self, positions: Sequence[int] | np.ndarray) -> list[str]:
+        """The ids of these rows, in order: one copy and one hex conversion for all of them
+        (a search's hundred ids cost ~1.5 us each one at a time)."""
+        listed = self._list
+        if listed is not None:
+            return [listed[position] for position in positions]
+        rows = np.asarray(positions, dtype=np.int64).reshape(-1)
+        if rows.size and (rows.min() < -self._size or rows.max() >= self._size):
+            raise IndexError("row out of range")
+        joined = self._raw[: self._size][rows].tobytes().hex()
+        size = 2 * ID_BYTES
+        return [joined[start : start + size] for start in range(0, len(joined), size)]
+
     @property
     def nbytes(self) -> int:
         """Bytes held for the ids (the array, or the strings and the list's slots)."""

@@ -229,7 +229,9 @@ class LoadedIndex:
 
     def search(self, query: np.ndarray, limit: int, document_ids: Sequence[str] | None) -> Scored:
         positions, scores = self.index.search(query, limit, self.allowed(document_ids))
-        return [(self.chunk_ids[p], float(s)) for p, s in zip(positions, scores, strict=True)]
+        ids = self.chunk_ids
+        chosen = ids.at(positions) if isinstance(ids, PackedIds) else [ids[p] for p in positions]
+        return list(zip(chosen, scores.tolist(), strict=True))
 
 
 class DenseIndexes:
