@@ -161,3 +161,30 @@ def test_an_exact_tie_goes_to_the_earlier_ranking() -> None:
 def test_rrf_scores_never_increase_down_the_list(items: list[str]) -> None:
     scores = [score for _, score in rrf([ranking(items)])]
     assert scores == sorted(scores, reverse=True)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from([f"c{i}" for i in range(30)]),
+        st.sampled_from([0.0, 0.25, 0.5, 1.0, -0.0]),  # ties, the fusion's hard case
+        max_size=30,
+    ),
+    st.lists(st.lists(st.sampled_from([f"c{i}" for i in range(30)]), max_size=20), max_size=3),
+)
+def test_the_order_is_by_score_then_best_rank_then_arm(
+    scores: dict[str, float], lists: list[list[str]]
+) -> None:
+    """The order written out by hand: highest score first, a tie by the item's smallest rank
+    in any ranking and then the first ranking that gave it that rank, an item no ranking
+    gave after those that one did (repeats within a ranking included)."""
+    from lorebase.search.fusion import _ordered, best_ranks
+
+    rankings = [[(item, 1.0) for item in items] for items in lists]
+    by_hand: dict[str, tuple[int, int]] = {}
+    for arm, items in enumerate(lists):
+        for rank, item in enumerate(items, start=1):
+            by_hand[item] = min(by_hand.get(item, (rank, arm)), (rank, arm))
+    assert best_ranks(rankings) == by_hand
+    last = (len(scores) + 1, len(rankings))
+    expected = sorted(scores, key=lambda item: (-scores[item], by_hand.get(item, last)))
+    assert _ordered(scores, rankings) == [(item, scores[item]) for item in expected]

@@ -116,6 +116,12 @@ def supported(
     candidate that has one; ``threshold``: one cosine, or each candidate's own. Pure."""
     if is_floorless(threshold):
         return list(fused)
+    if not isinstance(threshold, Mapping):  # one bar for all (told once, not per candidate)
+        return [
+            (item, score)
+            for item, score in fused
+            if is_supported(keyword.get(item), ceiling, cosines.get(item), threshold)
+        ]
     return [
         (item, score)
         for item, score in fused

@@ -67,7 +67,7 @@ def dense_evidence(cosines: Mapping[str, float], reading: float = 1.0) -> dict[s
     best = max(cosines.values(), default=0.0)
     if best <= 0:
         return dict.fromkeys(cosines, 0.0)
-    return {item: reading * max(0.0, score) / best for item, score in cosines.items()}
+    return {item: reading * (score if score > 0 else 0.0) / best for item, score in cosines.items()}
 
 
 def convex(arms: Arms, share: float = DENSE_SHARE) -> Scored:
@@ -109,7 +109,9 @@ def best_ranks(rankings: Sequence[Scored]) -> dict[str, tuple[int, int]]:
     best: dict[str, tuple[int, int]] = {}
     for arm, ranking in enumerate(rankings):
         for rank, (item, _) in enumerate(ranking, start=1):
-            if item not in best or (rank, arm) < best[item]:
+            known = best.get(item)
+            # An earlier ranking gave it a smaller arm; this one's later ranks are larger.
+            if known is None or rank < known[0]:
                 best[item] = (rank, arm)
     return best
 
@@ -117,6 +119,10 @@ def best_ranks(rankings: Sequence[Scored]) -> dict[str, tuple[int, int]]:
 def _ordered(scores: dict[str, float], rankings: Sequence[Scored]) -> Scored:
     """Highest score first; ties by best rank, then by the ranking that gave it."""
     best = best_ranks(rankings)
-    last = (len(scores) + 1, len(rankings))
-    ordered = sorted(scores, key=lambda item: (-scores[item], best.get(item, last)))
+    if scores.keys() <= best.keys():  # every item ranked (both fusions): sorts by lookups
+        ordered = sorted(scores, key=best.__getitem__)
+    else:
+        last = (len(scores) + 1, len(rankings))
+        ordered = sorted(scores, key=lambda item: best.get(item, last))
+    ordered.sort(key=scores.__getitem__, reverse=True)  # stable: ties keep their best rank
     return [(item, scores[item]) for item in ordered]

@@ -160,7 +160,7 @@ class IdLookup:
             return [[r for r in self._listed.get(c, []) if r < limit] for c in wanted]
         out: list[list[int]] = [[] for _ in wanted]
         joined = "".join(wanted)
-        stored_size = all(len(chunk_id) == STORED_CHUNK_ID_HEX_CHARS for chunk_id in wanted)
+        stored_size = set(map(len, wanted)) == {STORED_CHUNK_ID_HEX_CHARS}
         if stored_size and _HEX.fullmatch(joined):
             hexes = list(enumerate(wanted))  # the usual case: every id stored, checked at once
         else:
