@@ -82,10 +82,15 @@ def test_a_lookup_finds_every_row_of_an_id_among_the_first_rows(
         + (["not an id", "A" * 32, "f" * 31, "f" * 33] if odd else [])
     )
     expected = [
-        [row for row in range(size) if rows[row] == pool.index(w)] if w in pool else []
+        tuple(row for row in range(size) if rows[row] == pool.index(w)) if w in pool else ()
         for w in wanted
     ]
-    assert IdLookup(packed, size).rows(wanted) == expected
+    lookup = IdLookup(packed, size)
+    assert lookup.rows(wanted) == expected
+    # Asked again (remembered), in another order, and among fewer rows (not remembered).
+    assert lookup.rows(wanted[::-1]) == expected[::-1]
+    fewer = size // 2
+    assert lookup.rows(wanted, fewer) == [tuple(r for r in e if r < fewer) for e in expected]
 
 
 @given(

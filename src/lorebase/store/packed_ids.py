@@ -117,13 +117,16 @@ class IdLookup:
     reading their vectors from the database again. Immutable: rows appended since are merged
     into a new lookup (:meth:`grown`), never sorted again."""
 
-    __slots__ = ("_ids", "_keys", "_listed", "_order", "size")
+    __slots__ = ("_found", "_ids", "_keys", "_listed", "_order", "size")
 
     def __init__(
         self, ids: PackedIds, size: int, merged: tuple[np.ndarray, np.ndarray] | None = None
     ) -> None:
         self._ids = ids
         self.size = size
+        # What was looked up among all ``size`` rows, by id (this lookup never changes: a
+        # grown one starts afresh): a base's searches ask about the same candidates often.
+        self._found: dict[str, tuple[int, ...]] = {}
         self._listed: dict[str, list[int]] | None = None
         self._keys: np.ndarray = np.zeros(0, dtype=np.uint64)
         self._order: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -152,13 +155,30 @@ class IdLookup:
         rows = np.insert(self._order, at, order + self.size)
         return IdLookup(self._ids, size, (keys, rows))
 
-    def rows(self, wanted: Sequence[str], within: int | None = None) -> list[list[int]]:
+    def rows(self, wanted: Sequence[str], within: int | None = None) -> list[tuple[int, ...]]:
         """Each wanted id's rows below ``within`` (default: all it holds), in row order (none
-        for an id not held)."""
-        limit = self.size if within is None else min(within, self.size)
+        for an id not held). Lookups among all rows are remembered (at most
+        :data:`REMEMBERED_IDS`)."""
+        if within is not None and within < self.size:
+            return self._rows(wanted, within)
+        found = self._found
+        known = [found.get(chunk_id) for chunk_id in wanted]
+        unknown = [chunk_id for chunk_id, rows in zip(wanted, known, strict=True) if rows is None]
+        if unknown:
+            fresh = dict(zip(unknown, self._rows(unknown, self.size), strict=True))
+            if len(found) + len(fresh) > REMEMBERED_IDS:
+                found = self._found = {}
+            found.update(fresh)
+            known = [
+                fresh[c] if rows is None else rows for c, rows in zip(wanted, known, strict=True)
+            ]
+        return known  # type: ignore[return-value]  # every None was filled
+
+    def _rows(self, wanted: Sequence[str], within: int) -> list[tuple[int, ...]]:
+        limit = min(within, self.size)
         if self._listed is not None:
-            return [[r for r in self._listed.get(c, []) if r < limit] for c in wanted]
-        out: list[list[int]] = [[] for _ in wanted]
+            return [tuple(r for r in self._listed.get(c, []) if r < limit) for c in wanted]
+        out: list[tuple[int, ...]] = [() for _ in wanted]
         joined = "".join(wanted)
         stored_size = set(map(len, wanted)) == {STORED_CHUNK_ID_HEX_CHARS}
         if stored_size and _HEX.fullmatch(joined):
@@ -183,13 +203,19 @@ class IdLookup:
         places = [hexes[at][0] for at in np.flatnonzero(single).tolist()]
         for n, row, equal in zip(places, rows.tolist(), same.tolist(), strict=True):
             if equal and row < limit:
-                out[n] = [row]
+                out[n] = (row,)
         # The id in several rows (a document read again), or a collision: one by one.
         for at in np.flatnonzero(counts > 1).tolist():
             low, high = int(lows[at]), int(highs[at])
             held = sorted(int(row) for row in self._order[low:high] if row < limit)
-            out[hexes[at][0]] = [row for row in held if np.array_equal(stored[row], packed[at])]
+            out[hexes[at][0]] = tuple(
+                row for row in held if np.array_equal(stored[row], packed[at])
+            )
         return out
+
+
+REMEMBERED_IDS = 16_384
+"""Ids a lookup remembers the rows of: ~3 MB, the candidates of ~100 searches."""
 
 
 def _first_words(raw: np.ndarray) -> np.ndarray:

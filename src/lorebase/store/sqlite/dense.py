@@ -213,9 +213,12 @@ class LoadedIndex:
             grown = IdLookup(rows.chunk_ids, size) if lookup is None else lookup.grown(size)
             lookup = rows.lookup = grown
         live = self.live
+        held = zip(chunk_ids, lookup.rows(chunk_ids, size), strict=True)
+        if live is None:  # no row has died since the index was read
+            return {chunk_id: places[-1] for chunk_id, places in held if places}
         found: dict[str, int] = {}
-        for chunk_id, held in zip(chunk_ids, lookup.rows(chunk_ids, size), strict=True):
-            alive = [row for row in held if live is None or live[row]]
+        for chunk_id, places in held:
+            alive = [row for row in places if live[row]]
             if alive:
                 found[chunk_id] = alive[-1]
         return found
