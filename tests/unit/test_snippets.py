@@ -123,10 +123,11 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
     pieces: list[tuple[str, str]], question: list[str], language: str | None
 ) -> None:
     """Snippets look up only the words that may be a wanted term (lorebase.analysis
-    .words_that_may_be, or a passage's words kept sorted: LatinWords); the marks are those a
-    lookup of every word gives."""
+    .words_that_may_be, or a passage's words kept sorted: LatinWords, and the places of the
+    terms a passage was asked about remembered: Read); the marks are those a lookup of every
+    word gives."""
     from lorebase.analysis import LatinWords, analysis, is_latin, word_spans, words_that_may_be
-    from lorebase.search.snippets import matches
+    from lorebase.search.snippets import Read, matches
 
     text = "".join(word + glue for word, glue in pieces)
     lang = analysis(language)
@@ -142,6 +143,10 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
         elif singles and len(word) > 1:
             every.extend((start + i, start + i + 1) for i, c in enumerate(word) if c in wanted)
     assert matches(text, lang, wanted) == every
+    flat = " ".join(text.split())
+    read = Read(flat)
+    for _ in range(2):  # the places of the terms told, then remembered
+        assert matches(flat, lang, wanted, {}, read) == matches(flat, lang, wanted)
     may_be = words_that_may_be(text, lang, wanted)
     if is_latin(text):
         assert LatinWords(text).that_may_be(lang, wanted) == may_be
@@ -242,3 +247,21 @@ def test_passages_cut_again_cut_alike_in_every_script_and_stay_bounded() -> None
         cut(text, language)
     assert len(bounded._kept) == 3
     assert (LONG, "en") not in bounded._kept  # the least lately cut
+
+
+def test_a_passage_asked_about_many_terms_cuts_alike_and_forgets_them_past_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The places of the terms asked of a passage are remembered up to a bound, then forgotten
+    all at once; the snippets of every question are those of a fresh read throughout."""
+    from lorebase.search import snippets as module
+
+    monkeypatch.setattr(module, "TERMS_PER_PASSAGE", 4)
+    memory = module.KnownPassages()
+    kept = module.KnownTerms()
+    questions = ["vacation days", "the policy", "parking permits", "vacation policy", "the"]
+    for _ in range(2):
+        for query in questions:
+            remembered = snippets_for(query, kept=kept, passages=memory)
+            assert remembered(LONG, "en") == snippets_for(query)(LONG, "en")
+            assert len(memory.read(LONG, "en").terms) <= 4

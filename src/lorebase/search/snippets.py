@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from lorebase.analysis import (
@@ -71,24 +71,53 @@ KNOWN_WORDS = 200_000
 class Read:
     """What cutting a passage learned that no question changes: its text on one line and
     whether it is Latin; its distinct words, sorted, made the first time it is cut (the
-    questions' first letters find theirs by bisection, no expression made per question); the
-    words of text split by ICU (~0.3 ms a passage), kept the first time."""
+    questions' first letters find theirs by bisection, no expression made per question);
+    where the words of each term asked of it stand (:meth:`places`: a passage cut again for a
+    term, by another question of its topic, looks it up); the words of text split by ICU
+    (~0.3 ms a passage), kept the first time."""
 
-    __slots__ = ("flat", "latin", "spans", "words")
+    __slots__ = ("flat", "latin", "spans", "terms", "words")
 
     def __init__(self, text: str) -> None:
         self.flat = " ".join(text.split())
         self.latin = is_latin(self.flat)
         self.words: LatinWords | None = None
         self.spans: list[tuple[str, int, int]] | None = None
+        # term -> where its words stand: those that are not stop words, then those that are
+        self.terms: dict[str, tuple[list[Mark], list[Mark]]] = {}
 
-    def may_be(self, lang: Analysis, wanted: frozenset[str]) -> set[str] | None:
+    def may_be(self, lang: Analysis, wanted: Collection[str]) -> set[str] | None:
         """:func:`~lorebase.analysis.words_that_may_be` of the passage."""
         if not self.latin:
             return None
         if self.words is None:
             self.words = LatinWords(self.flat)
         return self.words.that_may_be(lang, wanted)
+
+    def places(
+        self, lang: Analysis, wanted: frozenset[str], known: dict[str, str | None]
+    ) -> dict[str, tuple[list[Mark], list[Mark]]]:
+        """Where the words of each ``wanted`` term stand in Latin text, stop words apart
+        (``known``: the terms of words told before; those of the words read now are added).
+        Terms asked before are remembered (at most :data:`TERMS_PER_PASSAGE`)."""
+        terms = self.terms
+        missing = [term for term in wanted if term not in terms]
+        if len(terms) + len(missing) > TERMS_PER_PASSAGE:
+            terms = self.terms = {}
+            missing = list(wanted)
+        if missing:
+            present = self.may_be(lang, missing) or set()
+            _learn(known, lang, present)
+            fresh: dict[str, tuple[list[Mark], list[Mark]]] = {}
+            for word in present:
+                term = known[word]
+                if term in wanted and term not in terms:
+                    held = fresh.setdefault(term, ([], []))
+                    held[lang.is_stop_word(word)].extend(occurrences(self.flat, (word,)))
+            for term in missing:
+                plain, stop = fresh.get(term, _NOWHERE)
+                terms[term] = (sorted(plain), sorted(stop)) if plain or stop else _NOWHERE
+        return {term: terms[term] for term in wanted}
 
     def word_spans(self, language: str) -> list[tuple[str, int, int]]:
         """:func:`~lorebase.analysis.word_spans` of the passage (in one language: a passage
@@ -125,7 +154,12 @@ class KnownPassages:
 
 
 KNOWN_PASSAGES = 2_048
-"""About 16 MB: a passage of ~1,000 characters and its ~100 distinct words."""
+"""About 20 MB: a passage of ~1,000 characters, its ~100 distinct words and the places of the
+terms asked of it."""
+TERMS_PER_PASSAGE = 64
+"""Terms a passage remembers the places of (then forgets them all)."""
+_NOWHERE: tuple[list[Mark], list[Mark]] = ([], [])
+"""The places of a term a passage does not hold (shared: never changed)."""
 
 
 def snippets_for(
@@ -175,12 +209,14 @@ def matches(
     known = {} if known is None else known  # word -> term, kept by the caller across texts
     # Latin text: only its distinct words that may be a wanted term are looked up, then the
     # wanted ones found where they stand.
-    if singles:
-        present = None
-    else:
-        present = (
-            words_that_may_be(text, lang, wanted) if read is None else read.may_be(lang, wanted)
-        )
+    if not singles and read is not None and read.latin:
+        places = read.places(lang, wanted, known)
+        found_here = [mark for plain, _ in places.values() for mark in plain]
+        if only_stop:
+            found_here += [mark for _, stop in places.values() for mark in stop]
+        found_here.sort()
+        return found_here
+    present = None if singles else words_that_may_be(text, lang, wanted)
     if present is not None:
         _learn(known, lang, present)
         hits = {
