@@ -8,6 +8,7 @@ Chinese word, or one character of it that the question names)."""
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import OrderedDict
@@ -27,8 +28,6 @@ from lorebase.analysis import (
 SNIPPET_CHARS = 240
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
 _BREAK = re.compile(r"[.!?。！？]+|\n")
-_BREAKS = ".!?。！？\n"
-"""What ends a sentence (:data:`_SENTENCE`): a run of these, or a line's end."""
 _ELLIPSIS = "…"
 
 Mark = tuple[int, int]
@@ -72,11 +71,11 @@ class Read:
     """What cutting a passage learned that no question changes: its text on one line and
     whether it is Latin; its distinct words, sorted, made the first time it is cut (the
     questions' first letters find theirs by bisection, no expression made per question);
-    where the words of each term asked of it stand (:meth:`places`: a passage cut again for a
+    where the words of each term asked of it stand (:meth:`marks`: a passage cut again for a
     term, by another question of its topic, looks it up); the words of text split by ICU
     (~0.3 ms a passage), kept the first time."""
 
-    __slots__ = ("flat", "latin", "spans", "terms", "words")
+    __slots__ = ("_runs", "flat", "latin", "spans", "terms", "words")
 
     def __init__(self, text: str) -> None:
         self.flat = " ".join(text.split())
@@ -85,6 +84,14 @@ class Read:
         self.spans: list[tuple[str, int, int]] | None = None
         # term -> where its words stand: those that are not stop words, then those that are
         self.terms: dict[str, tuple[list[Mark], list[Mark]]] = {}
+        self._runs: Runs | None = None
+
+    @property
+    def runs(self) -> Runs:
+        """:func:`sentence_runs` of the passage, found the first time they are asked for."""
+        if self._runs is None:
+            self._runs = sentence_runs(self.flat)
+        return self._runs
 
     def may_be(self, lang: Analysis, wanted: Collection[str]) -> set[str] | None:
         """:func:`~lorebase.analysis.words_that_may_be` of the passage."""
@@ -94,12 +101,17 @@ class Read:
             self.words = LatinWords(self.flat)
         return self.words.that_may_be(lang, wanted)
 
-    def places(
-        self, lang: Analysis, wanted: frozenset[str], known: dict[str, str | None]
-    ) -> dict[str, tuple[list[Mark], list[Mark]]]:
-        """Where the words of each ``wanted`` term stand in Latin text, stop words apart
-        (``known``: the terms of words told before; those of the words read now are added).
-        Terms asked before are remembered (at most :data:`TERMS_PER_PASSAGE`)."""
+    def marks(
+        self,
+        lang: Analysis,
+        wanted: frozenset[str],
+        known: dict[str, str | None],
+        only_stop: bool,
+    ) -> list[Mark]:
+        """Where the words of the ``wanted`` terms stand in Latin text, in order, stop words
+        only if ``only_stop`` (``known``: the terms of words told before; those of the words
+        read now are added). The places of the terms asked are remembered (at most
+        :data:`TERMS_PER_PASSAGE` terms)."""
         terms = self.terms
         missing = [term for term in wanted if term not in terms]
         if len(terms) + len(missing) > TERMS_PER_PASSAGE:
@@ -108,16 +120,23 @@ class Read:
         if missing:
             present = self.may_be(lang, missing) or set()
             _learn(known, lang, present)
-            fresh: dict[str, tuple[list[Mark], list[Mark]]] = {}
+            fresh: dict[str, tuple[list[str], list[str]]] = {}  # term -> its words
             for word in present:
                 term = known[word]
                 if term in wanted and term not in terms:
-                    held = fresh.setdefault(term, ([], []))
-                    held[lang.is_stop_word(word)].extend(occurrences(self.flat, (word,)))
+                    fresh.setdefault(term, ([], []))[lang.is_stop_word(word)].append(word)
             for term in missing:
-                plain, stop = fresh.get(term, _NOWHERE)
-                terms[term] = (sorted(plain), sorted(stop)) if plain or stop else _NOWHERE
-        return {term: terms[term] for term in wanted}
+                plain, stop = fresh.get(term, ((), ()))
+                terms[term] = (
+                    (occurrences(self.flat, plain), occurrences(self.flat, stop))
+                    if plain or stop
+                    else _NOWHERE
+                )
+        found = [mark for term in wanted for mark in terms[term][0]]
+        if only_stop:
+            found += [mark for term in wanted for mark in terms[term][1]]
+        found.sort()
+        return found
 
     def word_spans(self, language: str) -> list[tuple[str, int, int]]:
         """:func:`~lorebase.analysis.word_spans` of the passage (in one language: a passage
@@ -186,7 +205,7 @@ def snippets_for(
         found = matches(flat, lang, wanted, words, read)
         if len(flat) <= limit:
             return Snippet(flat, tuple(found))
-        start, end = best_sentence(flat, found, lang, wanted, words)
+        start, end = best_sentence(flat, found, lang, wanted, words, read.runs)
         return _window(flat, start, end, limit, found)
 
     return cut
@@ -210,12 +229,7 @@ def matches(
     # Latin text: only its distinct words that may be a wanted term are looked up, then the
     # wanted ones found where they stand.
     if not singles and read is not None and read.latin:
-        places = read.places(lang, wanted, known)
-        found_here = [mark for plain, _ in places.values() for mark in plain]
-        if only_stop:
-            found_here += [mark for _, stop in places.values() for mark in stop]
-        found_here.sort()
-        return found_here
+        return read.marks(lang, wanted, known, only_stop)
     present = None if singles else words_that_may_be(text, lang, wanted)
     if present is not None:
         _learn(known, lang, present)
@@ -258,25 +272,29 @@ def best_sentence(
     lang: Analysis,
     wanted: frozenset[str],
     known: dict[str, str | None] | None = None,
+    runs: Runs | None = None,
 ) -> tuple[int, int]:
     """The first sentence holding the most distinct words of the question (``found``: the
-    marks, in order; ``known``: the terms of words already told). A sentence runs to the
-    first run of ``.!?。！？`` (included) or line end after its first character; only the
-    sentences that hold a mark are looked for (a passage of ten sentences whose marks stand
-    in two costs two searches), the first of the text when none does."""
+    marks, in order; ``known``: the terms of words already told; ``runs``: the text's
+    :func:`sentence_runs`, if read before). A sentence runs to the first run of ``.!?。！？``
+    (included) or line end after its first character; only the sentences that hold a mark are
+    looked for (a passage of ten sentences whose marks stand in two costs two searches), the
+    first of the text when none does."""
     if not found:
         first = _SENTENCE.search(flat)
         return first.span() if first is not None else (0, 0)
-    breaks = [char for char in _BREAKS if char in flat]
+    starts, ends = sentence_runs(flat) if runs is None else runs
     known = {} if known is None else known
     keys: dict[str, str] = {}  # a marked piece -> the term it counts as
     best_start, best_end, best_score = 0, 0, 0
     mark, count = 0, len(found)
     while mark < count:
         begin, stop = found[mark]
-        start = max([flat.rfind(char, 0, begin) for char in breaks], default=-1) + 1
-        after = _BREAK.search(flat, stop)
-        end = len(flat) if after is None else after.end()
+        # A mark is a word: no run of breaks holds it, so the runs before it end by its start.
+        before = bisect.bisect_left(starts, begin)
+        start = ends[before - 1] if before else 0
+        after = bisect.bisect_left(starts, stop, before)
+        end = ends[after] if after < len(starts) else len(flat)
         inside: set[str] = set()
         while mark < count and found[mark][0] < end:
             begin, stop = found[mark]
@@ -290,6 +308,16 @@ def best_sentence(
         if len(inside) > best_score:
             best_start, best_end, best_score = start, end, len(inside)
     return best_start, best_end
+
+
+Runs = tuple[list[int], list[int]]
+"""Where each run of what ends a sentence (:data:`_BREAK`) starts, and where it ends."""
+
+
+def sentence_runs(text: str) -> Runs:
+    """The runs of what ends a sentence in ``text``, in order. Pure."""
+    found = [match.span() for match in _BREAK.finditer(text)]
+    return [start for start, _ in found], [end for _, end in found]
 
 
 def _window(text: str, start: int, end: int, limit: int, found: list[Mark]) -> Snippet:
