@@ -265,3 +265,12 @@ def test_a_passage_asked_about_many_terms_cuts_alike_and_forgets_them_past_its_b
             remembered = snippets_for(query, kept=kept, passages=memory)
             assert remembered(LONG, "en") == snippets_for(query)(LONG, "en")
             assert len(memory.read(LONG, "en").terms) <= 4
+
+
+@given(st.text(alphabet="ab .!?。！？\n", max_size=60))
+def test_the_runs_of_breaks_are_those_the_expression_finds(text: str) -> None:
+    """A run of .!?。！？ is one, a line's end one of its own, wherever they stand."""
+    from lorebase.search.snippets import _BREAK, sentence_runs
+
+    spans = [match.span() for match in _BREAK.finditer(text)]
+    assert sentence_runs(text) == ([a for a, _ in spans], [b for _, b in spans])

@@ -159,7 +159,7 @@ the cost."""
 
 
 def _latin(text: str) -> bool:
-    return _NOT_LATIN.search(text) is None
+    return text.isascii() or _NOT_LATIN.search(text) is None  # isascii: told at once
 
 
 def latin_words(text: str) -> list[str]:
