@@ -169,7 +169,7 @@ def test_rrf_scores_never_increase_down_the_list(items: list[str]) -> None:
         st.sampled_from([0.0, 0.25, 0.5, 1.0, -0.0]),  # ties, the fusion's hard case
         max_size=30,
     ),
-    st.lists(st.lists(st.sampled_from([f"c{i}" for i in range(30)]), max_size=20), max_size=3),
+    st.lists(st.lists(st.sampled_from([f"c{i}" for i in range(40)]), max_size=45), max_size=3),
 )
 def test_the_order_is_by_score_then_best_rank_then_arm(
     scores: dict[str, float], lists: list[list[str]]
@@ -179,12 +179,12 @@ def test_the_order_is_by_score_then_best_rank_then_arm(
     gave after those that one did (repeats within a ranking included)."""
     from lorebase.search.fusion import _ordered, best_ranks
 
-    rankings = [[(item, 1.0) for item in items] for items in lists]
     by_hand: dict[str, tuple[int, int]] = {}
     for arm, items in enumerate(lists):
         for rank, item in enumerate(items, start=1):
             by_hand[item] = min(by_hand.get(item, (rank, arm)), (rank, arm))
-    assert best_ranks(rankings) == by_hand
-    last = (len(scores) + 1, len(rankings))
+    arms = len(lists)
+    assert best_ranks(lists) == {item: rank * arms + arm for item, (rank, arm) in by_hand.items()}
+    last = (len(scores) + 1, len(lists))
     expected = sorted(scores, key=lambda item: (-scores[item], by_hand.get(item, last)))
-    assert _ordered(scores, rankings) == [(item, scores[item]) for item in expected]
+    assert _ordered(scores, lists) == [(item, scores[item]) for item in expected]

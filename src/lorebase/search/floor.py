@@ -118,12 +118,14 @@ def supported(
         return list(fused)
     if not isinstance(threshold, Mapping):  # one bar for all (told once, not per candidate)
         return [
-            (item, score)
-            for item, score in fused
-            if is_supported(keyword.get(item), ceiling, cosines.get(item), threshold)
+            pair
+            for pair in fused
+            if is_supported(keyword.get(pair[0]), ceiling, cosines.get(pair[0]), threshold)
         ]
     return [
-        (item, score)
-        for item, score in fused
-        if is_supported(keyword.get(item), ceiling, cosines.get(item), bar(threshold, item))
+        pair
+        for pair in fused
+        if is_supported(
+            keyword.get(pair[0]), ceiling, cosines.get(pair[0]), bar(threshold, pair[0])
+        )
     ]

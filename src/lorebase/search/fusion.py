@@ -82,8 +82,9 @@ def convex(arms: Arms, share: float = DENSE_SHARE) -> Scored:
         + share * arms.evidence.get(item, 0.0)
         for item in candidates
     }
-    by_evidence = sorted(arms.evidence.items(), key=lambda pair: -pair[1])
-    return _ordered(scores, [arms.keyword, by_evidence])
+    # Items only (best_ranks reads no score): no pair made per candidate.
+    by_evidence = sorted(arms.evidence, key=arms.evidence.__getitem__, reverse=True)
+    return _ordered(scores, [[item for item, _ in arms.keyword], by_evidence])
 
 
 def rrf(rankings: Sequence[Scored], k: int = RRF_K) -> Scored:
@@ -92,7 +93,7 @@ def rrf(rankings: Sequence[Scored], k: int = RRF_K) -> Scored:
     for ranking in rankings:
         for rank, (item, _) in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-    return _ordered(scores, rankings)
+    return _ordered(scores, [[item for item, _ in ranking] for ranking in rankings])
 
 
 def _rrf_arms(arms: Arms) -> Scored:
@@ -103,26 +104,31 @@ FUSIONS: dict[str, Fusion] = {"convex": convex, "rrf": _rrf_arms}
 DEFAULT_FUSION = "convex"
 
 
-def best_ranks(rankings: Sequence[Scored]) -> dict[str, tuple[int, int]]:
-    """Each item's best ``(rank, arm)``: its smallest rank in any ranking (from 1) and the
-    index of the first ranking that gave it that rank."""
-    best: dict[str, tuple[int, int]] = {}
+def best_ranks(rankings: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Each item's best ``(rank, arm)`` as one number, ``rank * len(rankings) + arm`` (they
+    order alike; numbers the collector does not follow): its smallest rank in any ranking
+    (from 1) and the index of the first ranking that gave it that rank."""
+    arms = len(rankings)
+    best: dict[str, int] = {}
     for arm, ranking in enumerate(rankings):
-        for rank, (item, _) in enumerate(ranking, start=1):
+        for rank, item in enumerate(ranking, start=1):
             known = best.get(item)
             # An earlier ranking gave it a smaller arm; this one's later ranks are larger.
-            if known is None or rank < known[0]:
-                best[item] = (rank, arm)
+            if known is None or rank < known // arms:
+                best[item] = rank * arms + arm
     return best
 
 
-def _ordered(scores: dict[str, float], rankings: Sequence[Scored]) -> Scored:
-    """Highest score first; ties by best rank, then by the ranking that gave it."""
+def _ordered(scores: dict[str, float], rankings: Sequence[Sequence[str]]) -> Scored:
+    """Highest score first; ties by best rank, then by the ranking that gave it (``rankings``:
+    the items of each, in order)."""
     best = best_ranks(rankings)
     if scores.keys() <= best.keys():  # every item ranked (both fusions): sorts by lookups
         ordered = sorted(scores, key=best.__getitem__)
     else:
-        last = (len(scores) + 1, len(rankings))
+        # As (len(scores) + 1, len(rankings)) would order: after the rank len(scores) + 1 of
+        # every ranking, before the next rank.
+        last = (len(scores) + 2) * len(rankings) - 0.5
         ordered = sorted(scores, key=lambda item: best.get(item, last))
     ordered.sort(key=scores.__getitem__, reverse=True)  # stable: ties keep their best rank
     return [(item, scores[item]) for item in ordered]

@@ -21,21 +21,23 @@ class Steps:
     dense: Scored
     cosines: Mapping[str, float]
     fused: Scored | None
-    _ranks: dict[str, dict[str, tuple[int, float]]] = field(init=False, repr=False)
+    # Each step's ranking and each item's place in it (from 0): numbers, which the
+    # collector does not follow (a search made ~400 tuples here for its ~20 hits).
+    _places: tuple[tuple[str, Scored, dict[str, int]], ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        steps = {"keyword": self.keyword, "dense": self.dense, "fused": self.fused or []}
-        ranks = {name: _ranked(ranking) for name, ranking in steps.items()}
-        object.__setattr__(self, "_ranks", ranks)
+        steps = (("keyword", self.keyword), ("dense", self.dense), ("fused", self.fused or []))
+        places = tuple((name, ranking, _placed(ranking)) for name, ranking in steps)
+        object.__setattr__(self, "_places", places)
 
     def of(self, item: str) -> dict[str, StepScore]:
         """``item``'s score in every step that saw it; a cosine read for fusion has no dense
         rank."""
         scores: dict[str, StepScore] = {}
-        for name in ("keyword", "dense", "fused"):
-            found = self._ranks[name].get(item)
-            if found is not None:
-                scores[name] = StepScore(score=found[1], rank=found[0])
+        for name, ranking, places in self._places:
+            place = places.get(item)
+            if place is not None:
+                scores[name] = StepScore(score=ranking[place][1], rank=place + 1)
             elif name == "dense" and item in self.cosines:
                 scores[name] = StepScore(score=self.cosines[item], rank=None)
         return scores
@@ -89,9 +91,9 @@ def explained(
     )
 
 
-def _ranked(ranking: Scored) -> dict[str, tuple[int, float]]:
-    """Each item's (rank from 1, score) in ``ranking``."""
-    return {item: (rank, score) for rank, (item, score) in enumerate(ranking, start=1)}
+def _placed(ranking: Scored) -> dict[str, int]:
+    """Each item's place in ``ranking`` (from 0; its last, were it there twice)."""
+    return {item: place for place, (item, _) in enumerate(ranking)}
 
 
 def _hit(chunk: StoredChunk, scores: dict[str, StepScore]) -> Hit:
