@@ -135,7 +135,9 @@ class SearchService:
         self._embed_pool.shutdown(wait=False, cancel_futures=True)
 
     def search(self, request: SearchRequest) -> SearchResponse:
-        with self.turns.turn():
+        """``request`` answered; the reads on this thread in one snapshot where the store makes
+        that cheap (the keyword arm reads on its own)."""
+        with self.turns.turn(), self.store.snapshot():
             return self._search(request)
 
     def _search(self, request: SearchRequest) -> SearchResponse:

@@ -360,6 +360,13 @@ class Catalogue(Protocol):
     """The knowledge bases: their rows, settings, embedding identity, state and progress of a
     pass, and the folders (sources) they follow."""
 
+    def snapshot(self) -> AbstractContextManager[object]:
+        """The reads inside, on this thread, as one snapshot where the backend makes that
+        cheap (SQLite: one read transaction); each read its own elsewhere (PostgreSQL: a
+        search would hold a pooled connection while its question embeds). For reads only: a
+        write inside would read what the snapshot holds."""
+        ...
+
     def create_kb(
         self,
         name: str,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -109,6 +109,12 @@ class RelationalRole:
     def _read(self) -> AbstractContextManager[Any]:
         """One read transaction (a snapshot) on a raw connection."""
         return self._db.read()
+
+    def snapshot(self) -> AbstractContextManager[object]:
+        """The reads inside, on this thread, each in a transaction of its own (PostgreSQL: one
+        for all would hold a pooled connection while a search's question embeds); a backend
+        where one is cheap and holds nothing others wait for makes them one (SQLite)."""
+        return nullcontext()
 
     @contextmanager
     def _writing(self) -> Iterator[Bound]:

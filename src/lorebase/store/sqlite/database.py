@@ -133,6 +133,7 @@ class SqliteDatabase(BaseDatabase):
         self._conn = connect(self.path)
         self._pool_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
+        self._reading = threading.local()  # conn: the read transaction this thread is in
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -145,11 +146,21 @@ class SqliteDatabase(BaseDatabase):
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """One read transaction on a pooled connection: every statement inside sees the same
-        snapshot, and neither waits for nor blocks a writer."""
+        snapshot, and neither waits for nor blocks a writer. A read inside a read on the same
+        thread is part of it (:meth:`SqliteRole.snapshot`: a search's reads in one
+        transaction)."""
+        held: sqlite3.Connection | None = getattr(self._reading, "conn", None)
+        if held is not None:
+            yield held
+            return
         conn = self._take_reader()
         try:
             with _transaction(conn, "BEGIN") as snapshot:
-                yield snapshot
+                self._reading.conn = snapshot
+                try:
+                    yield snapshot
+                finally:
+                    self._reading.conn = None
         finally:
             self._return_reader(conn)
 

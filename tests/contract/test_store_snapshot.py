@@ -1,0 +1,57 @@
+"""``Catalogue.snapshot``: the reads inside, on one thread, as one snapshot on SQLite (one read
+transaction: a search's reads agree with each other), each read its own on PostgreSQL. Run
+against every backend."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from contract.store_contract import put, stored_ids
+from lorebase.store.base import DocumentRecord, Store
+from lorebase.store.sqlite import SqliteStore
+from lorebase.types import Chunk
+
+
+def test_reads_inside_a_snapshot_see_one_state_on_sqlite_and_the_latest_elsewhere(
+    store: Store,
+) -> None:
+    kb = store.create_kb("docs")
+    first, chunks = put(store, kb, "a.md", ["zebra one"])
+    with store.snapshot():
+        assert [c.id for c in store.get_chunks([kb.id], stored_ids(first.id, chunks))]
+        written: list[tuple[DocumentRecord, list[Chunk]]] = []
+        writer = threading.Thread(target=lambda: written.append(put(store, kb, "b.md", ["z 2"])))
+        writer.start()  # another writer, meanwhile
+        writer.join()
+        later, more = written[0]
+        seen = store.get_chunks([kb.id], stored_ids(later.id, more))
+        # On another thread: a read of its own, which sees the write.
+        other: list[int] = []
+        reader = threading.Thread(
+            target=lambda: other.append(len(store.get_chunks([kb.id], stored_ids(later.id, more))))
+        )
+        reader.start()
+        reader.join()
+        assert other == [1]
+        if isinstance(store, SqliteStore):
+            assert seen == []  # the snapshot the first read began
+            assert store.get_kb_by_id(kb.id).documents == 1
+        else:
+            assert len(seen) == 1
+    # After it, the write is there for every read.
+    assert len(store.get_chunks([kb.id], stored_ids(later.id, more))) == 1
+    assert store.get_kb_by_id(kb.id).documents == 2
+
+
+def test_a_failure_inside_a_snapshot_ends_it_and_loses_nothing(store: Store) -> None:
+    kb = store.create_kb("docs")
+    doc, chunks = put(store, kb, "a.md", ["zebra one"])
+    with pytest.raises(RuntimeError), store.snapshot():
+        store.get_chunks([kb.id], stored_ids(doc.id, chunks))
+        raise RuntimeError("a search failed half-way")
+    later, more = put(store, kb, "b.md", ["zebra two"])
+    assert len(store.get_chunks([kb.id], stored_ids(later.id, more))) == 1
+    with store.snapshot(), store.snapshot():  # nested: one snapshot still
+        assert len(store.get_chunks([kb.id], stored_ids(doc.id, chunks))) == 1
