@@ -259,7 +259,7 @@ class LatinWords:
     __slots__ = ("_sorted",)
 
     def __init__(self, text: str) -> None:
-        self._sorted = sorted(set(latin_words(text)))
+        self._sorted = tuple(sorted(set(latin_words(text))))
 
     def that_may_be(self, analysis: Analysis, terms: Collection[str]) -> set[str]:
         """What :func:`words_that_may_be` says of the text. Pure."""

@@ -12,7 +12,7 @@ import bisect
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from lorebase.analysis import (
@@ -83,16 +83,18 @@ class Read:
         self.flat = " ".join(text.split())
         self.latin = is_latin(self.flat)
         self.words: LatinWords | None = None
-        self.spans: list[tuple[str, int, int]] | None = None
+        self.spans: Sequence[tuple[str, int, int]] | None = None
         # term -> where its words stand: those that are not stop words, then those that are
-        self.terms: dict[str, tuple[list[Mark], list[Mark]]] = {}
+        # (tuples of numbers, as everything kept here: the collector soon stops following them)
+        self.terms: dict[str, tuple[tuple[Mark, ...], tuple[Mark, ...]]] = {}
         self._runs: Runs | None = None
 
     @property
     def runs(self) -> Runs:
         """:func:`sentence_runs` of the passage, found the first time they are asked for."""
         if self._runs is None:
-            self._runs = sentence_runs(self.flat)
+            starts, ends = sentence_runs(self.flat)
+            self._runs = (tuple(starts), tuple(ends))
         return self._runs
 
     def may_be(self, lang: Analysis, wanted: Collection[str]) -> set[str] | None:
@@ -130,7 +132,7 @@ class Read:
             for term in missing:
                 plain, stop = fresh.get(term, ((), ()))
                 terms[term] = (
-                    (occurrences(self.flat, plain), occurrences(self.flat, stop))
+                    (tuple(occurrences(self.flat, plain)), tuple(occurrences(self.flat, stop)))
                     if plain or stop
                     else _NOWHERE
                 )
@@ -140,11 +142,11 @@ class Read:
         found.sort()
         return found
 
-    def word_spans(self, language: str) -> list[tuple[str, int, int]]:
+    def word_spans(self, language: str) -> Sequence[tuple[str, int, int]]:
         """:func:`~lorebase.analysis.word_spans` of the passage (in one language: a passage
         is read again under another key when its language differs)."""
         if self.spans is None:
-            self.spans = word_spans(self.flat, language)
+            self.spans = tuple(word_spans(self.flat, language))
         return self.spans
 
 
@@ -179,8 +181,8 @@ KNOWN_PASSAGES = 2_048
 terms asked of it."""
 TERMS_PER_PASSAGE = 64
 """Terms a passage remembers the places of (then forgets them all)."""
-_NOWHERE: tuple[list[Mark], list[Mark]] = ([], [])
-"""The places of a term a passage does not hold (shared: never changed)."""
+_NOWHERE: tuple[tuple[Mark, ...], tuple[Mark, ...]] = ((), ())
+"""The places of a term a passage does not hold."""
 
 
 def snippets_for(
@@ -312,7 +314,7 @@ def best_sentence(
     return best_start, best_end
 
 
-Runs = tuple[list[int], list[int]]
+Runs = tuple[Sequence[int], Sequence[int]]
 """Where each run of what ends a sentence (:data:`_BREAK`) starts, and where it ends."""
 
 
