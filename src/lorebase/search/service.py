@@ -322,8 +322,9 @@ class SearchService:
         """The keyword arm on its own thread (it overlaps embedding the query)."""
 
         def run() -> _Keyword:
-            ranking = self.store.keyword_search(kb_ids, query, limit, documents)
-            ceiling = self.store.keyword_ceiling(kb_ids, query) if ranking else 0.0
+            with self.store.snapshot():  # the ceiling from the statistics the search ranked by
+                ranking = self.store.keyword_search(kb_ids, query, limit, documents)
+                ceiling = self.store.keyword_ceiling(kb_ids, query) if ranking else 0.0
             return _Keyword(ranking, ceiling, self.store.lexical_damage(kb_ids))
 
         return self._pool.submit(_timed, timings, "keyword", run)
