@@ -5,10 +5,12 @@ against every backend."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
+import numpy as np
 import pytest
 
-from contract.store_contract import put, stored_ids
+from contract.store_contract import IDENTITY, put, stored_ids, unit
 from lorebase.store.base import DocumentRecord, Store
 from lorebase.store.sqlite import SqliteStore
 from lorebase.types import Chunk
@@ -55,3 +57,34 @@ def test_a_failure_inside_a_snapshot_ends_it_and_loses_nothing(store: Store) -> 
     assert len(store.get_chunks([kb.id], stored_ids(later.id, more))) == 1
     with store.snapshot(), store.snapshot():  # nested: one snapshot still
         assert len(store.get_chunks([kb.id], stored_ids(doc.id, chunks))) == 1
+
+
+def test_what_a_snapshot_fixes_is_read_once_in_it(tmp_path: Path) -> None:
+    """In one snapshot a search asks a base's generation and an identity's id of the database
+    once however many of its reads need them (SQLite's readers keep what their transaction was
+    told); a snapshot after sees a change (what was kept went with the transaction)."""
+    store = SqliteStore(tmp_path / "lorebase.db")
+    try:
+        kb = store.create_kb("docs")
+        vectors = np.stack([unit(i) for i in range(6)])
+        put(store, kb, "a.md", [f"chunk {i}" for i in range(6)], vectors=vectors)
+        statements: list[str] = []
+        for _ in range(2):
+            with store.snapshot():
+                held = store._db._reading.conn
+                held.set_trace_callback(statements.append)
+                try:
+                    for _ in range(3):
+                        store.dense_search([kb.id], IDENTITY, vectors[0], 3)
+                        store.keyword_search([kb.id], "chunk", 3)
+                        store.keyword_ceiling([kb.id], "chunk")
+                finally:
+                    held.set_trace_callback(None)
+            asked = [s for s in statements if "FROM knowledge_bases" in s]
+            assert len(asked) == 1 and sum("FROM identities" in s for s in statements) == 1
+            assert sum("FROM kb_languages" in s for s in statements) == 1
+            statements.clear()
+            put(store, kb, "b.md", ["chunk more"], vectors=np.stack([unit(9)]))  # a new generation
+        assert len(store.dense_search([kb.id], IDENTITY, unit(9), 1)) == 1
+    finally:
+        store.close()

@@ -12,11 +12,13 @@ dialect is data plus four small functions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
+
+T = TypeVar("T")
 
 Lock = Literal["update", "no key update", "share", "key share"]
 """The row locks relational code asks for (PostgreSQL's names; SQLite ignores them)."""
@@ -82,6 +84,21 @@ def _pyformat(statement: str) -> str:
     """``?`` placeholders as ``%s`` (a literal ``%`` doubled). Relational statements hold no
     ``?`` inside string literals."""
     return statement.replace("%", "%%").replace("?", "%s")
+
+
+def once_a_snapshot(raw: Any, key: Hashable, read: Callable[[], T]) -> T:
+    """``read()``, asked once in a read transaction of a connection that keeps what its
+    transaction was told (``told``: SQLite's readers, a dict while a read transaction is
+    open; a search's reads share one) and every time elsewhere. Only for what the snapshot
+    fixes: a base's generation, an identity's id, a base's languages. ``read`` must not
+    change what it returns once it is kept."""
+    told: dict[Hashable, Any] | None = getattr(raw, "told", None)
+    if told is None:
+        return read()
+    if key not in told:
+        told[key] = read()
+    found: T = told[key]
+    return found
 
 
 class Bound:

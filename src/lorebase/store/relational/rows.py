@@ -30,7 +30,7 @@ from lorebase.store.records import (
     kb_from_row,
     refuses_vectors,
 )
-from lorebase.store.relational.dialect import Bound, Lock
+from lorebase.store.relational.dialect import Bound, Lock, once_a_snapshot
 from lorebase.types import Chunk, EmbedderIdentity
 
 NO_KB = "no such knowledge base; list them to see the names"
@@ -88,8 +88,12 @@ def lock_kb(tx: Bound, kb_id: int, strength: Lock = "key share") -> None:
 
 def identity_id(tx: Bound, identity: EmbedderIdentity) -> int | None:
     """The id of a registered embedding identity (``None``: not registered)."""
-    row = tx.one("SELECT id FROM identities WHERE key = ?", (identity.key,))
-    return None if row is None else int(row[0])
+
+    def read() -> int | None:
+        row = tx.one("SELECT id FROM identities WHERE key = ?", (identity.key,))
+        return None if row is None else int(row[0])
+
+    return once_a_snapshot(tx.raw, ("identity_id", identity.key), read)
 
 
 def require_kb(tx: Bound, kb_id: int) -> None:
@@ -314,10 +318,14 @@ def record_languages(tx: Bound, kb_id: int, chunks: Sequence[Chunk]) -> None:
 
 def kb_languages(tx: Bound, kb_ids: Sequence[int]) -> dict[int, frozenset[str]]:
     """The analyses each base's chunks were indexed with (a base without chunks: none)."""
-    found: dict[int, set[str]] = {kb_id: set() for kb_id in kb_ids}
-    for kb_id, language in tx.all(
-        f"SELECT kb_id, language FROM kb_languages WHERE {tx.dialect.any_of('kb_id')}",
-        (tx.dialect.ids(list(kb_ids)),),
-    ):
-        found.setdefault(int(kb_id), set()).add(str(language))
-    return {kb_id: frozenset(codes) for kb_id, codes in found.items()}
+
+    def read() -> dict[int, frozenset[str]]:
+        found: dict[int, set[str]] = {kb_id: set() for kb_id in kb_ids}
+        for kb_id, language in tx.all(
+            f"SELECT kb_id, language FROM kb_languages WHERE {tx.dialect.any_of('kb_id')}",
+            (tx.dialect.ids(list(kb_ids)),),
+        ):
+            found.setdefault(int(kb_id), set()).add(str(language))
+        return {kb_id: frozenset(codes) for kb_id, codes in found.items()}
+
+    return dict(once_a_snapshot(tx.raw, ("kb_languages", tuple(kb_ids)), read))

@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from lorebase.errors import DamagedText, Unavailable
 from lorebase.store.document_text import chunk_text
@@ -80,11 +81,22 @@ def connect(path: Path) -> sqlite3.Connection:
     return _with_functions(conn)
 
 
+class ReaderConnection(sqlite3.Connection):
+    """A connection for read transactions that keeps, while one is open, what it was told in
+    it (``told``: see :func:`~lorebase.store.relational.dialect.once_a_snapshot`)."""
+
+    told: dict[Hashable, Any] | None = None
+
+
 def connect_reader(path: Path) -> sqlite3.Connection:
     """A connection for read transactions (and its own TEMP tables, such as the term-statistics
     cache of the keyword plan)."""
     conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        path,
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        factory=ReaderConnection,
     )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return _with_functions(conn)
@@ -157,10 +169,14 @@ class SqliteDatabase(BaseDatabase):
         try:
             with _transaction(conn, "BEGIN") as snapshot:
                 self._reading.conn = snapshot
+                if isinstance(snapshot, ReaderConnection):
+                    snapshot.told = {}
                 try:
                     yield snapshot
                 finally:
                     self._reading.conn = None
+                    if isinstance(snapshot, ReaderConnection):
+                        snapshot.told = None
         finally:
             self._return_reader(conn)
 

@@ -24,6 +24,7 @@ from lorebase.store.records import named as named
 from lorebase.store.records import sections_of as sections_of
 from lorebase.store.records import stored_chunk_from_row as stored_chunk_from_row
 from lorebase.store.records import trail_json as trail_json
+from lorebase.store.relational.dialect import once_a_snapshot
 
 MAX_PARAMS = 500
 """Most ids bound in one ``IN (...)`` list; long lists are looked up in batches."""
@@ -66,9 +67,14 @@ def base_generations(
     """``(id, generation, created_at)`` of these bases as ``conn`` sees them (deleted ones
     left out): what the indexes kept beside the rows (dense, lexical) check to know they are
     stale, or belong to a deleted base whose id was reused."""
-    rows = conn.execute(
-        "SELECT id, generation, created_at FROM knowledge_bases "
-        "WHERE id IN (SELECT value FROM json_each(?))",
-        (json_ids(kb_ids),),
-    )
-    return [(int(kb_id), int(generation), float(created)) for kb_id, generation, created in rows]
+
+    def read() -> tuple[tuple[int, int, float], ...]:
+        rows = conn.execute(
+            "SELECT id, generation, created_at FROM knowledge_bases "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (json_ids(kb_ids),),
+        )
+        return tuple((int(kb_id), int(gen), float(made)) for kb_id, gen, made in rows)
+
+    # A search asks it of the same bases three times in its snapshot (its indexes, twice).
+    return list(once_a_snapshot(conn, ("base_generations", tuple(kb_ids)), read))
