@@ -22,14 +22,12 @@ from lorebase.analysis import (
     is_latin,
     occurrences,
     word_spans,
-    words_that_may_be,
 )
 
 SNIPPET_CHARS = 240
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
-_BREAK = re.compile(r"[.!?。！？]+|\n")
 _BREAKS = ".!?。！？\n"
-"""What ends a sentence (:data:`_BREAK`): a run of the first six, or a line's end."""
+"""What ends a sentence: a run of the first six, or a line's end on its own."""
 _ELLIPSIS = "…"
 
 Mark = tuple[int, int]
@@ -79,8 +77,10 @@ class Read:
 
     __slots__ = ("_runs", "flat", "latin", "spans", "terms", "words")
 
-    def __init__(self, text: str) -> None:
-        self.flat = " ".join(text.split())
+    def __init__(self, text: str, *, one_line: bool = True) -> None:
+        """``one_line``: the text's runs of spaces and line ends made one space (a snippet's
+        text); else it is read as it is (:func:`matches` of any text)."""
+        self.flat = " ".join(text.split()) if one_line else text
         self.latin = is_latin(self.flat)
         self.words: LatinWords | None = None
         self.spans: Sequence[tuple[str, int, int]] | None = None
@@ -117,17 +117,17 @@ class Read:
         read now are added). The places of the terms asked are remembered (at most
         :data:`TERMS_PER_PASSAGE` terms)."""
         terms = self.terms
-        missing = [term for term in wanted if term not in terms]
+        missing = {term for term in wanted if term not in terms}
         if len(terms) + len(missing) > TERMS_PER_PASSAGE:
             terms = self.terms = {}
-            missing = list(wanted)
+            missing = set(wanted)
         if missing:
             present = self.may_be(lang, missing) or set()
             _learn(known, lang, present)
             fresh: dict[str, tuple[list[str], list[str]]] = {}  # term -> its words
             for word in present:
                 term = known[word]
-                if term in wanted and term not in terms:
+                if term in missing:
                     fresh.setdefault(term, ([], []))[lang.is_stop_word(word)].append(word)
             for term in missing:
                 plain, stop = fresh.get(term, ((), ()))
@@ -224,27 +224,19 @@ def matches(
 ) -> list[Mark]:
     """Where the words of ``text`` whose terms are ``wanted`` stand: whole words, a stop word
     only when the question was nothing but stop words (``read``: what was read of ``text``
-    before, one line already)."""
+    before, one line already; none: ``text`` read as it is)."""
     if not wanted:
         return []
+    read = Read(text, one_line=False) if read is None else read
     singles = any(len(term) == 1 for term in wanted)  # characters of an unspaced script
     only_stop = _only_stop(wanted, lang)
     known = {} if known is None else known  # word -> term, kept by the caller across texts
     # Latin text: only its distinct words that may be a wanted term are looked up, then the
     # wanted ones found where they stand.
-    if not singles and read is not None and read.latin:
+    if not singles and read.latin:
         return read.marks(lang, wanted, known, only_stop)
-    present = None if singles else words_that_may_be(text, lang, wanted)
-    if present is not None:
-        _learn(known, lang, present)
-        hits = {
-            word
-            for word in present
-            if known[word] in wanted and (only_stop or not lang.is_stop_word(word))
-        }
-        return occurrences(text, hits) if hits else []
     found: list[Mark] = []
-    held = word_spans(text, lang.language) if read is None else read.word_spans(lang.language)
+    held = read.word_spans(lang.language)
     _learn(known, lang, {word for word, _, _ in held})
     for word, start, end in held:
         term = known[word]
@@ -315,13 +307,13 @@ def best_sentence(
 
 
 Runs = tuple[Sequence[int], Sequence[int]]
-"""Where each run of what ends a sentence (:data:`_BREAK`) starts, and where it ends."""
+"""Where each run of what ends a sentence (:data:`_BREAKS`) starts, and where it ends."""
 
 
 def sentence_runs(text: str) -> Runs:
-    """The runs of what ends a sentence in ``text``, in order, as :data:`_BREAK` finds them
-    (a line's end a run of its own): from the places of each such character (a quarter of
-    the expression's time on passages of 1,000 characters). Pure."""
+    """The runs of what ends a sentence in ``text``, in order (a line's end a run of its own):
+    from the places of each such character (a quarter of the time a regular expression took
+    on passages of 1,000 characters). Pure."""
     places: list[int] = []
     for char in _BREAKS:
         at = text.find(char)

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lorebase.errors import DamagedText, Unavailable
 from lorebase.store.document_text import chunk_text
@@ -42,6 +42,7 @@ IDLE_READERS = 8
 """Read connections kept open between uses; more are opened under load and closed after."""
 
 log = logging.getLogger(__name__)
+C = TypeVar("C", bound=sqlite3.Connection)
 
 
 def _chunk_text_or_none(stored: str | bytes | None, chunk_id: object) -> str | None:
@@ -61,7 +62,7 @@ def _chunk_text_or_none(stored: str | bytes | None, chunk_id: object) -> str | N
         return None
 
 
-def _with_functions(conn: sqlite3.Connection) -> sqlite3.Connection:
+def _with_functions(conn: C) -> C:
     conn.create_function(CHUNK_TEXT_FUNCTION, 2, _chunk_text_or_none, deterministic=True)
     return conn
 
@@ -88,7 +89,7 @@ class ReaderConnection(sqlite3.Connection):
     told: dict[Hashable, Any] | None = None
 
 
-def connect_reader(path: Path) -> sqlite3.Connection:
+def connect_reader(path: Path) -> ReaderConnection:
     """A connection for read transactions (and its own TEMP tables, such as the term-statistics
     cache of the keyword plan)."""
     conn = sqlite3.connect(
@@ -144,7 +145,7 @@ class SqliteDatabase(BaseDatabase):
         self._lock = threading.RLock()
         self._conn = connect(self.path)
         self._pool_lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
+        self._idle: list[ReaderConnection] = []
         self._reading = threading.local()  # conn: the read transaction this thread is in
 
     @contextmanager
@@ -169,14 +170,12 @@ class SqliteDatabase(BaseDatabase):
         try:
             with _transaction(conn, "BEGIN") as snapshot:
                 self._reading.conn = snapshot
-                if isinstance(snapshot, ReaderConnection):
-                    snapshot.told = {}
+                conn.told = {}
                 try:
                     yield snapshot
                 finally:
                     self._reading.conn = None
-                    if isinstance(snapshot, ReaderConnection):
-                        snapshot.told = None
+                    conn.told = None
         finally:
             self._return_reader(conn)
 
@@ -200,14 +199,14 @@ class SqliteDatabase(BaseDatabase):
             conn.close()
         self._idle.clear()
 
-    def _take_reader(self) -> sqlite3.Connection:
+    def _take_reader(self) -> ReaderConnection:
         with self._pool_lock:
             self._check_open()
             if self._idle:
                 return self._idle.pop()
         return connect_reader(self.path)
 
-    def _return_reader(self, conn: sqlite3.Connection) -> None:
+    def _return_reader(self, conn: ReaderConnection) -> None:
         with self._pool_lock:
             reusable = not conn.in_transaction  # a failed rollback leaves it unusable
             if reusable and not self._closed and len(self._idle) < IDLE_READERS:
