@@ -114,3 +114,20 @@ def test_a_grown_lookup_finds_what_one_made_at_once_finds(
     assert grown.size == second
     assert grown.rows(wanted) == IdLookup(packed, second).rows(wanted)
     assert grown.rows(wanted, first) == IdLookup(packed, first).rows(wanted)
+
+
+def test_a_lookup_past_its_memory_bound_forgets_and_answers_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rows remembered are bounded: past the bound the memory starts afresh, and every
+    answer is still the rows of a fresh lookup."""
+    from lorebase.store import packed_ids
+
+    monkeypatch.setattr(packed_ids, "REMEMBERED_IDS", 5)
+    made = ids(30)
+    packed = PackedIds(made + made[:3])  # three ids in two rows each
+    lookup = IdLookup(packed, len(packed))
+    for start in range(0, 30, 4):
+        wanted = made[start : start + 4] + made[:2]
+        assert lookup.rows(wanted) == IdLookup(packed, len(packed))._rows(wanted, len(packed))
+        assert len(lookup._found) <= 5

@@ -168,7 +168,8 @@ class IdLookup:
             fresh = dict(zip(unknown, self._rows(unknown, self.size), strict=True))
             if len(found) + len(fresh) > REMEMBERED_IDS:
                 found = self._found = {}
-            found.update(fresh)
+            if len(fresh) <= REMEMBERED_IDS:
+                found.update(fresh)
             known = [
                 fresh[c] if rows is None else rows for c, rows in zip(wanted, known, strict=True)
             ]
