@@ -66,6 +66,10 @@ def test_a_stream_that_does_not_decompress_names_the_chunk_not_its_text() -> Non
     with pytest.raises(DamagedText, match="chunk c-43") as raised:
         chunk_text(not_utf8, "c-43")
     assert "glacier" not in str(raised.value)
+    # Texts are remembered decompressed; a damaged stream is not: it is named each time.
+    for name in ("c-44", "c-45"):
+        with pytest.raises(DamagedText, match=f"chunk {name}"):
+            chunk_text(not_utf8, name)
 
 
 # -- through the store --------------------------------------------------------------------------
