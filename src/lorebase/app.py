@@ -35,9 +35,10 @@ __all__ = ["DEFAULT_KB", "Lorebase", "build_embedder", "build_reranker", "open_l
 
 
 def build_embedder(
-    settings: EmbedSettings, cache_dir: Path, *, lowered: bool = False
+    settings: EmbedSettings, cache_dir: Path, *, lowered: bool = False, queries: bool = True
 ) -> Embedder | None:
-    """The configured embedder, imported lazily (the ONNX runtime loads only when used)."""
+    """The configured embedder, imported lazily (the ONNX runtime loads only when used;
+    ``lowered`` and ``queries`` as :func:`~lorebase.embed.registry.bundled_model` takes them)."""
     if settings.kind == "none":
         return None
     if settings.kind == "fake":
@@ -51,7 +52,7 @@ def build_embedder(
         return HttpEmbedder(
             settings.url, settings.model, api_key=settings.api_key, read_timeout=settings.timeout
         )
-    return bundled_model(cache_dir, quantize=settings.quantize, lowered=lowered)
+    return bundled_model(cache_dir, quantize=settings.quantize, lowered=lowered, queries=queries)
 
 
 def build_reranker(settings: RerankSettings, deadline: float | None = None) -> Reranker | None:
@@ -137,8 +138,8 @@ def build_backend(settings: Settings, *, create: bool = True) -> Backend:
 
 
 def _sibling_parts(settings: Settings, place: SiblingPlace) -> tuple[EventBus, QueueFactory]:
-    """One of ``serve --processes N``'s processes over the embedded store: events shared with
-    the others; the first runs every job, the others hand theirs to it."""
+    """One of a server's processes over the embedded store: events shared with the others;
+    the indexer runs every job, the others hand theirs to it."""
     from lorebase.ingest.queue import IngestQueue
     from lorebase.siblings import ForwardingQueue, SiblingChannel, SiblingTransport
 
@@ -146,8 +147,8 @@ def _sibling_parts(settings: Settings, place: SiblingPlace) -> tuple[EventBus, Q
     serve = settings.serve
 
     def queue(run: Runner, pending: Callable[[], Iterable[Job]], abandon: Abandon) -> JobQueue:
-        if not place.first:
-            return ForwardingQueue(channel)
+        if not place.runs_jobs:
+            return ForwardingQueue(channel, place.indexer)
         jobs = IngestQueue(run, pending, size=serve.queue_size, workers=serve.workers)
         channel.on_admit = jobs.admit
         return jobs
@@ -253,14 +254,19 @@ def build_embedders(
         settings.model_cache,
         default_name=default_name,
         query_seconds=settings.search.embed_deadline,
-        build=functools.partial(build_named, lowered=settings.yield_to_requests),
+        build=functools.partial(
+            build_named, lowered=settings.yield_to_requests, queries=settings.answers_queries
+        ),
     )
     if bundled:
         embedders.default = embedders.get(BUNDLED)
     elif isinstance(embedder, str):
         embed = settings.embed
         embedders.default = build_embedder(
-            embed, settings.model_cache, lowered=settings.yield_to_requests
+            embed,
+            settings.model_cache,
+            lowered=settings.yield_to_requests,
+            queries=settings.answers_queries,
         )
         if embed.kind == "http":
             embedders.default_config = EmbedderConfig(

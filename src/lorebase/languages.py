@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from array import array
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,8 +64,9 @@ class LanguageDetector:
 
     py3langid ships its model LZMA-compressed, 0.3 s to unpack: most of a ``lorebase search``
     from the command line. With ``unpacked`` (a folder: the data directory's model cache), the
-    first process writes the unpacked model there (68 MB) and every later one reads it in
-    ~0.04 s; anything wrong with that copy and the packed model is read instead."""
+    first process writes the unpacked model there (68 MB) and every later one maps it (its
+    large tables are not read: the processes of a server share their pages); anything wrong
+    with that copy and the packed model is read instead."""
 
     def __init__(self, unpacked: Path | None = None) -> None:
         self.unpacked = unpacked
@@ -130,25 +130,68 @@ def _from_unpacked(identifier: Any, packed: Path, folder: Path) -> Any:
 
 
 def _read_unpacked(identifier: Any, path: Path) -> Any:
+    """The identifier over the unpacked copy, its two large tables (the n-gram weights, 28 MB,
+    and the byte automaton, 39 MB) mapped from the file, not read: the processes of one
+    server (the answering ones, the indexer) share their pages, and a process starts without
+    reading them."""
     import numpy as np
 
-    with np.load(path, allow_pickle=False) as data:
-        return identifier(
-            np.asarray(data["ptc"]),
-            np.asarray(data["pc"]),
-            data["classes"].tolist(),
-            _words(data["nextmove"]),
-            data["out_feat"].tolist(),
-            tk_row=_words(data["nextmove_row"]),
-            norm_probs=True,
-        )
+    data = _mapped(path)
+    return identifier(
+        data["ptc"],
+        np.array(data["pc"]),  # small: read
+        data["classes"].tolist(),
+        memoryview(data["nextmove"]),  # walked byte by byte: Python ints, as an array gives
+        data["out_feat"].tolist(),
+        tk_row=data["nextmove_row"].tolist(),
+        norm_probs=True,
+    )
 
 
-def _words(values: Any) -> array[int]:
-    """An unsigned numpy array as the stdlib array py3langid walks byte by byte."""
-    out = array({2: "H", 4: "I", 8: "L"}[values.dtype.itemsize])
-    out.frombytes(values.tobytes())
+def _mapped(path: Path) -> dict[str, Any]:
+    """Every array of an uncompressed ``.npz`` (``numpy.savez``), mapped read-only where it
+    lies in the file. ``ValueError`` (or ``zipfile.BadZipFile``, ``OSError``) for a file that is
+    not one: a compressed or cut archive, a member that is not an array."""
+    import struct
+    import zipfile
+
+    import numpy as np
+    from numpy.lib import format as npy
+
+    out: dict[str, Any] = {}
+    with zipfile.ZipFile(path) as archive, path.open("rb") as raw:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                raise ValueError("not an uncompressed archive of arrays")
+            raw.seek(info.header_offset)
+            local = raw.read(ZIP_LOCAL_HEADER)
+            if len(local) < ZIP_LOCAL_HEADER or local[:4] != b"PK\x03\x04":
+                raise ValueError("a member's header is damaged")
+            name_length, extra_length = struct.unpack("<HH", local[26:30])
+            raw.seek(info.header_offset + ZIP_LOCAL_HEADER + name_length + extra_length)
+            version = npy.read_magic(raw)
+            read_header = (
+                npy.read_array_header_1_0 if version == (1, 0) else (npy.read_array_header_2_0)
+            )
+            shape, fortran, dtype = read_header(raw)
+            if dtype.hasobject:
+                raise ValueError("a member holds objects")
+            end = raw.tell() + dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+            if end > path.stat().st_size:
+                raise ValueError("a member is cut short")
+            out[info.filename[: -len(".npy")]] = np.memmap(
+                path,
+                dtype=dtype,
+                mode="r",
+                offset=raw.tell(),
+                shape=shape,
+                order="F" if fortran else "C",
+            )
     return out
+
+
+ZIP_LOCAL_HEADER = 30
+"""Bytes of a zip member's local header before its name and extra field."""
 
 
 DETECTED_CHARS = 300

@@ -39,3 +39,21 @@ def lower_this_thread(by: int = BACKGROUND_NICENESS) -> bool:
         logger.info("background threads keep the process's priority (%s)", type(error).__name__)
         return False
     return True
+
+
+def lower_this_process(by: int = BACKGROUND_NICENESS) -> bool:
+    """Lower every thread of this process ``by`` steps (the threads they start inherit it):
+    for a process whose whole work is background (the server's indexer), called before it
+    starts threads of its own — a library may have started some at import (OpenBLAS's pool).
+    Whether its threads were lowered."""
+    if not sys.platform.startswith("linux") or by <= 0:
+        return False
+    try:
+        threads = [int(name) for name in os.listdir("/proc/self/task")]
+        for thread in threads:
+            current = os.getpriority(os.PRIO_PROCESS, thread)
+            os.setpriority(os.PRIO_PROCESS, thread, min(MOST_NICE, current + by))
+    except (OSError, ValueError) as error:  # a sandbox that forbids it, or no /proc
+        logger.info("this process keeps its priority (%s)", type(error).__name__)
+        return False
+    return True

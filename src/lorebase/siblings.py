@@ -1,17 +1,20 @@
-"""The processes of one ``serve --processes N`` over the embedded store, talking to each other.
+"""The processes of one ``lorebase serve`` over the embedded store, talking to each other.
 
-Every process answers requests on the same port; the first also runs the ingestion jobs and
-follows the folders (one indexer at a time: the SQLite store and its keyword indexes have one
-writer). What must cross between them goes as small datagrams through a socket each process
-binds in a private folder (``SiblingPlace.folder``, ``0700``): ids, states and counts, never a
-name or a text, as the events themselves are.
+The ``--processes`` answer requests on the same port; one process, the *indexer*, runs the
+ingestion jobs and follows the folders (one indexer at a time: the SQLite store and its
+keyword indexes have one writer) — a process of its own that answers no request
+(``--indexer-process``, the default), or else the first. What must cross between them goes as
+small datagrams through a socket each process binds in a private folder
+(``SiblingPlace.folder``, ``0700``): ids, states and counts, never a name or a text, as the
+events themselves are.
 
 - **Events** (:class:`SiblingTransport`): what a process publishes reaches its own
   subscribers at once and every other process's through its socket, so an event stream
-  opened on any process sees the uploads, passes and deletes made through any other.
-- **Jobs** (:class:`ForwardingQueue`): a process other than the first hands each job it is
-  asked for to the first, whose queue admits it as if asked directly. An upload is stored
-  (``pending``) before its job is asked for, so a job the first never hears of is still
+  opened on any process sees the uploads, passes and deletes made through any other (the
+  indexer's progress included).
+- **Jobs** (:class:`ForwardingQueue`): a process other than the indexer hands each job it is
+  asked for to the indexer, whose queue admits it as if asked directly. An upload is stored
+  (``pending``) before its job is asked for, so a job the indexer never hears of is still
   found by its queue's sweep a few seconds later; only a pass asked for over HTTP would be
   lost, and the caller is then told to retry (503).
 
@@ -159,11 +162,12 @@ class SiblingTransport(EventTransport):
 
 
 class ForwardingQueue:
-    """The ingestion queue of a process other than the first: each job goes to the first
-    process's queue. Nothing runs here (``start``/``stop`` do nothing, ``depth`` is 0)."""
+    """The ingestion queue of a process other than the indexer: each job goes to the
+    indexer's queue. Nothing runs here (``start``/``stop`` do nothing, ``depth`` is 0)."""
 
-    def __init__(self, channel: SiblingChannel) -> None:
+    def __init__(self, channel: SiblingChannel, indexer: int = 0) -> None:
         self.channel = channel
+        self.indexer = indexer
         self.stats = QueueStats()
 
     @property
@@ -171,13 +175,15 @@ class ForwardingQueue:
         return 0
 
     def admit(self, kb_id: int, document_id: str | None = None) -> bool:
-        """Handed to the first process (True), or not (False: it is not listening)."""
-        handed = self.channel.send(0, {"admit": [kb_id, document_id]})
+        """Handed to the indexer, or an upload (True); a pass the indexer is not listening
+        for (False: asked again, later). An upload not handed over is stored ``pending``
+        already: the indexer's sweep finds it once it listens again (a restart)."""
+        handed = self.channel.send(self.indexer, {"admit": [kb_id, document_id]})
         if handed:
             self.stats.accepted += 1
         else:
             self.stats.rejected += 1
-        return handed
+        return handed or document_id is not None
 
     def sweep_now(self) -> int:
         return 0

@@ -627,7 +627,7 @@ def test_an_unexpected_error_answers_500_with_the_request_id_the_log_has(
 
 
 def test_serve_configures_its_log_once() -> None:
-    from lorebase.api.app import LOG_HANDLER, configure_logging
+    from lorebase.logs import LOG_HANDLER, configure_logging
 
     configure_logging()
     configure_logging()

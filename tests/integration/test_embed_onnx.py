@@ -282,3 +282,17 @@ def test_a_documents_session_that_cannot_load_says_why(
     with pytest.raises(Unavailable, match="cannot be loaded"):
         embedder.embed_documents(["heat transfer"])
     assert embedder.embed_query("heat transfer").shape == (384,)
+
+
+def test_a_process_answering_no_question_makes_one_session(cache_dir: Path) -> None:
+    """A server's indexer (``queries`` off) loads the documents' session alone: questions, if
+    any, run on it, and every vector is the one a process with both sessions makes."""
+    both = OnnxEmbedder(cache_dir=cache_dir, lowered=True)
+    one = OnnxEmbedder(cache_dir=cache_dir, lowered=True, queries=False)
+    documents = one.embed_documents(SENTENCES[:6])
+    question = one.embed_query(SENTENCES[0])
+    assert one._documents is None  # no second session was made
+    assert one._documents_session(one._load()) is one.query_session()
+    assert one.identity == both.identity
+    assert np.sum(documents * both.embed_documents(SENTENCES[:6]), axis=1).min() > 0.9999
+    assert float(question @ both.embed_query(SENTENCES[0])) > 0.9999

@@ -6,11 +6,12 @@ is answered: it can only be by the one still running. A client keeps that connec
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
-import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 from integration.serve_process import free_port, serve_command, wait_until_ready
+from lorebase.priority import BACKGROUND_NICENESS
 from lorebase.vault.keys import DataKey
 from waiting import wait_until
 
@@ -41,7 +43,16 @@ def children_of(pid: int) -> list[int]:
 
 
 def serving_children(pid: int) -> list[int]:
-    """The server's children that are serving processes (not extraction workers)."""
+    """The server's children that answer requests (not its indexer, not extraction workers)."""
+    return [child for child, command in _server_children(pid) if b"indexer" not in command]
+
+
+def indexers(pid: int) -> list[int]:
+    """The server's indexer of its own, when it runs (a list: none, or one)."""
+    return [child for child, command in _server_children(pid) if b"indexer" in command]
+
+
+def _server_children(pid: int) -> list[tuple[int, bytes]]:
     out = []
     for child in children_of(pid):
         try:
@@ -49,7 +60,16 @@ def serving_children(pid: int) -> list[int]:
         except OSError:
             continue
         if b"lorebase.api.processes" in command:
-            out.append(child)
+            out.append((child, command))
+    return out
+
+
+def niceness(pid: int) -> set[int]:
+    """The nice values of the process's threads."""
+    out = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            out.add(int((task / "stat").read_text().rsplit(")", 1)[1].split()[16]))
     return out
 
 
@@ -61,22 +81,43 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def socket_folders() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob("lorebase-serve-*"))
+def socket_folder_of(pid: int) -> Path:
+    """The folder of the sockets process ``pid`` bound among its server's processes."""
+    (folder,) = socket_folders_of(pid)
+    return folder
+
+
+def socket_folders_of(pid: int) -> set[Path]:
+    """The folders of the sockets process ``pid`` bound among its server's processes (other
+    tests' servers make theirs meanwhile): its descriptors' socket inodes, named in
+    /proc/net/unix."""
+    bound = {}
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and "lorebase-serve-" in fields[7]:
+            bound[fields[6]] = Path(fields[7]).parent
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:[") and target[8:-1] in bound:
+                found.add(bound[target[8:-1]])
+    return found
 
 
 @contextmanager
 def serving(
-    data: Path, processes: int = 2, env: dict[str, str] | None = None
+    data: Path, processes: int = 2, env: dict[str, str] | None = None, *options: str
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     port = free_port()
-    command = serve_command(data, port, "--no-auth", "--workers", "1")
+    command = serve_command(data, port, "--no-auth", "--workers", "1", *options)
     command += ["--processes", str(processes)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(base, process)
-        wait_until(lambda: serving_children(process.pid), TIMEOUT, what="the second process")
+        if processes > 1:
+            wait_until(lambda: serving_children(process.pid), TIMEOUT, what="the second process")
         yield process, base
     finally:
         if process.poll() is None:
@@ -120,10 +161,14 @@ def events_until_indexed(response: httpx.Response, document_id: str) -> list[dic
     raise AssertionError(f"the stream ended after {seen}")
 
 
-def test_two_processes_share_the_port_the_jobs_and_the_events(tmp_path: Path) -> None:
-    before = socket_folders()
-    with serving(tmp_path) as (server, base):
+@pytest.mark.parametrize("apart", [True, False], ids=["indexer-process", "first-indexes"])
+def test_two_processes_share_the_port_the_jobs_and_the_events(tmp_path: Path, apart: bool) -> None:
+    options = () if apart else ("--no-indexer-process",)
+    with serving(tmp_path, 2, None, *options) as (server, base):
+        folder = socket_folder_of(server.pid)
         (child,) = serving_children(server.pid)
+        indexer = indexers(server.pid)
+        assert len(indexer) == (1 if apart else 0)
         # Each answers while the other is paused.
         on_child, on_first = client_away_from(base, server.pid), client_away_from(base, child)
         with ExitStack() as stack:
@@ -138,7 +183,7 @@ def test_two_processes_share_the_port_the_jobs_and_the_events(tmp_path: Path) ->
                 stack.callback(client.close)
                 streams.append(stack.enter_context(client.stream("GET", "/v1/events")))
             assert all(response.status_code == 200 for response in streams)
-            # Uploaded through the second process: the first indexes it.
+            # Uploaded through the second process: the indexer (or the first) indexes it.
             files = [("files", ("birds.md", b"# Birds\n\nThe heron waits.\n", "text/markdown"))]
             uploaded = on_child.post(f"/v1/knowledge-bases/{kb_id}/documents", files=files)
             assert uploaded.status_code == 202, uploaded.text
@@ -154,7 +199,67 @@ def test_two_processes_share_the_port_the_jobs_and_the_events(tmp_path: Path) ->
         server.terminate()
         server.wait(timeout=60)
         wait_until(lambda: gone(child), TIMEOUT, what="the second process to stop")
-    assert socket_folders() <= before
+        assert all(gone(pid) for pid in indexer)
+    assert not folder.exists()
+
+
+def test_one_server_indexes_in_a_lowered_process_of_its_own(tmp_path: Path) -> None:
+    """`serve` alone is two processes over the embedded store: the one answering, and its
+    indexer, whose every thread runs at a lower priority; uploads wait while the indexer is
+    paused (no other process indexes them) and are indexed when it goes on."""
+    with serving(tmp_path, 1) as (server, base), httpx.Client(base_url=base) as client:
+        assert serving_children(server.pid) == []
+        (indexer,) = wait_until(lambda: indexers(server.pid), TIMEOUT, what="the indexer")
+        answering = min(niceness(server.pid))
+        assert min(niceness(indexer)) >= min(19, answering + BACKGROUND_NICENESS)
+        kb_id = client.post("/v1/knowledge-bases", json={"name": "k"}).json()["id"]
+        files = [("files", ("owls.md", b"# Owls\n\nThe owl hoots.\n", "text/markdown"))]
+        with paused(indexer):
+            uploaded = client.post(f"/v1/knowledge-bases/{kb_id}/documents", files=files)
+            assert uploaded.status_code == 202, uploaded.text
+            document_id = uploaded.json()["documents"][0]["id"]
+            time.sleep(1.5)  # the first's own workers would have indexed it by now
+            assert client.get(f"/v1/documents/{document_id}").json()["state"] == "pending"
+        wait_until(
+            lambda: client.get(f"/v1/documents/{document_id}").json()["state"] == "indexed",
+            TIMEOUT,
+            what="the upload indexed by the indexer",
+        )
+        body = {"query": "owl", "knowledge_bases": [kb_id], "mode": "keyword"}
+        found = client.post("/v1/search", json=body).json()
+        assert [hit["document_id"] for hit in found["hits"]] == [document_id]
+
+
+def test_an_indexer_that_dies_is_replaced_and_dies_at_once_with_the_server(
+    tmp_path: Path,
+) -> None:
+    """A killed indexer is started again and indexes what waited; a killed server takes its
+    indexer with it at once, so the next server starts over the same data directory (the
+    ingestion lock is free) and finishes what was left."""
+    data = tmp_path / "data"
+    with serving(data, 1) as (server, base), httpx.Client(base_url=base) as client:
+        (indexer,) = wait_until(lambda: indexers(server.pid), TIMEOUT, what="the indexer")
+        kb_id = client.post("/v1/knowledge-bases", json={"name": "k"}).json()["id"]
+        os.kill(indexer, signal.SIGKILL)
+        files = [("files", ("bats.md", b"# Bats\n\nThe bat flies.\n", "text/markdown"))]
+        uploaded = client.post(f"/v1/knowledge-bases/{kb_id}/documents", files=files)
+        assert uploaded.status_code == 202, uploaded.text
+        document_id = uploaded.json()["documents"][0]["id"]
+        (again,) = wait_until(
+            lambda: [pid for pid in indexers(server.pid) if pid != indexer],
+            TIMEOUT,
+            what="a new indexer",
+        )
+        wait_until(
+            lambda: client.get(f"/v1/documents/{document_id}").json()["state"] == "indexed",
+            TIMEOUT,
+            what="the waiting upload indexed by the new indexer",
+        )
+        server.kill()
+        server.wait(timeout=10)
+        wait_until(lambda: gone(again), 5.0, what="the indexer to end with its server")
+    with serving(data, 1) as (server, base), httpx.Client(base_url=base) as client:
+        assert client.get(f"/v1/documents/{document_id}").json()["state"] == "indexed"
 
 
 def test_a_process_that_dies_is_started_again_and_dies_with_the_server(tmp_path: Path) -> None:
@@ -188,10 +293,10 @@ def test_over_postgresql_each_process_is_a_whole_server(tmp_path: Path, postgres
     """No sibling sockets: the shared store carries jobs and events; each process indexes."""
     env = dict(os.environ, LOREBASE_STORE=postgres_url)
     env["LOREBASE_DATA_KEY"] = DataKey.generate().to_base64()
-    before = socket_folders()
     with serving(tmp_path, env=env) as (server, base):
-        assert socket_folders() <= before
         (child,) = serving_children(server.pid)
+        assert not socket_folders_of(server.pid) and not socket_folders_of(child)
+        assert indexers(server.pid) == []
         on_child, on_first = client_away_from(base, server.pid), client_away_from(base, child)
         with closing(on_child), closing(on_first):
             kb = on_child.post("/v1/knowledge-bases", json={"name": "pg"})

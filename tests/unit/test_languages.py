@@ -4,8 +4,10 @@ detector on real texts (py3langid's model ships in its wheel: no download)."""
 from __future__ import annotations
 
 import logging
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -91,6 +93,8 @@ def test_the_model_is_unpacked_once_into_the_cache_and_read_from_there(
     assert len(written) == 1 and written[0].stat().st_size > 1_000_000
     assert not list(folder.glob(".*partial"))
     again = languages._load(folder)  # read from the copy
+    # Its large tables are mapped from the file, not read: a server's processes share them.
+    assert isinstance(again.nb_ptc, np.memmap) and isinstance(again.tk_nextmove, memoryview)
     for identifier in (first, again):
         ranked = identifier.rank(question)[:3]
         assert [lang for lang, _ in ranked] == [lang for lang, _ in packed]
@@ -106,3 +110,25 @@ def test_the_model_is_unpacked_once_into_the_cache_and_read_from_there(
     assert "could not be used" in caplog.text and "Berlin" not in caplog.text
     assert not (folder / written[0].name).exists()  # the next process writes it again
     assert LanguageDetector(folder).detect(question).language == "de"
+
+
+def test_an_unpacked_copy_that_cannot_be_mapped_is_not_used(tmp_path: Path) -> None:
+    """Only an uncompressed archive of plain arrays whole to its last byte is mapped: a
+    compressed one, one holding objects, or one cut inside an array raises, and the model is
+    read from the package instead (:func:`test_the_model_is_unpacked_once...`)."""
+    from lorebase import languages
+
+    table = np.arange(1000, dtype=np.uint32)
+    np.savez(tmp_path / "plain.npz", table=table, small=np.float32([1.5]))
+    mapped = languages._mapped(tmp_path / "plain.npz")
+    assert isinstance(mapped["table"], np.memmap) and list(mapped["table"][-2:]) == [998, 999]
+    assert mapped["small"].tolist() == [1.5]
+    np.savez_compressed(tmp_path / "packed.npz", table=table)
+    np.savez(tmp_path / "objects.npz", table=np.array([{"a": 1}], dtype=object))
+    whole = (tmp_path / "plain.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(whole[: len(whole) // 2])
+    middle = whole.index(table[500:].tobytes())  # an array's bytes gone, the directory kept
+    (tmp_path / "hollow.npz").write_bytes(whole[:middle] + whole[-200:])
+    for name in ("packed.npz", "objects.npz", "cut.npz", "hollow.npz"):
+        with pytest.raises((ValueError, OSError, zipfile.BadZipFile)):
+            languages._mapped(tmp_path / name)

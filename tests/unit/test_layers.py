@@ -200,6 +200,7 @@ LAYERS = {
     "stopwords": 0,
     "http_json": 0,
     "priority": 0,
+    "logs": 0,
     "children": 0,
     "since": 0,
     "usage": 0,

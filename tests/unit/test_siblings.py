@@ -71,10 +71,40 @@ def test_a_job_asked_of_another_process_is_admitted_by_the_first(folder: Path) -
     assert admitted == [(3, "doc"), (4, None)]
     assert (queue.stats.accepted, queue.stats.rejected, queue.depth) == (2, 0, 0)
     first.close()
-    # The first is gone: the job is not handed over, and the caller hears so.
+    # The first is gone: a pass is not handed over, and the caller hears so; an upload,
+    # stored pending before it is asked for, waits for the indexer's sweep.
     assert not queue.admit(5, None)
-    assert queue.stats.rejected == 1
+    assert queue.admit(5, "stored")
+    assert queue.stats.rejected == 2
     second.close()
+
+
+def test_jobs_go_to_the_indexer_and_events_reach_every_process(folder: Path) -> None:
+    """A server of two answering processes and an indexer of its own (the last): a job asked
+    of either answering process reaches the indexer only; what the indexer publishes reaches
+    both answering processes' subscribers."""
+    places = [SiblingPlace(folder, index, 3, indexer=2) for index in range(3)]
+    assert [(p.first, p.runs_jobs, p.answers) for p in places] == [
+        (True, False, True),
+        (False, False, True),
+        (False, True, False),
+    ]
+    first, second, indexer = (SiblingChannel(place) for place in places)
+    try:
+        admitted: dict[int, list[tuple[int, str | None]]] = {0: [], 1: [], 2: []}
+        for index, channel in enumerate((first, second, indexer)):
+            channel.on_admit = lambda kb, doc, index=index: admitted[index].append((kb, doc))
+        for channel in (first, second):
+            assert ForwardingQueue(channel, places[0].indexer).admit(7, f"d{channel.place.index}")
+        wait_until(lambda: len(admitted[2]) == 2, 10, what="both jobs at the indexer")
+        assert sorted(admitted[2]) == [(7, "d0"), (7, "d1")] and not admitted[0] + admitted[1]
+        heard: dict[int, list[dict[str, object]]] = {0: [], 1: []}
+        first.on_event, second.on_event = heard[0].append, heard[1].append
+        indexer.broadcast({"event": {"document_id": "d0", "state": "indexed"}})
+        wait_until(lambda: heard[0] and heard[1], 10, what="the event at both answering ones")
+    finally:
+        for channel in (first, second, indexer):
+            channel.close()
 
 
 def test_a_malformed_message_is_dropped_and_the_channel_keeps_working(folder: Path) -> None:
@@ -121,3 +151,33 @@ def test_a_process_that_stops_reading_never_slows_the_sender(folder: Path) -> No
     finally:
         stuck.close()
         first.close()
+
+
+@pytest.mark.parametrize(("processes", "apart"), [(1, True), (2, True), (2, False), (1, False)])
+def test_each_process_of_a_server_knows_its_part(
+    tmp_path: Path, processes: int, apart: bool
+) -> None:
+    """From the first's settings: who answers, who indexes and follows the folders, who
+    makes a question's model session; a lone process with no indexer of its own has no
+    siblings at all."""
+    from lorebase.api.processes import child_count, child_settings, needs_siblings, siblings_of
+    from lorebase.settings import EmbedSettings, ServeSettings, Settings
+
+    serve = ServeSettings(auth=False, processes=processes, indexer_process=apart)
+    settings = Settings(data_dir=tmp_path, embed=EmbedSettings("fake"), serve=serve)
+    assert needs_siblings(settings) == (processes > 1 or apart)
+    if not needs_siblings(settings):
+        return
+    with siblings_of(settings) as first:
+        assert child_count(first) == processes - 1 + apart
+        every = [first] + [child_settings(first, i) for i in range(1, child_count(first) + 1)]
+        places = [s.serve.sibling for s in every]
+        assert all(p is not None for p in places)
+        indexing = [i for i, p in enumerate(places) if p is not None and p.runs_jobs]
+        assert indexing == [processes if apart else 0]
+        for index, each in enumerate(every):
+            runs = index in indexing
+            assert each.answers_queries == (index < processes)
+            assert (each.serve.ingest, each.serve.watch) == (
+                (True, True) if runs or not index else (False, False)
+            )

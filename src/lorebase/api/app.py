@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import logging
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -38,10 +37,10 @@ from lorebase.api.routes import (
     usage,
 )
 from lorebase.api.routes.documents import MAX_FILES_PER_UPLOAD
+from lorebase.logs import configure_logging
 from lorebase.service import Lorebase
 from lorebase.web import install as install_page
 
-LOG_HANDLER = "lorebase-serve"
 SWITCH_INTERVAL_S = 0.001
 """How long a thread holds the interpreter before another waiting for it may take it (Python's
 default: 5 ms)."""
@@ -124,19 +123,6 @@ def serving_app(lb: Lorebase, starting: Callable[[], int] | None = None) -> ASGI
     return CloseAfterRefusal(app)
 
 
-def configure_logging(level: int = logging.INFO) -> None:
-    """lorebase's own log lines (access lines, background failures, unexpected errors) to
-    stderr, once per process; they carry ids, classes and timings, never content."""
-    logger = logging.getLogger("lorebase")
-    if any(getattr(h, "name", "") == LOG_HANDLER for h in logger.handlers):
-        return
-    handler = logging.StreamHandler()
-    handler.set_name(LOG_HANDLER)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(level)
-
-
 def run(
     lb: Lorebase,
     host: str = "127.0.0.1",
@@ -155,15 +141,16 @@ def run(
 
     import uvicorn
 
-    from lorebase.api.processes import ServingProcesses, shared_port
+    from lorebase.api.processes import ServingProcesses, child_count, shared_port
 
     configure_logging()
     # A request thread waiting for the interpreter gets it within 1 ms, not 5: a search
     # beside an indexing thread (bench/lean.py's ingest part).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     children: ServingProcesses | None = None
-    if listener is None and lb.settings.serve.processes > 1:
-        listener = shared_port(host, port)
+    if listener is None and child_count(lb.settings) > 0:
+        if lb.settings.serve.processes > 1:
+            listener = shared_port(host, port)
         children = ServingProcesses(lb.settings, lb.lock.holder)
     config = uvicorn.Config(
         serving_app(lb, children.starting if children is not None else None),

@@ -1,20 +1,25 @@
-"""``serve --processes N``: more processes answering on the same port.
+"""A server's other processes: ``serve --processes N`` answering on the same port, and over
+the embedded store an indexer of its own (``--indexer-process``, the default).
 
 One process holds Python's interpreter lock for most of a search, so one server uses about one
 core however many clients wait (bench/README.md, issue 33). The first process starts its
-background work and then N - 1 others, handing them its settings through a pipe (they may
-hold secrets, which a command line would show). Each binds the port with ``SO_REUSEPORT``: the
-kernel spreads new connections over the processes evenly (one socket shared by all would let
-the first process awake take every waiting connection at once, and a keep-alive client stays
-where it landed).
+background work and then the others, handing them its settings through a pipe (they may
+hold secrets, which a command line would show). Each answering one binds the port with
+``SO_REUSEPORT``: the kernel spreads new connections over the processes evenly (one socket
+shared by all would let the first process awake take every waiting connection at once, and a
+keep-alive client stays where it landed).
 
-Over the embedded store the others are *siblings* (:mod:`lorebase.siblings`): no folder
-watcher and no ingestion workers of their own; events and jobs travel between them. Over
+Over the embedded store the others are *siblings* (:mod:`lorebase.siblings`): events and jobs
+travel between them. One of them, the indexer, runs the ingestion jobs and follows the
+folders, answering no request, at a lower CPU priority: indexing in the process that answers
+made a search wait for the interpreter while documents were read, chunked and written (a
+search's p95 beside an upload stream 2.1-2.3x idle in one process, ~1.05x with the indexer
+apart: bench/README.md). ``--no-indexer-process`` leaves that work to the first. Over
 PostgreSQL each is a full server without a folder watcher, as any other ``serve`` process.
 
 The first process watches its children: one that ends while the server runs is started again
 (not more than once per :data:`RESTART_PAUSE_S`), and stopping the server stops them. A child
-whose parent is gone (killed) stops itself within a second.
+whose parent is gone (killed) stops itself within a second, the indexer at once.
 """
 
 from __future__ import annotations
@@ -46,20 +51,32 @@ started again in a tight loop)."""
 STOP_WAIT_S = 30.0
 """How long stopping waits for the children to finish their requests before killing them."""
 PARENT_POLL_S = 1.0
+ORPHAN_POLL_S = 0.1
+"""How often the indexer looks whether the first process is still there (a new server started
+at once after a kill must not find the ingestion lock held by the old one's indexer)."""
 READY = b"lorebase-serving"
 """What a child writes on its standard output once it accepts connections."""
 
 
+def needs_siblings(settings: Settings) -> bool:
+    """Whether a server with ``settings`` runs as several processes over the embedded store
+    (more than one answering, or an indexer of its own)."""
+    serve = settings.serve
+    return not settings.shared_store and (serve.processes > 1 or serve.indexer_process)
+
+
 @contextlib.contextmanager
 def siblings_of(settings: Settings) -> Iterator[Settings]:
-    """``settings`` for the first of ``serve.processes`` processes over the embedded store,
-    with the private folder of their sockets (removed when the server ends)."""
+    """``settings`` for the first of a server's processes over the embedded store (its
+    ``serve.processes`` answering, then its indexer when it has one of its own), with the
+    private folder of their sockets (removed when the server ends)."""
     folder = Path(tempfile.mkdtemp(prefix="lorebase-serve-"))  # 0700, short: a socket's path
+    serve = settings.serve
     try:
-        place = SiblingPlace(folder, 0, settings.serve.processes)
-        yield dataclasses.replace(
-            settings, serve=dataclasses.replace(settings.serve, sibling=place)
-        )
+        apart = serve.indexer_process
+        count = serve.processes + (1 if apart else 0)
+        place = SiblingPlace(folder, 0, count, indexer=serve.processes if apart else 0)
+        yield dataclasses.replace(settings, serve=dataclasses.replace(serve, sibling=place))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -70,15 +87,18 @@ def child_settings(settings: Settings, index: int) -> Settings:
     place = serve.sibling
     if place is None:  # a shared store: a full server, minus the folder watcher
         return dataclasses.replace(settings, serve=dataclasses.replace(serve, watch=False))
+    here = dataclasses.replace(place, index=index)
+    if here.runs_jobs:  # the indexer of its own: the first's ingestion and folders
+        return dataclasses.replace(settings, serve=dataclasses.replace(serve, sibling=here))
     return dataclasses.replace(
-        settings,
-        serve=dataclasses.replace(
-            serve,
-            ingest=False,
-            watch=False,
-            sibling=dataclasses.replace(place, index=index),
-        ),
+        settings, serve=dataclasses.replace(serve, ingest=False, watch=False, sibling=here)
     )
+
+
+def child_count(settings: Settings) -> int:
+    """How many processes the first of a server with ``settings`` starts."""
+    place = settings.serve.sibling
+    return (place.count if place is not None else settings.serve.processes) - 1
 
 
 def shared_port(host: str, port: int) -> socket.socket:
@@ -114,7 +134,7 @@ class ServingProcesses:
         return len(self._first_start)
 
     def start(self) -> None:
-        for index in range(1, self._settings.serve.processes):
+        for index in range(1, child_count(self._settings) + 1):
             self._first_start.add(index)
             self._start(index)
         self._watcher = threading.Thread(target=self._watch, name="lorebase-processes", daemon=True)
@@ -143,9 +163,12 @@ class ServingProcesses:
             shutil.rmtree(place.folder, ignore_errors=True)
 
     def _start(self, index: int) -> None:
-        payload = pickle.dumps((child_settings(self._settings, index), self._holder, index))
+        settings = child_settings(self._settings, index)
+        payload = pickle.dumps((settings, self._holder, index))
+        place = settings.serve.sibling
+        role = ["indexer"] if place is not None and not place.answers else []  # for `ps`
         child = subprocess.Popen(
-            [sys.executable, "-m", "lorebase.api.processes"],
+            [sys.executable, "-m", "lorebase.api.processes", *role],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -178,14 +201,20 @@ class ServingProcesses:
                     continue
                 if time.monotonic() - self._started_at[index] < RESTART_PAUSE_S:
                     continue
-                log.warning(
-                    "serving process %d ended (exit code %d); starting it again", index, code
-                )
+                log.warning("%s ended (exit code %d); starting it again", self._name(index), code)
                 try:
                     self._start(index)
                 except OSError as error:  # no memory or processes left: try again later
                     self._started_at[index] = time.monotonic()
-                    log.error("serving process %d could not start (%s)", index, error.strerror)
+                    log.error("%s could not start (%s)", self._name(index), error.strerror)
+
+    def _name(self, index: int) -> str:
+        place = self._settings.serve.sibling
+        return (
+            "the indexer"
+            if place is not None and place.indexer == index != 0
+            else (f"serving process {index}")
+        )
 
 
 def _follow_parent() -> None:
@@ -201,16 +230,20 @@ def _follow_parent() -> None:
 
 
 def main() -> None:
-    """A child: read its settings from stdin, open the lorebase, serve on the shared port
-    until told to stop."""
-    from lorebase.api.app import run
-    from lorebase.app import open_lorebase
-
+    """A child: read its settings from stdin, open the lorebase, and serve on the shared port
+    until told to stop, or index (the server's indexer of its own)."""
     settings, holder, index = pickle.load(sys.stdin.buffer)
     if not isinstance(settings, Settings) or not isinstance(index, int):
-        raise SystemExit("lorebase.api.processes is started by `lorebase serve --processes N`")
-    _follow_parent()
+        raise SystemExit("lorebase.api.processes is started by `lorebase serve`")
     serve = settings.serve
+    place = serve.sibling
+    if place is not None and not place.answers:
+        index_until_stopped(settings, f"{holder}, indexer")
+        return
+    from lorebase.api.app import run  # not in the indexer, which answers no request
+    from lorebase.app import open_lorebase
+
+    _follow_parent()
 
     def ready() -> None:
         sys.stdout.buffer.write(READY + b"\n")
@@ -218,6 +251,39 @@ def main() -> None:
 
     with open_lorebase(settings=settings, holder=f"{holder}, process {index}") as lb:
         run(lb, listener=shared_port(serve.host, serve.port), on_ready=ready)
+
+
+def index_until_stopped(settings: Settings, holder: str) -> None:
+    """The server's indexer: the ingestion jobs and the folders, at a lower CPU priority than
+    the processes answering requests, until SIGTERM (finishing the job in hand).
+
+    Every thread is lowered, those it starts later too (a nice value belongs to a thread on
+    Linux): no search shares an interpreter with it, so none can wait on a lowered thread
+    holding the interpreter lock (:mod:`lorebase.priority`). A parent that is
+    gone was killed: this process then ends at once, as it would have with it (what it was
+    indexing is put back by the next start), so that no orphan holds the ingestion lock when
+    the server starts again."""
+    from lorebase.app import open_lorebase
+    from lorebase.logs import configure_logging
+    from lorebase.priority import lower_this_process
+
+    lower_this_process()
+    configure_logging()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the first's: it stops this one
+    parent = os.getppid()
+    with open_lorebase(settings=settings, holder=holder) as lb:
+        lb.start_serving()
+        try:
+            sys.stdout.buffer.write(READY + b"\n")
+            sys.stdout.flush()
+            while not stop.wait(ORPHAN_POLL_S):
+                if os.getppid() != parent:
+                    log.warning("the server's first process is gone; the indexer stops")
+                    os._exit(1)
+        finally:
+            lb.stop_serving()
 
 
 if __name__ == "__main__":

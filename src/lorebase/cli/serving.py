@@ -76,10 +76,19 @@ def serve(
             "--processes",
             envvar="LOREBASE_SERVE_PROCESSES",
             help="Processes answering requests on the port (searches use that many cores; "
-            "each holds its own copy of the model and indexes in memory). Over the embedded "
-            "store the first one indexes and follows the folders.",
+            "each holds its own copy of the model and indexes in memory).",
         ),
     ] = 1,
+    indexer_process: Annotated[
+        bool,
+        typer.Option(
+            "--indexer-process/--no-indexer-process",
+            envvar="LOREBASE_INDEXER_PROCESS",
+            help="Over the embedded store, index uploads and follow the folders in a process "
+            "of its own at a lower CPU priority, so that searches never wait for indexing "
+            "(off: one process fewer, one copy of the model less in memory).",
+        ),
+    ] = True,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -98,7 +107,7 @@ def serve(
     key and prints it once. With a PostgreSQL store any number of `serve` processes may run
     behind a load balancer."""
     from lorebase.api.app import run
-    from lorebase.api.processes import siblings_of
+    from lorebase.api.processes import needs_siblings, siblings_of
     from lorebase.settings import MB, ServeSettings
 
     settings = ServeSettings(
@@ -112,6 +121,7 @@ def serve(
         lease_seconds=lease_seconds,
         allowed_hosts=tuple(name for names in allowed_host or () for name in names.split(",")),
         processes=processes,
+        indexer_process=indexer_process,
     )
     if workers:
         settings = dataclasses.replace(settings, workers=workers)
@@ -120,7 +130,7 @@ def serve(
     _needs_shared_store(chosen, no_ingest, "--no-ingest")
     _check_port(host, port)
     with contextlib.ExitStack() as stack:
-        if processes > 1 and not chosen.shared_store:
+        if needs_siblings(chosen):
             chosen = stack.enter_context(siblings_of(chosen))
         lb = stack.enter_context(open_from(ctx, holder="lorebase serve", settings=chosen))
         lb.data_key  # noqa: B018  (a missing or wrong data key stops here, said plainly)
@@ -135,7 +145,10 @@ def serve(
                 console.print(Text("An admin API key was created; it is shown this once:"))
                 console.print(Text(key, style="bold"))
         address = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        place = chosen.serve.sibling
+        apart = place is not None and place.indexer != 0
         by = f" ({processes} processes)" if processes > 1 else ""
+        by += "; indexing in a process of its own" if apart else ""
         console.print(
             Text(
                 f"lorebase serving on {address}{by}; open {address}/ in a browser for the "
@@ -184,7 +197,7 @@ def worker(
     import signal
     import threading
 
-    from lorebase.api.app import configure_logging
+    from lorebase.logs import configure_logging
     from lorebase.settings import ServeSettings
 
     settings = ServeSettings(watch=watch, lease_seconds=lease_seconds)

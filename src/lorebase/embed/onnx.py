@@ -96,8 +96,9 @@ def default_tokenizer_path() -> Path | None:
 class _Loaded:
     """Everything the first load produces; swapped in whole so readers never see half. Its
     session is the queries' (one thread); the documents' session is made when documents are
-    first embedded (a process that only searches, such as ``lorebase search`` or one of
-    ``serve --processes N``'s others, never makes it)."""
+    first embedded (a process that only searches, such as ``lorebase search`` or a server's
+    answering process beside its indexer, never makes it). Without ``queries`` (a server's
+    indexer) its session is the documents'."""
 
     query_session: Any
     tokenizer: Any
@@ -136,6 +137,7 @@ class OnnxEmbedder(Embedder):
         memory_pattern: bool = False,
         cpu_arena: bool = True,
         lowered: bool = False,
+        queries: bool = True,
     ) -> None:
         """``max_tokens_per_call`` caps rows × padded length of one ONNX call (the peak memory
         follows it; see :data:`DEFAULT_MAX_TOKENS_PER_CALL`). ``memory_pattern`` is
@@ -145,7 +147,9 @@ class OnnxEmbedder(Embedder):
         the peak no lower (827 MB against 528 at 4,096 tokens per call) and the run ~1.4×
         slower in CPU time (every tensor allocated with malloc). ``lowered``: documents embed
         on a thread of their own at a lower CPU priority (a server's requests come first; see
-        :mod:`lorebase.priority`), which the model's pool for them inherits."""
+        :mod:`lorebase.priority`), which the model's pool for them inherits. ``queries`` off: a
+        process that embeds documents only (a server's indexer) makes the documents' session
+        alone, and the rare question runs on it too (a second session took ~45 MB)."""
         if not 3 <= max_length <= MAX_POSITIONS:
             raise InvalidInput(f"max_length must be between 3 and {MAX_POSITIONS} tokens")
         if threads is not None and threads < 1:
@@ -165,6 +169,7 @@ class OnnxEmbedder(Embedder):
         self.memory_pattern = memory_pattern
         self.cpu_arena = cpu_arena
         self.lowered = lowered
+        self.queries = queries
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
         self._documents: Any = None
@@ -264,6 +269,8 @@ class OnnxEmbedder(Embedder):
         session = self._documents
         if session is not None:
             return session
+        if not self.queries:  # the one session the load made
+            return loaded.query_session
         with self._lock:
             if self._documents is None:
                 ort, _ = _import_runtime()
@@ -360,7 +367,9 @@ class OnnxEmbedder(Embedder):
         return session, path, None
 
     def _query_model(self, ort: Any, path: Path) -> Any:
-        return self._session(ort, path, threads=QUERY_THREADS)
+        """The session the load makes: the questions' (one thread), or without ``queries``
+        the documents' (made on the lowered thread)."""
+        return self._session(ort, path, threads=QUERY_THREADS if self.queries else None)
 
     def _int8_session(self, ort: Any, source: Path, digest: str, cache: Path) -> tuple[Any, Path]:
         """Load the cached int8 copy; a copy that does not load is rebuilt once."""

@@ -86,9 +86,12 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def build_named(config: EmbedderConfig, cache_dir: Path, *, lowered: bool = False) -> Embedder:
+def build_named(
+    config: EmbedderConfig, cache_dir: Path, *, lowered: bool = False, queries: bool = True
+) -> Embedder:
     """The embedder a configuration describes (its runtime imported now, its model loaded on
-    first use; ``lowered``: the bundled model embeds documents at a lower CPU priority)."""
+    first use; ``lowered``: the bundled model embeds documents at a lower CPU priority;
+    ``queries`` off: in a process that answers no question, it makes one session)."""
     if config.kind == "fake":
         from lorebase.embed.fake import FakeEmbedder
 
@@ -101,7 +104,7 @@ def build_named(config: EmbedderConfig, cache_dir: Path, *, lowered: bool = Fals
     if config.kind == "http":
         missing_key(config)
         return http_embedder(config, read_timeout=config.timeout)
-    return bundled_model(cache_dir, quantize=config.quantize, lowered=lowered)
+    return bundled_model(cache_dir, quantize=config.quantize, lowered=lowered, queries=queries)
 
 
 def missing_key(config: EmbedderConfig) -> None:
@@ -134,7 +137,9 @@ def http_embedder(config: EmbedderConfig, **transport: Unpack[Transport]) -> Htt
     )
 
 
-def bundled_model(cache_dir: Path, *, quantize: bool, lowered: bool = False) -> Embedder:
+def bundled_model(
+    cache_dir: Path, *, quantize: bool, lowered: bool = False, queries: bool = True
+) -> Embedder:
     """The bundled MiniLM (``Unavailable`` saying what to install when its runtime is not)."""
     try:
         from lorebase.embed.onnx import OnnxEmbedder
@@ -143,7 +148,7 @@ def bundled_model(cache_dir: Path, *, quantize: bool, lowered: bool = False) -> 
             "the local embedding runtime is not installed; run "
             "`pip install onnxruntime tokenizers` (or reinstall lorebase)"
         ) from error
-    return OnnxEmbedder(cache_dir, quantize=quantize, lowered=lowered)
+    return OnnxEmbedder(cache_dir, quantize=quantize, lowered=lowered, queries=queries)
 
 
 class Embedders:

@@ -91,13 +91,14 @@ class Serving:
         self._originals.data_key  # noqa: B018  (refuses to start with a missing or wrong key)
         shared = self._settings.shared_store
         place = self._settings.serve.sibling
-        another = place is not None and not place.first  # of serve --processes N's processes
+        another = place is not None and not place.first  # of a server's processes
         if shared:
             self._originals.blobs.sweep_orphans(self._uploads.upload_ids())
         elif another:
             # One of a server's other processes: the first holds the server's lock, put back
-            # what a crash left and sweeps (an upload in flight there is not an orphan here).
-            # Whatever this one indexes itself (a note) waits for the indexer of the moment.
+            # what a crash left and sweeps (an upload in flight there is not an orphan here),
+            # all before it starts the others. Whatever this one indexes (its jobs, as the
+            # server's indexer, or a note) waits for the indexer of the moment.
             self._lock.wait_when_busy(self._waiting, self._stop)
         else:
             # Held for the server's life: a restore, a key rotation, a repair or a vacuum is
@@ -118,7 +119,7 @@ class Serving:
                 target=self._flush_usage, name="lorebase-usage", daemon=True
             )
             self._flusher.start()
-        if another:
+        if place is not None and not place.runs_jobs:  # the indexer is another process
             return
         # An upload whose original is missing fails now instead of being queued forever.
         self._uploads.fail_lost_uploads()

@@ -228,19 +228,32 @@ MAX_SERVING_PROCESSES = 64
 
 @dataclass(frozen=True, slots=True)
 class SiblingPlace:
-    """Where one process of ``serve --processes N`` over the embedded store stands: the private
-    folder of the processes' message sockets, its index, and how many there are. The first
-    (index 0) holds the server's lock, runs the ingestion jobs and follows the folders; the
-    others answer requests and hand the jobs they are asked for to the first
-    (:mod:`lorebase.siblings`)."""
+    """Where one process of ``serve`` over the embedded store stands among the server's
+    processes: the private folder of their message sockets, its index, how many there are and
+    which of them indexes. The first (index 0) holds the server's lock and starts the others;
+    the indexer (``indexer``) runs the ingestion jobs and follows the folders, and the others
+    hand it the jobs they are asked for (:mod:`lorebase.siblings`). An indexer of its own
+    (``serve --indexer-process``, the default: the last index) answers no request; otherwise
+    the first indexes too."""
 
     folder: Path
     index: int
     count: int
+    indexer: int = 0
 
     @property
     def first(self) -> bool:
         return self.index == 0
+
+    @property
+    def runs_jobs(self) -> bool:
+        """This process runs the ingestion jobs and follows the folders."""
+        return self.index == self.indexer
+
+    @property
+    def answers(self) -> bool:
+        """This process answers requests (every one but an indexer of its own)."""
+        return self.index != self.indexer or self.first
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +280,10 @@ class ServeSettings:
     # Processes answering requests on the one port (``--processes``): searches use every core
     # (one process holds Python's interpreter lock for most of a search).
     processes: int = 1
+    # Over the embedded store, index in a process of its own at a lower CPU priority
+    # (``serve --indexer-process``, its default): a search never waits for the interpreter
+    # while a document is read, chunked and written (bench/lean.py's ingest part).
+    indexer_process: bool = False
     # This process's place among them, over the embedded store (None: alone, or a shared
     # store, where every process is a full server).
     sibling: SiblingPlace | None = None
@@ -363,6 +380,12 @@ class Settings:
     # files, below the CPU priority of the threads that answer requests (lorebase.priority);
     # a command the user waits on (``add``) keeps every core at its own priority.
     yield_to_requests: bool = False
+
+    @property
+    def answers_queries(self) -> bool:
+        """Whether this process answers questions (all but a server's indexer of its own)."""
+        place = self.serve.sibling
+        return place is None or place.answers
 
     def serving(self) -> Settings:
         """These settings for a process that answers requests while it indexes."""
