@@ -119,7 +119,7 @@ def test_an_unpacked_copy_that_cannot_be_mapped_is_not_used(tmp_path: Path) -> N
     from lorebase import languages
 
     table = np.arange(1000, dtype=np.uint32)
-    np.savez(tmp_path / "plain.npz", table=table, small=np.float32([1.5]))
+    np.savez(tmp_path / "plain.npz", table=table, small=np.array([1.5], dtype=np.float32))
     mapped = languages._mapped(tmp_path / "plain.npz")
     assert isinstance(mapped["table"], np.memmap) and list(mapped["table"][-2:]) == [998, 999]
     assert mapped["small"].tolist() == [1.5]
