@@ -3,7 +3,7 @@
 The ``--processes`` answer requests on the same port; one process, the *indexer*, runs the
 ingestion jobs and follows the folders (one indexer at a time: the SQLite store and its
 keyword indexes have one writer) — a process of its own that answers no request
-(``--indexer-process``, the default), or else the first. What must cross between them goes as
+(``--indexer``, the default), or else the first. What must cross between them goes as
 small datagrams through a socket each process binds in a private folder
 (``SiblingPlace.folder``, ``0700``): ids, states and counts, never a name or a text, as the
 events themselves are.

@@ -493,6 +493,16 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _descendants(pid: int) -> list[int]:
+    """The process's children, theirs, and so on (the extraction workers are the indexer's)."""
+    found, todo = [], [pid]
+    while todo:
+        children = _children(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
 def _is_extraction_worker(pid: int) -> bool:
     with contextlib.suppress(FileNotFoundError):
         return b"lorebase.extract.sandbox" in Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -529,7 +539,7 @@ def test_an_extraction_worker_killed_in_a_real_server_is_reaped(tmp_path: Path) 
 
         upload("first.md")
         wait_until(lambda: _hits(base, "heron", "keyword") == 1)
-        workers = [pid for pid in _children(process.pid) if _is_extraction_worker(pid)]
+        workers = [pid for pid in _descendants(process.pid) if _is_extraction_worker(pid)]
         assert workers
         os.kill(workers[0], signal.SIGKILL)
         wait_until(lambda: _state_of(workers[0]) is None, 20)

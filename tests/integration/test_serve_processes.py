@@ -163,7 +163,7 @@ def events_until_indexed(response: httpx.Response, document_id: str) -> list[dic
 
 @pytest.mark.parametrize("apart", [True, False], ids=["indexer-process", "first-indexes"])
 def test_two_processes_share_the_port_the_jobs_and_the_events(tmp_path: Path, apart: bool) -> None:
-    options = () if apart else ("--no-indexer-process",)
+    options = () if apart else ("--no-indexer",)
     with serving(tmp_path, 2, None, *options) as (server, base):
         folder = socket_folder_of(server.pid)
         (child,) = serving_children(server.pid)

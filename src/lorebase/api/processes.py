@@ -1,5 +1,5 @@
 """A server's other processes: ``serve --processes N`` answering on the same port, and over
-the embedded store an indexer of its own (``--indexer-process``, the default).
+the embedded store an indexer of its own (``--indexer``, the default).
 
 One process holds Python's interpreter lock for most of a search, so one server uses about one
 core however many clients wait (bench/README.md, issue 33). The first process starts its
@@ -14,7 +14,7 @@ travel between them. One of them, the indexer, runs the ingestion jobs and follo
 folders, answering no request, at a lower CPU priority: indexing in the process that answers
 made a search wait for the interpreter while documents were read, chunked and written (a
 search's p95 beside an upload stream 2.1-2.3x idle in one process, ~1.05x with the indexer
-apart: bench/README.md). ``--no-indexer-process`` leaves that work to the first. Over
+apart: bench/README.md). ``--no-indexer`` leaves that work to the first. Over
 PostgreSQL each is a full server without a folder watcher, as any other ``serve`` process.
 
 The first process watches its children: one that ends while the server runs is started again

@@ -82,8 +82,8 @@ def serve(
     indexer_process: Annotated[
         bool,
         typer.Option(
-            "--indexer-process/--no-indexer-process",
-            envvar="LOREBASE_INDEXER_PROCESS",
+            "--indexer/--no-indexer",
+            envvar="LOREBASE_INDEXER",
             help="Over the embedded store, index uploads and follow the folders in a process "
             "of its own at a lower CPU priority, so that searches never wait for indexing "
             "(off: one process fewer, one copy of the model less in memory).",

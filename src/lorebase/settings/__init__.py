@@ -233,7 +233,7 @@ class SiblingPlace:
     which of them indexes. The first (index 0) holds the server's lock and starts the others;
     the indexer (``indexer``) runs the ingestion jobs and follows the folders, and the others
     hand it the jobs they are asked for (:mod:`lorebase.siblings`). An indexer of its own
-    (``serve --indexer-process``, the default: the last index) answers no request; otherwise
+    (``serve --indexer``, the default: the last index) answers no request; otherwise
     the first indexes too."""
 
     folder: Path
@@ -281,7 +281,7 @@ class ServeSettings:
     # (one process holds Python's interpreter lock for most of a search).
     processes: int = 1
     # Over the embedded store, index in a process of its own at a lower CPU priority
-    # (``serve --indexer-process``, its default): a search never waits for the interpreter
+    # (``serve --indexer``, its default): a search never waits for the interpreter
     # while a document is read, chunked and written (bench/lean.py's ingest part).
     indexer_process: bool = False
     # This process's place among them, over the embedded store (None: alone, or a shared
