@@ -88,3 +88,43 @@ def test_what_a_snapshot_fixes_is_read_once_in_it(tmp_path: Path) -> None:
         assert len(store.dense_search([kb.id], IDENTITY, unit(9), 1)) == 1
     finally:
         store.close()
+
+
+def test_a_snapshot_looks_at_a_keyword_indexs_files_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search and its ceiling in one snapshot look at the searched index's files once (a
+    damaged file is still found by the next snapshot's first look); each read outside a
+    snapshot looks for itself, and a snapshot after a write finds what it wrote."""
+    from lorebase.store.sqlite import tantivy_index
+
+    looked: list[Path] = []
+    real = tantivy_index.damage
+
+    def damage(folder: Path, seen: dict[str, int]) -> str | None:
+        looked.append(folder)
+        return real(folder, seen)
+
+    monkeypatch.setattr(tantivy_index, "damage", damage)
+    store = SqliteStore(tmp_path / "lorebase.db")
+    try:
+        kb = store.create_kb("docs")
+        put(store, kb, "a.md", ["zebra one", "zebra two"])
+        for round_ in range(2):
+            with store.snapshot():
+                found = store.keyword_search([kb.id], "zebra", 5)  # caught up, then looked at
+                first = len(looked)
+                assert first >= 1
+                assert store.keyword_ceiling([kb.id], "zebra") > 0
+                assert len(store.keyword_search([kb.id], "zebra", 5)) == len(found)
+                assert len(looked) == first, looked
+            assert len(found) == 2 + round_
+            put(store, kb, f"b{round_}.md", ["zebra more"])
+            looked.clear()
+        store.keyword_search([kb.id], "zebra", 5)  # the last write caught up
+        looked.clear()
+        store.keyword_search([kb.id], "zebra", 5)
+        store.keyword_ceiling([kb.id], "zebra")
+        assert len(looked) == 2
+    finally:
+        store.close()

@@ -449,9 +449,16 @@ def _query_variants(text: str, codes: tuple[str, ...]) -> tuple[dict[str, int], 
     """:func:`query_variants` of analysis codes, kept for the few questions last asked: a
     search asks it of the keyword arm and of its ceiling, and a base of many languages makes
     it one analysis per language (~0.6 ms for 25). The dicts are shared: never changed."""
-    stops = frozenset().union(*(analysis(code).stop_words for code in codes))
+    stops = _stop_words_of(codes)
     variants = [analysis(code).query_terms(text, stops) for code in codes]
     return tuple(variant for variant in variants if variant)
+
+
+@functools.lru_cache(maxsize=64)
+def _stop_words_of(codes: tuple[str, ...]) -> frozenset[str]:
+    """The stop words of every analysis of ``codes``, joined once per set of codes (a base of
+    many languages joined thousands of words for each question)."""
+    return frozenset().union(*(analysis(code).stop_words for code in codes))
 
 
 def merged(variants: Sequence[dict[str, int]]) -> dict[str, int]:

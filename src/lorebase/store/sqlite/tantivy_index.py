@@ -60,6 +60,7 @@ from lorebase.analysis import merged, query_variants
 from lorebase.errors import Conflict
 from lorebase.private import narrow_files, private_file, private_folder
 from lorebase.store.base import Scored
+from lorebase.store.relational.dialect import once_a_snapshot
 from lorebase.store.restriction import Restriction
 from lorebase.store.sqlite.fts import CHUNK_TEXT_SQL, PATH_TEXT_SQL
 from lorebase.store.sqlite.rows import base_generations
@@ -377,8 +378,17 @@ class TantivyIndexes:
     ) -> list[Any]:
         """The index of each base (with ``with_ids``: its base's id beside it), caught up to
         the generation ``conn`` sees; a base whose index is damaged is left out (see
-        :meth:`damaged`) and its index rebuilt."""
-        indexes: list[Any] = []
+        :meth:`damaged`) and its index rebuilt. Found once in a snapshot (a search and its
+        ceiling share the keyword arm's): the files were looked at a moment before."""
+        found: list[tuple[int, Any]] = once_a_snapshot(
+            conn, ("tantivy indexes", tuple(kb_ids)), lambda: self._indexes_for(conn, kb_ids)
+        )
+        return found if with_ids else [index for _, index in found]
+
+    def _indexes_for(
+        self, conn: sqlite3.Connection, kb_ids: Sequence[int]
+    ) -> list[tuple[int, Any]]:
+        indexes: list[tuple[int, Any]] = []
         for kb_id, generation, created_at in base_generations(conn, kb_ids):
             if kb_id in self._damaged:
                 continue
@@ -393,7 +403,7 @@ class TantivyIndexes:
                     slot = self._catch_up(conn, kb_id, generation, created_at)
                 if self._quarantined(kb_id, slot):
                     continue
-            indexes.append((kb_id, slot.index) if with_ids else slot.index)
+            indexes.append((kb_id, slot.index))
         return indexes
 
     def damaged(self, kb_ids: Sequence[int]) -> dict[int, str]:
