@@ -13,8 +13,8 @@ Over the embedded store the others are *siblings* (:mod:`lorebase.siblings`): ev
 travel between them. One of them, the indexer, runs the ingestion jobs and follows the
 folders, answering no request, at a lower CPU priority: indexing in the process that answers
 made a search wait for the interpreter while documents were read, chunked and written (a
-search's p95 beside an upload stream 2.1-2.3x idle in one process, ~1.05x with the indexer
-apart: bench/README.md). ``--no-indexer`` leaves that work to the first. Over
+search's p95 beside a stream of uploads 2.1-2.3x idle in one process, 1.5-1.9x with the
+indexer apart: bench/README.md). ``--no-indexer`` leaves that work to the first. Over
 PostgreSQL each is a full server without a folder watcher, as any other ``serve`` process.
 
 The first process watches its children: one that ends while the server runs is started again
@@ -210,11 +210,9 @@ class ServingProcesses:
 
     def _name(self, index: int) -> str:
         place = self._settings.serve.sibling
-        return (
-            "the indexer"
-            if place is not None and place.indexer == index != 0
-            else (f"serving process {index}")
-        )
+        if place is not None and index == place.indexer != 0:
+            return "the indexer"
+        return f"serving process {index}"
 
 
 def _follow_parent() -> None:
