@@ -119,14 +119,16 @@ def build_backend(settings: Settings, *, create: bool = True) -> Backend:
     if not create and not settings.database.is_file():
         raise NotFound(f"there is no lorebase in {settings.data_dir} yet")
     private_data_dir(settings.data_dir, settings.database)
-    store = SqliteStore(settings.database, lexical=settings.lexical)
+    place = settings.serve.sibling
+    # Beside a server's indexer, the process that writes the chunks follows them.
+    follow = place is None or place.runs_jobs
+    store = SqliteStore(settings.database, lexical=settings.lexical, follow_writes=follow)
 
     def accounts() -> AccountStore:
         from lorebase.accounts.sqlite import SqliteAccounts
 
         return SqliteAccounts(store, audit_rows=settings.audit_rows)
 
-    place = settings.serve.sibling
     if place is None:
         return Backend(store, accounts)
     try:

@@ -277,6 +277,27 @@ def test_writes_are_followed_in_the_background(tmp_path: Path) -> None:
         assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
 
 
+def test_a_process_beside_the_indexer_leaves_the_following_to_it(tmp_path: Path) -> None:
+    """A store that does not follow its writes (a server's answering process: its indexer
+    writes the chunks and follows them) starts no background catch-up; its next search
+    catches the base up itself and finds every chunk, and another store over the same file
+    that follows (the indexer) catches up in the background."""
+    database = tmp_path / "lorebase.db"
+    with SqliteStore(database, follow_writes=False) as store:
+        kb_id = _fill(store)
+        time.sleep(ti.QUIET_S + 0.5)  # a follower would have caught up by now
+        lexical = store._lexical
+        assert isinstance(lexical, ti.TantivyIndexes)
+        assert lexical._follower is None and kb_id not in lexical._slots
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+        with SqliteStore(database) as indexer:
+            kb = indexer.get_kb_by_id(kb_id, totals=False)
+            put(indexer, kb, "more.md", ["glacier written by the indexer"])
+            follows = indexer._lexical
+            assert isinstance(follows, ti.TantivyIndexes) and follows._follower is not None
+        assert len(store.keyword_search([kb_id], "glacier", 10)) == 4
+
+
 def test_closing_catches_up_with_the_last_writes(tmp_path: Path) -> None:
     """A store closed right after writing leaves the index current: the next process's first
     search has nothing to catch up."""

@@ -86,12 +86,18 @@ class Fts5Engine:
 
 
 def open_engine(
-    name: str, conn: sqlite3.Connection, database: Path | None, reader: Reader | None = None
+    name: str,
+    conn: sqlite3.Connection,
+    database: Path | None,
+    reader: Reader | None = None,
+    *,
+    follow: bool = True,
 ) -> LexicalEngine:
     """The engine called ``name`` over the database ``conn`` is connected to (outside any
     transaction), the database made to keep FTS5 exactly when that engine is FTS5. The
     Tantivy indexes live in ``<database>.lexical/`` (in memory without a file) and, given a
-    ``reader`` (read transactions on the database), catch up in the background after writes."""
+    ``reader`` (read transactions on the database) and ``follow``, catch up in the background
+    after writes."""
     if name not in LEXICAL_ENGINES:
         raise InvalidInput(
             f"unknown lexical engine {name!r}; choose one of {', '.join(LEXICAL_ENGINES)}"
@@ -101,4 +107,5 @@ def open_engine(
         return Fts5Engine()
     from lorebase.store.sqlite.tantivy_index import TantivyIndexes
 
-    return TantivyIndexes(None if database is None else database.with_suffix(".lexical"), reader)
+    folder = None if database is None else database.with_suffix(".lexical")
+    return TantivyIndexes(folder, reader, follow=follow)

@@ -46,7 +46,12 @@ class SqliteStore(SqliteRole, SqliteMaintenance, RelationalStore[SqliteDatabase]
     the same file. ``database`` is public so that other SQLite-backed stores (the accounts)
     can share its connections and transactions."""
 
-    def __init__(self, path: Path | str, *, lexical: str = DEFAULT_LEXICAL) -> None:
+    def __init__(
+        self, path: Path | str, *, lexical: str = DEFAULT_LEXICAL, follow_writes: bool = True
+    ) -> None:
+        """``follow_writes`` off: this process's writes do not wake a background catch-up of
+        the keyword indexes (a server's answering process: its indexer writes the chunks and
+        follows them; a search catches up what else changed)."""
         self.path = Path(path)
         try:
             self._db = SqliteDatabase(self.path)
@@ -56,7 +61,9 @@ class SqliteStore(SqliteRole, SqliteMaintenance, RelationalStore[SqliteDatabase]
         try:
             with self._db.schema() as conn:
                 migrate(conn)
-                self._lexical = open_engine(lexical, conn, self.path, self._db.read)
+                self._lexical = open_engine(
+                    lexical, conn, self.path, self._db.read, follow=follow_writes
+                )
         except BaseException as error:
             self._db.close()
             if isinstance(error, sqlite3.DatabaseError):

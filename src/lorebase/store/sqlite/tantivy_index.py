@@ -196,10 +196,15 @@ class TantivyIndexes:
     catch-ups are serialised by a lock (and by the state record across processes); searches
     run on immutable searchers outside it."""
 
-    def __init__(self, folder: Path | None, reader: Reader | None = None) -> None:
-        """``reader`` opens a read transaction on the database: with it, writes are followed
-        by a catch-up in the background (see :meth:`written`)."""
+    def __init__(
+        self, folder: Path | None, reader: Reader | None = None, *, follow: bool = True
+    ) -> None:
+        """``reader`` opens a read transaction on the database: with it (and ``follow``),
+        writes are followed by a catch-up in the background (see :meth:`written`). Without
+        ``follow`` (a server's process beside its indexer, which follows the writes that
+        matter) the next search of a base catches it up."""
         self.folder = folder
+        self.follow = follow
         self._slots: dict[int, _Slot] = {}
         self._lock = threading.Lock()
         self._schema = schema()
@@ -218,7 +223,7 @@ class TantivyIndexes:
 
     def written(self) -> None:
         """A write transaction committed: catch up in the background once writes pause."""
-        if self._reader is None:
+        if self._reader is None or not self.follow:
             return
         with self._wake:
             if self._closed:
