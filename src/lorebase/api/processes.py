@@ -13,9 +13,10 @@ Over the embedded store the others are *siblings* (:mod:`lorebase.siblings`): ev
 travel between them. One of them, the indexer, runs the ingestion jobs and follows the
 folders, answering no request, at a lower CPU priority: indexing in the process that answers
 made a search wait for the interpreter while documents were read, chunked and written (a
-search's p95 beside a stream of uploads 2.1-2.3x idle in one process, 1.5-1.9x with the
-indexer apart: bench/README.md). ``--no-indexer`` leaves that work to the first. Over
-PostgreSQL each is a full server without a folder watcher, as any other ``serve`` process.
+search's p95 beside a folder pass of 400 files 1.13-1.40x idle in one process, 0.87-1.17x
+with the indexer apart, in interleaved pairs: bench/README.md). ``--no-indexer`` leaves that
+work to the first. Over PostgreSQL each is a full server without a folder watcher, as any
+other ``serve`` process.
 
 The first process watches its children: one that ends while the server runs is started again
 (not more than once per :data:`RESTART_PAUSE_S`), and stopping the server stops them. A child
