@@ -133,9 +133,14 @@ def cli() -> list[str]:
 
 def vm_rss_kb(pid: int) -> int:
     """VmRSS of one process in kB (0 when it is gone)."""
+    return proc_kb(pid, "status", "VmRSS:")
+
+
+def proc_kb(pid: int, name: str, field: str) -> int:
+    """The kB figure of ``field`` in ``/proc/<pid>/<name>`` (0 when the process is gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+            if line.startswith(field):
                 return int(line.split()[1])
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         pass
@@ -159,13 +164,7 @@ def tree(pid: int) -> list[int]:
 def pss_kb(pid: int) -> int:
     """Proportional set size of one process in kB (pages shared with other processes counted
     by share: the server's processes map the same libraries); 0 when it is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        pass
-    return 0
+    return proc_kb(pid, "smaps_rollup", "Pss:")
 
 
 def is_server_process(pid: int) -> bool:
