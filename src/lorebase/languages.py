@@ -170,9 +170,8 @@ def _mapped(path: Path) -> dict[str, Any]:
             name_length, extra_length = struct.unpack("<HH", local[26:30])
             raw.seek(info.header_offset + ZIP_LOCAL_HEADER + name_length + extra_length)
             version = npy.read_magic(raw)
-            read_header = (
-                npy.read_array_header_1_0 if version == (1, 0) else (npy.read_array_header_2_0)
-            )
+            one = version == (1, 0)
+            read_header = npy.read_array_header_1_0 if one else npy.read_array_header_2_0
             shape, fortran, dtype = read_header(raw)
             if dtype.hasobject:
                 raise ValueError("a member holds objects")

@@ -67,3 +67,28 @@ def test_a_sandbox_that_forbids_it_leaves_the_priority_as_it_was(
     thread.start()
     thread.join()
     assert result == [False]
+
+
+def test_a_background_process_lowers_every_thread_it_has_and_will_have() -> None:
+    """A process whose whole work is background (a server's indexer) lowers the threads a
+    library already started (here: one started before) and those started after."""
+    import subprocess
+
+    code = """
+import os, threading
+from lorebase.priority import lower_this_process
+gate = threading.Event()
+early = threading.Thread(target=gate.wait); early.start()
+before = os.getpriority(os.PRIO_PROCESS, 0)
+assert lower_this_process()
+late = threading.Thread(target=gate.wait); late.start()
+nices = {os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")}
+gate.set()
+print(before, sorted(nices))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    before, nices = done.stdout.split(" ", 1)
+    if int(before) >= MOST_NICE:
+        pytest.skip("the tests already run at the lowest priority")
+    assert nices.strip() == f"[{min(MOST_NICE, int(before) + BACKGROUND_NICENESS)}]"
