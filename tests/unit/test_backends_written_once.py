@@ -24,9 +24,11 @@ TWINS = [
     ("vault/storage.py", "vault/postgres_storage.py"),
     ("ingest/queue.py", "ingest/jobs_postgres.py"),
 ]
-CEILING = 152
-"""Lines alike today (152, six of them the DDL of the grants, usage and own-embedder-key tables
-both schemas make — their key and check clauses; 146 before, two of them the table of notes'
+CEILING = 154
+"""Lines alike today (154, two of them the stores' constructors' ``def __init__(`` and
+``) -> None:``, wrapped in both since the SQLite store's took ``follow_writes``; 152 before,
+six of them the DDL of the grants, usage and own-embedder-key tables both schemas make — their
+key and check clauses; 146 before, two of them the table of notes'
 earlier versions both schemas make; 144 before, two of them the indexes of the fields searches
 filter on and of the regions OCR read, which both schemas make; 142 before, seven of them the
 signatures of the maintenance role each backend implements: its check hook, repair, reclaimable,
