@@ -159,6 +159,7 @@ def _mapped(path: Path) -> dict[str, Any]:
     from numpy.lib import format as npy
 
     out: dict[str, Any] = {}
+    size = path.stat().st_size
     with zipfile.ZipFile(path) as archive, path.open("rb") as raw:
         for info in archive.infolist():
             if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
@@ -176,7 +177,7 @@ def _mapped(path: Path) -> dict[str, Any]:
             if dtype.hasobject:
                 raise ValueError("a member holds objects")
             end = raw.tell() + dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-            if end > path.stat().st_size:
+            if end > size:
                 raise ValueError("a member is cut short")
             out[info.filename[: -len(".npy")]] = np.memmap(
                 path,

@@ -29,16 +29,7 @@ MOST_NICE = 19
 def lower_this_thread(by: int = BACKGROUND_NICENESS) -> bool:
     """Lower the calling thread's CPU priority ``by`` steps (never past the lowest); whether
     it was lowered."""
-    if not sys.platform.startswith("linux") or by <= 0:
-        return False
-    thread = threading.get_native_id()
-    try:
-        current = os.getpriority(os.PRIO_PROCESS, thread)
-        os.setpriority(os.PRIO_PROCESS, thread, min(MOST_NICE, current + by))
-    except OSError as error:  # a sandbox that forbids it: run at the process's priority
-        logger.info("background threads keep the process's priority (%s)", type(error).__name__)
-        return False
-    return True
+    return _lowered([threading.get_native_id()], by, "background threads keep the process's")
 
 
 def lower_this_process(by: int = BACKGROUND_NICENESS) -> bool:
@@ -46,14 +37,26 @@ def lower_this_process(by: int = BACKGROUND_NICENESS) -> bool:
     for a process whose whole work is background (the server's indexer), called before it
     starts threads of its own — a library may have started some at import (OpenBLAS's pool).
     Whether its threads were lowered."""
-    if not sys.platform.startswith("linux") or by <= 0:
+    if not sys.platform.startswith("linux"):
         return False
     try:
         threads = [int(name) for name in os.listdir("/proc/self/task")]
+    except (OSError, ValueError) as error:  # no /proc to list them in
+        logger.info("this process keeps its priority (%s)", type(error).__name__)
+        return False
+    return _lowered(threads, by, "this process keeps its")
+
+
+def _lowered(threads: list[int], by: int, keeps: str) -> bool:
+    """Each of ``threads`` lowered ``by`` steps (Linux only); False, logged by ``keeps`` and
+    the error's class, where a sandbox forbids it (they run at the priority they had)."""
+    if not sys.platform.startswith("linux") or by <= 0:
+        return False
+    try:
         for thread in threads:
             current = os.getpriority(os.PRIO_PROCESS, thread)
             os.setpriority(os.PRIO_PROCESS, thread, min(MOST_NICE, current + by))
-    except (OSError, ValueError) as error:  # a sandbox that forbids it, or no /proc
-        logger.info("this process keeps its priority (%s)", type(error).__name__)
+    except OSError as error:
+        logger.info("%s priority (%s)", keeps, type(error).__name__)
         return False
     return True

@@ -92,3 +92,21 @@ print(before, sorted(nices))
     if int(before) >= MOST_NICE:
         pytest.skip("the tests already run at the lowest priority")
     assert nices.strip() == f"[{min(MOST_NICE, int(before) + BACKGROUND_NICENESS)}]"
+
+
+def test_a_process_in_a_sandbox_that_forbids_it_keeps_its_priority(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where changing a priority is refused, the indexer runs on at the process's priority
+    and says so, by the error's class only."""
+    import logging
+
+    from lorebase.priority import lower_this_process
+
+    def refused(*_: object) -> None:
+        raise PermissionError("not permitted")
+
+    monkeypatch.setattr(os, "setpriority", refused)
+    with caplog.at_level(logging.INFO, logger="lorebase.priority"):
+        assert lower_this_process() is False
+    assert "this process keeps its priority (PermissionError)" in caplog.text

@@ -211,7 +211,7 @@ class ServingProcesses:
 
     def _name(self, index: int) -> str:
         place = self._settings.serve.sibling
-        if place is not None and index == place.indexer != 0:
+        if place is not None and place.indexer_apart and index == place.indexer:
             return "the indexer"
         return f"serving process {index}"
 

@@ -146,7 +146,7 @@ def serve(
                 console.print(Text(key, style="bold"))
         address = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         place = chosen.serve.sibling
-        apart = place is not None and place.indexer != 0
+        apart = place is not None and place.indexer_apart
         by = f" ({processes} processes)" if processes > 1 else ""
         by += "; indexing in a process of its own" if apart else ""
         console.print(

@@ -251,9 +251,14 @@ class SiblingPlace:
         return self.index == self.indexer
 
     @property
+    def indexer_apart(self) -> bool:
+        """The server indexes in a process of its own (not the first)."""
+        return self.indexer != 0
+
+    @property
     def answers(self) -> bool:
         """This process answers requests (every one but an indexer of its own)."""
-        return self.index != self.indexer or self.first
+        return not (self.indexer_apart and self.runs_jobs)
 
 
 @dataclass(frozen=True, slots=True)
