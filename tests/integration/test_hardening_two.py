@@ -147,7 +147,13 @@ def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
         wait_until(lambda: _at_rest(base))
         assert _hits(base, "heron", "keyword") == 12  # the index caught up, nothing pending
         assert _truncate_segments(data)
-        searched = _search(base, "heron", "keyword")
+        try:
+            searched = _search(base, "heron", "keyword")
+        except httpx.TransportError as error:  # what the server said, not only the refusal
+            process.terminate()
+            process.wait(timeout=30)
+            said = process.stderr.read().decode() if process.stderr else ""
+            raise AssertionError(f"exit {process.returncode}; stderr:\n{said[-4000:]}") from error
         assert process.poll() is None, "the server died"
         warnings = searched["warnings"]
         assert isinstance(warnings, list)

@@ -337,3 +337,29 @@ def test_a_failed_background_catch_up_is_logged_by_kind_and_the_search_recovers(
         assert messages  # (the follower thread may have logged the same failure too)
         assert all("RuntimeError" in m and "glacier" not in m for m in messages)
         assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
+
+
+def test_a_searcher_reads_only_segments_its_store_has_looked_at(tmp_path: Path) -> None:
+    """What another process commits (or merges) reaches a store's searcher only through its
+    own catch-up, which records the segment files' sizes first: a file it maps is one the
+    damage check knows, so a file truncated later is found before a read of it (a SIGBUS)."""
+    database = tmp_path / "lorebase.db"
+    with SqliteStore(database, follow_writes=False) as reader:
+        kb_id = _fill(reader)
+        assert len(reader.keyword_search([kb_id], "glacier", 10)) == 3
+        lexical = reader._lexical
+        assert isinstance(lexical, ti.TantivyIndexes)
+        slot = lexical._slots[kb_id]
+        with SqliteStore(database) as writer:  # the indexer, in a process of its own
+            kb = writer.get_kb_by_id(kb_id, totals=False)
+            for n in range(4):  # four commits, a segment each (and maybe a merge)
+                put(writer, kb, f"w{n}.md", [f"glacier written apart {n}"])
+                assert len(writer.keyword_search([kb_id], "glacier", 10)) == 4 + n
+        time.sleep(1.0)  # Tantivy's own reader would have followed the commits by now
+        assert slot.index.searcher().num_docs == 3 * 2  # the chunks it caught up to
+        files = {path.name for path in (tmp_path / "lorebase.lexical" / f"kb{kb_id}").iterdir()}
+        assert set(slot.sizes) < files  # the writer's segments: not yet looked at here
+        assert len(reader.keyword_search([kb_id], "glacier", 10)) == 7  # its catch-up
+        assert slot.index.searcher().num_docs == 3 * 2 + 4
+        mapped = {path.name for path in (tmp_path / "lorebase.lexical" / f"kb{kb_id}").iterdir()}
+        assert {name for name in mapped if name.endswith(".term")} <= set(slot.sizes)

@@ -31,10 +31,12 @@ How it stays correct:
   makes the next read of it a SIGBUS, which no Python code can catch: the whole server died.
   So before a search reads an index, the sizes of its segment files are compared with the
   largest each was seen at (segment files never shrink; a merge writes new ones), and its
-  folder must still be there. A damaged index is let go unread, its base answers by keyword
-  with nothing until it is rebuilt (the search says ``lexical_index_damaged``, the log and
-  :meth:`TantivyIndexes.damaged` say which base and why), and it is rebuilt from the chunks in
-  the background.
+  folder must still be there. The searcher changes only when a catch-up reloads it, right
+  before it looks at the sizes: Tantivy's own reader would follow every commit on disk
+  (another process's, a merge's) and map files never looked at. A damaged index is let go
+  unread, its base answers by keyword with nothing until it is rebuilt (the search says
+  ``lexical_index_damaged``, the log and :meth:`TantivyIndexes.damaged` say which base and
+  why), and it is rebuilt from the chunks in the background.
 
 What is indexed and how a query is scored: :mod:`.tantivy_schema`.
 """
@@ -712,6 +714,10 @@ class TantivyIndexes:
             index = t.Index(self._schema, path=str(path), reuse=True)
             narrow_files(path)  # the lock files it made
         index.register_tokenizer(ANALYZER, self._analyzer)
+        # Its searcher changes only at a catch-up's reload, which looks at the files' sizes
+        # first: Tantivy's own reader follows every commit (another process's, a merge's)
+        # and would map segment files the damage check never saw.
+        index.config_reader(reload_policy="Manual")
         return index
 
     # -- the folder and the state record --------------------------------------------------
