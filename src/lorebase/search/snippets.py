@@ -228,7 +228,8 @@ def matches(
     if not wanted:
         return []
     read = Read(text, one_line=False) if read is None else read
-    singles = any(len(term) == 1 for term in wanted)  # characters of an unspaced script
+    # Characters of an unspaced script ("2" or "c" are words: whole words, as every other).
+    singles = {term for term in wanted if len(term) == 1 and not is_latin(term)}
     only_stop = _only_stop(wanted, lang)
     known = {} if known is None else known  # word -> term, kept by the caller across texts
     # Latin text: only its distinct words that may be a wanted term are looked up, then the
@@ -246,7 +247,7 @@ def matches(
             found.extend(
                 (start + offset, start + offset + 1)
                 for offset, char in enumerate(word)
-                if char in wanted
+                if char in singles
             )
     return found
 
