@@ -60,7 +60,7 @@ def test_words_are_marked_in_the_passages_own_language() -> None:
 
 
 def test_a_letter_or_digit_of_the_question_is_a_whole_word() -> None:
-    """"type 2 diabetes", "vitamin c": the single character is marked where it is a word,
+    """ "type 2 diabetes", "vitamin c": the single character is marked where it is a word,
     never inside one ("2" of "2009"), and a Latin passage is read without splitting it by
     ICU (~0.3 ms a passage: every passage of such a question took it)."""
     from lorebase.search.snippets import KnownPassages
