@@ -52,7 +52,8 @@ from lorebase.embed.base import Embedder, EmbedderIdentity, EmbedKind
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.eval.runner import EvalConfig, run_task
 from lorebase.eval.tasks import prepare_beir
-from lorebase.search.query import Mode, SearchRequest
+from lorebase.search.bounds import Mode
+from lorebase.search.query import SearchRequest
 from lorebase.search.service import SearchService
 from lorebase.settings import Settings
 from lorebase.store.base import Store

@@ -31,7 +31,7 @@ from typing import Any
 from lorebase.app import open_lorebase
 from lorebase.eval.runner import EvalConfig, EvalTask, query_text, run_task
 from lorebase.eval.tasks import prepare_beir
-from lorebase.search.query import Mode
+from lorebase.search.bounds import Mode
 from lorebase.service.core import Lorebase
 from lorebase.settings import Settings
 from lorebase.store.base import Store

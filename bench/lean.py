@@ -79,7 +79,8 @@ import httpx
 
 import local_server  # bench/local_server.py: python puts the script's folder first
 import search as search_bench  # bench/search.py
-from lorebase.search.query import Mode, SearchRequest
+from lorebase.search.bounds import Mode
+from lorebase.search.query import SearchRequest
 from lorebase.store.document_text import chunk_text
 
 REPO = Path(__file__).resolve().parents[1]

@@ -403,7 +403,8 @@ def time_queries(
 def child_latency_lorebase(folder: Path) -> dict[str, Any]:
     import search
     from lorebase.embed.base import EmbedderIdentity
-    from lorebase.search.query import Mode, SearchRequest
+    from lorebase.search.bounds import Mode
+    from lorebase.search.query import SearchRequest
     from lorebase.search.service import SearchService
     from lorebase.store.ann import ANN_THRESHOLD
     from lorebase.store.sqlite.store import SqliteStore

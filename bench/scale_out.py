@@ -47,8 +47,8 @@ from backends import database_url, load, pct, postgres_admin  # bench/backends.p
 from lorebase.app import open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import ServeSettings, Settings
-from lorebase.store.base import Scope
 from lorebase.store.postgres.store import PostgresStore
+from lorebase.store.states import Scope
 from lorebase.vault.keys import DataKey
 
 if TYPE_CHECKING:

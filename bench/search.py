@@ -54,7 +54,8 @@ import synthetic  # bench/synthetic.py: python puts the script's folder first on
 from lorebase.embed.base import Embedder, EmbedderIdentity, EmbedKind
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.embed.onnx import OnnxEmbedder
-from lorebase.search.query import Mode, SearchRequest
+from lorebase.search.bounds import Mode
+from lorebase.search.query import SearchRequest
 from lorebase.search.service import SearchService
 from lorebase.stopwords import without_stop_words
 from lorebase.store.ann import ANN_THRESHOLD

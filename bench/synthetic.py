@@ -340,12 +340,12 @@ def bulk_build(db: Path, size: int, kb_name: str, seed: int) -> dict[str, Any]:
     vectors (encoded as the store keeps them), and the FTS5 index built once at the end with
     the product's ``rebuild`` statement instead of row by row. The search path measured
     afterwards is the product's, unchanged."""
-    from lorebase.store.base import DocumentState
     from lorebase.store.document_text import spans_of, stored_text
     from lorebase.store.relational import rows
     from lorebase.store.sqlite import writes
     from lorebase.store.sqlite.database import DIALECT
     from lorebase.store.sqlite.store import connect
+    from lorebase.store.states import DocumentState
 
     fake = FakeEmbedder(DIM)
     started = time.perf_counter()

@@ -33,20 +33,14 @@ if TYPE_CHECKING:
         Unsupported,
     )
     from lorebase.ingest.report import IngestReport
-    from lorebase.search.query import Explanation, Hit, Mode, SearchRequest, SearchResponse
+    from lorebase.search.bounds import Mode
+    from lorebase.search.query import Explanation, Hit, SearchRequest, SearchResponse
     from lorebase.service.core import Lorebase
     from lorebase.service.listing import DocumentListing, DocumentPage
     from lorebase.settings import ChunkSettings, Settings
     from lorebase.settings.embedders import EmbedderConfig
-    from lorebase.store.base import (
-        DocumentRecord,
-        DocumentState,
-        KbState,
-        KnowledgeBase,
-        Scope,
-        Source,
-        SourceKind,
-    )
+    from lorebase.store.base import DocumentRecord, KnowledgeBase, Source
+    from lorebase.store.states import DocumentState, KbState, Scope, SourceKind
     from lorebase.types import Chunk, ContentKind, Provenance
 
 __version__ = "0.1.0"
@@ -62,7 +56,7 @@ _LAZY = {
     "SearchRequest": "lorebase.search.query",
     "SearchResponse": "lorebase.search.query",
     "Hit": "lorebase.search.query",
-    "Mode": "lorebase.search.query",
+    "Mode": "lorebase.search.bounds",
     "Explanation": "lorebase.search.query",
     "Provenance": "lorebase.types",
     "Chunk": "lorebase.types",

@@ -19,14 +19,8 @@ from contract.store_contract import (
 )
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import (
-    MAX_SOURCES,
-    DocumentVectors,
-    KbState,
-    KnowledgeBase,
-    Scope,
-    Store,
-)
+from lorebase.store.base import MAX_SOURCES, DocumentVectors, KnowledgeBase, Store
+from lorebase.store.states import KbState, Scope
 
 
 # -- knowledge bases ---------------------------------------------------------------------------

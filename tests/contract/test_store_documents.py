@@ -23,7 +23,8 @@ from contract.store_contract import (
     unit,
 )
 from lorebase.errors import InvalidInput, NotFound, SourceRemoved
-from lorebase.store.base import DocumentState, Store
+from lorebase.store.base import Store
+from lorebase.store.states import DocumentState
 
 
 # -- documents ---------------------------------------------------------------------------------

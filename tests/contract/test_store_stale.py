@@ -8,14 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 from contract.store_contract import IDENTITY, SETTINGS_KEY, make_chunks, new_doc, unit
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    KnowledgeBase,
-    NewDocument,
-    RunningVersions,
-    Store,
-)
+from lorebase.store.base import DocumentRecord, KnowledgeBase, NewDocument, RunningVersions, Store
+from lorebase.store.states import DocumentState
 
 RUNNING = RunningVersions({"md": "x2.c3.a1", "pdf": "x5.c3.a1"}, "x0.c3.a1")
 """What this test's "running" release records: by kind, and for a kind no format gives."""

@@ -18,13 +18,8 @@ from contract.store_contract import (
     unit,
 )
 from lorebase.errors import Conflict, InvalidInput, NotFound
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    DocumentVectors,
-    KnowledgeBase,
-    Store,
-)
+from lorebase.store.base import DocumentRecord, DocumentVectors, KnowledgeBase, Store
+from lorebase.store.states import DocumentState
 from lorebase.types import Chunk
 
 

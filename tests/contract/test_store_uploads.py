@@ -11,7 +11,8 @@ from contract.store_contract import (
     put,
 )
 from lorebase.errors import Conflict, NotFound
-from lorebase.store.base import DocumentState, NewDocument, Store
+from lorebase.store.base import NewDocument, Store
+from lorebase.store.states import DocumentState
 
 
 def test_uploads_are_listed_apart_from_folder_files(store: Store) -> None:

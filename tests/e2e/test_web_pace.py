@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from e2e.browsing import Server, api, sign_in
-from lorebase.store.base import KbState
+from lorebase.store.states import KbState
 from waiting import wait_until
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import Conflict, InvalidInput
 from lorebase.eval.runner import EvalConfig, EvalResult
 from lorebase.eval.tasks import evaluate, last_result, prepare_beir
-from lorebase.search.query import Mode
+from lorebase.search.bounds import Mode
 from lorebase.settings import Settings
 
 DOCS = {

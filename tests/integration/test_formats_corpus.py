@@ -16,7 +16,7 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.formats import citation_locator
 from lorebase.search.query import Hit
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentState
+from lorebase.store.states import DocumentState
 
 pytestmark = pytest.mark.corpus
 

@@ -14,7 +14,7 @@ import pytest
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentState
+from lorebase.store.states import DocumentState
 from lorebase.vault.keys import DataKey
 
 DATA_KEY = DataKey.generate().to_base64()

@@ -16,8 +16,8 @@ from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput, Overloaded, Unavailable
 from lorebase.settings import ServeSettings, Settings
-from lorebase.store.base import DocumentState
 from lorebase.store.postgres.database import PostgresDatabase, redacted
+from lorebase.store.states import DocumentState
 from lorebase.vault.keys import DataKey
 from waiting import wait_until
 

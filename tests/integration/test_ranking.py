@@ -13,7 +13,7 @@ import pytest
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
-from lorebase.search.query import MAX_QUERY_CHARS, Mode
+from lorebase.search.bounds import MAX_QUERY_CHARS, Mode
 from lorebase.settings import Settings
 
 # A long document whose sections all speak of glaciers, and short ones that mention them once.

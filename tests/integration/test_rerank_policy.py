@@ -22,7 +22,7 @@ from lorebase.eval.runner import EvalConfig
 from lorebase.eval.tasks import evaluate
 from lorebase.rerank.fake import FakeReranker
 from lorebase.rerank.http import HttpReranker
-from lorebase.search.query import Mode
+from lorebase.search.bounds import Mode
 from lorebase.settings import RerankSettings, SearchSettings, Settings
 from unit.stub_server import Recorder, Reply, running
 

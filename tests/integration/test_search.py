@@ -16,7 +16,7 @@ from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentState
+from lorebase.store.states import DocumentState
 
 HANDBOOK = """\
 ---

@@ -21,7 +21,7 @@ from lorebase.errors import Conflict, InvalidInput, Unavailable
 from lorebase.lock import IngestLock
 from lorebase.search.floor import NO_FLOOR
 from lorebase.settings import ChunkSettings, ExtractSettings, Settings
-from lorebase.store.base import DocumentState, KbState
+from lorebase.store.states import DocumentState, KbState
 from lorebase.vault.keys import DataKey
 from waiting import wait_until
 

@@ -10,7 +10,8 @@ import pytest
 from lorebase.agent.profiles import PROFILES_FILE, Profiles, system_prompt_hint
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import KnowledgeBase, Scope
+from lorebase.store.base import KnowledgeBase
+from lorebase.store.states import Scope
 
 
 def kb(name: str, description: str = "") -> KnowledgeBase:

@@ -9,7 +9,8 @@ def test_the_rest_search_body_spells_the_one_search_request() -> None:
     import dataclasses
 
     from lorebase.api.schemas import SearchIn
-    from lorebase.search.query import Mode, SearchRequest
+    from lorebase.search.bounds import Mode
+    from lorebase.search.query import SearchRequest
 
     request_fields = {field.name for field in dataclasses.fields(SearchRequest)}
     # The wire's one `filter` object (Chroma's spelling) is the request's conditions.

@@ -18,7 +18,8 @@ from lorebase.search.floor import bar, merge_dense, supported
 from lorebase.search.fusion import Arms, convex
 from lorebase.settings import ChunkSettings
 from lorebase.settings.embedders import BUNDLED, EmbedderConfig
-from lorebase.store.base import KnowledgeBase, Scope
+from lorebase.store.base import KnowledgeBase
+from lorebase.store.states import Scope
 
 
 class Clock:

@@ -33,7 +33,7 @@ from lorebase.extract.sandbox import (
 )
 from lorebase.inspect import inspect_file, inspect_folder
 from lorebase.settings import MB, ExtractSettings, Settings
-from lorebase.store.base import DocumentState
+from lorebase.store.states import DocumentState
 from lorebase.types import DocumentKind, Element, ElementKind, Extracted, FailureReason, Part
 from waiting import wait_until
 

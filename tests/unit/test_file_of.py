@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lorebase.ingest.files import file_of, outermost
-from lorebase.store.base import DocumentRecord, DocumentState, Source, SourceKind
+from lorebase.store.base import DocumentRecord, Source
+from lorebase.store.states import DocumentState, SourceKind
 
 
 def _folder(root: Path) -> Source:

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from lorebase.errors import InvalidInput
 from lorebase.service.listing import SORT_KEYS, DocumentListing, SortKey, page_of
-from lorebase.store.base import DocumentRecord, DocumentState
+from lorebase.store.base import DocumentRecord
+from lorebase.store.states import DocumentState
 
 
 def record(n: int, name: str, size: int) -> DocumentRecord:

@@ -17,10 +17,11 @@ from lorebase.accounts.schema import (
 )
 from lorebase.accounts.sqlite import SqliteAccounts, key_hash
 from lorebase.errors import Conflict
-from lorebase.store.base import NewDocument, Scope
+from lorebase.store.base import NewDocument
 from lorebase.store.sqlite import SqliteStore
 from lorebase.store.sqlite.schema import MIGRATIONS, Migration, applied_migrations, migrate
 from lorebase.store.sqlite.store import connect
+from lorebase.store.states import Scope
 
 LEGACY_TEXT = "Intro\n\nthe quarterly flamingo census"
 

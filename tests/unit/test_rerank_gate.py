@@ -7,6 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from lorebase.search.bounds import MAX_TOP_K
 from lorebase.search.fusion import FUSIONS, Arms, Scored, dense_evidence
 from lorebase.search.gate import (
     CLEAR_LEAD,
@@ -17,7 +18,6 @@ from lorebase.search.gate import (
     lead,
     rerank_depth,
 )
-from lorebase.search.query import MAX_TOP_K
 
 
 def ranking(scores: list[float], prefix: str = "c") -> Scored:

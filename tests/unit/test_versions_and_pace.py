@@ -28,15 +28,9 @@ from lorebase.ingest.versions import (
     versions_of,
 )
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    KbState,
-    KnowledgeBase,
-    RunningVersions,
-    Scope,
-)
+from lorebase.store.base import DocumentRecord, KnowledgeBase, RunningVersions
 from lorebase.store.records import stale_sql
+from lorebase.store.states import DocumentState, KbState, Scope
 
 versions = st.integers(0, 10_000)
 KEY = re.compile(r"x(\d+)\.c(\d+)\.a(\d+)")

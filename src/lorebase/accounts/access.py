@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lorebase.accounts.base import Role, User
-from lorebase.store.base import GrantAccess, KnowledgeBase, Scope
+from lorebase.store.states import GrantAccess, Scope
+
+if TYPE_CHECKING:
+    from lorebase.store.base import KnowledgeBase
 
 OPERATOR = "cli"
 """Who and where, in the audit log, for changes made without a caller (the operator's

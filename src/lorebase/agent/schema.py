@@ -13,12 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lorebase.search.query import (
-    MAX_LANGUAGE_CHARS,
-    MAX_PATH_PREFIX_CHARS,
-    MAX_QUERY_CHARS,
-    Mode,
-)
+from lorebase.search.bounds import MAX_LANGUAGE_CHARS, MAX_PATH_PREFIX_CHARS, MAX_QUERY_CHARS, Mode
 
 DEFAULT_TOP_K = 5
 MAX_TOP_K = 20

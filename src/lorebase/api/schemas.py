@@ -7,15 +7,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lorebase.fields import conditions_from_json
-from lorebase.search.query import (
+from lorebase.search.bounds import (
     MAX_LANGUAGE_CHARS,
     MAX_NEIGHBORS,
     MAX_PATH_PREFIX_CHARS,
     MAX_QUERY_CHARS,
     MAX_TOP_K,
-    RerankStatus,
-    SearchRequest,
 )
+from lorebase.search.query import RerankStatus, SearchRequest
 
 
 class Strict(BaseModel):

@@ -13,8 +13,8 @@ from rich.text import Text
 from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.errors import InvalidInput, NotFound
-from lorebase.eval.metrics import DEFAULT_NO_ANSWER_THRESHOLD
-from lorebase.search.query import MAX_TOP_K, Mode
+from lorebase.search.bounds import MAX_TOP_K, Mode
+from lorebase.settings import DEFAULT_NO_ANSWER_THRESHOLD
 
 if TYPE_CHECKING:
     from lorebase.eval.runner import Half

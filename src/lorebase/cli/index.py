@@ -12,8 +12,7 @@ from lorebase.cli import render
 from lorebase.cli.common import JsonOption, handles_errors, open_from
 from lorebase.cli.passes import graceful_stop
 from lorebase.cli.progress import PassProgress
-from lorebase.fields import parse_condition
-from lorebase.search.query import MAX_TOP_K, Mode, SearchRequest
+from lorebase.search.bounds import MAX_TOP_K, Mode
 from lorebase.service import KbState
 
 KB_HELP = "The knowledge base to add to (created if needed)."
@@ -137,6 +136,9 @@ def search(
     under LOREBASE_NO_ANSWER_THRESHOLD, default 0.35) is left out; with none left the search
     says "Nothing relevant found" (exit code 0). --path, --language and --filter narrow the
     candidates before ranking, so a filtered search still fills --top-k when it can."""
+    from lorebase.fields import parse_condition
+    from lorebase.search.query import SearchRequest
+
     request = SearchRequest(
         query,
         knowledge_bases=tuple(kb or ()),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,9 +16,12 @@ from lorebase.cli.common import JsonOption, command_group, handles_errors, open_
 from lorebase.cli.passes import graceful_stop
 from lorebase.cli.progress import PassProgress
 from lorebase.errors import Conflict, InvalidInput
-from lorebase.service import Scope, Source
+from lorebase.service import Scope
 from lorebase.service.names import describe_scope
 from lorebase.settings import ChunkSettings
+
+if TYPE_CHECKING:
+    from lorebase.service import Source
 
 ChunkSizeOption = Annotated[
     int | None, typer.Option(help="Most characters in one chunk (default: the settings').")

@@ -15,7 +15,6 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from lorebase.agent.citations import terminal_citation, terminal_place
 from lorebase.errors import reason_hint
 from lorebase.ingest.progress import left_phrase, pass_seconds_left
 from lorebase.types import CITATION_SEPARATOR, Chunk, Extracted, Position
@@ -330,6 +329,8 @@ def _passage_lines(hit: Hit) -> list[Text]:
     """The document's other matching passages: how many, then each one's place and snippet."""
     if not hit.passages:
         return []
+    from lorebase.agent.citations import terminal_place  # when a search prints
+
     count = len(hit.passages)
     lines = [Text(f"{count} more passage{'s' if count > 1 else ''} in this document:", style="dim")]
     for passage in hit.passages:
@@ -384,6 +385,8 @@ def fields_line(hit: Hit) -> str:
 
 
 def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> None:
+    from lorebase.agent.citations import terminal_citation  # not at the command line's start
+
     for warning in response.warnings:
         out.print(Text(f"warning: {warning}", style="yellow"))
     for note in response.notes:

@@ -38,8 +38,9 @@ from lorebase.errors import InvalidInput
 from lorebase.eval import metrics
 from lorebase.eval.datasets import Question
 from lorebase.ingest.report import IngestReport
+from lorebase.search.bounds import MAX_QUERY_CHARS, MAX_TOP_K, Mode
 from lorebase.search.fusion import DEFAULT_FUSION, FUSIONS, rrf
-from lorebase.search.query import MAX_QUERY_CHARS, MAX_TOP_K, Candidate, Hit, Mode, SearchResponse
+from lorebase.search.query import Candidate, Hit, SearchResponse
 
 if TYPE_CHECKING:
     from lorebase.app import Lorebase

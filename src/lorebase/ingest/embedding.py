@@ -17,7 +17,8 @@ from lorebase.errors import Unavailable
 from lorebase.ingest.reading import Pending
 from lorebase.ingest.report import IngestReport, PassCounts
 from lorebase.ingest.writing import DocumentWriter, WritingStore, matrix
-from lorebase.store.base import DocumentState, KnowledgeBase
+from lorebase.store.base import KnowledgeBase
+from lorebase.store.states import DocumentState
 from lorebase.usage import Role, UsageMeter
 
 # Embed once this many chunks are waiting (several small documents share one call).

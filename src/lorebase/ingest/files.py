@@ -12,14 +12,8 @@ from lorebase.embed.base import EmbedderIdentity
 from lorebase.formats import document_kind
 from lorebase.ingest.report import IngestReport
 from lorebase.ingest.versions import running_versions
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    KnowledgeBase,
-    NewDocument,
-    Source,
-    SourceKind,
-)
+from lorebase.store.base import DocumentRecord, KnowledgeBase, NewDocument, Source
+from lorebase.store.states import DocumentState, SourceKind
 
 
 @dataclass(frozen=True, slots=True)

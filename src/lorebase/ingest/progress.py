@@ -20,9 +20,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lorebase.ingest.report import Progress
-from lorebase.store.base import KbState, KnowledgeBase
+from lorebase.store.states import KbState
+
+if TYPE_CHECKING:
+    from lorebase.store.base import KnowledgeBase
 
 RATE_WINDOW_S = 60.0
 """The rate is measured over the last this many seconds of reports: chunks differ in length,

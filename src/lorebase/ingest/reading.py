@@ -28,14 +28,8 @@ from lorebase.ingest.screening import screen
 from lorebase.ingest.versions import running_versions, versions_of
 from lorebase.languages import LanguageDetector, document_language, passage_language
 from lorebase.settings import ExtractSettings
-from lorebase.store.base import (
-    DocumentRecord,
-    Documents,
-    DocumentState,
-    KnowledgeBase,
-    NewDocument,
-    Region,
-)
+from lorebase.store.base import DocumentRecord, Documents, KnowledgeBase, NewDocument, Region
+from lorebase.store.states import DocumentState
 from lorebase.types import CITATION_SEPARATOR, Chunk, ContentKind, Extracted, FailureReason, Part
 
 

@@ -30,15 +30,8 @@ from lorebase.ingest.pipeline import Ingestor
 from lorebase.ingest.progress import Estimate, RateMeter, chunks_left
 from lorebase.ingest.report import STOP_REQUESTED, IngestReport, Progress, merge_counts
 from lorebase.ingest.sources import iter_files
-from lorebase.store.base import (
-    Catalogue,
-    Documents,
-    DocumentState,
-    KbState,
-    KnowledgeBase,
-    Source,
-    SourceKind,
-)
+from lorebase.store.base import Catalogue, Documents, KnowledgeBase, Source
+from lorebase.store.states import DocumentState, KbState, SourceKind
 
 
 class PassStore(Catalogue, Documents, Protocol):

@@ -14,10 +14,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lorebase.ingest.ignore import DEPENDENCY_OR_BUILD_FOLDERS
 from lorebase.ingest.report import STOP_REQUESTED, IngestReport
-from lorebase.store.base import KnowledgeBase
+
+if TYPE_CHECKING:
+    from lorebase.store.base import KnowledgeBase
 
 DEFAULT_RESCAN_SECONDS = 60.0
 DEBOUNCE_MS = 1600
@@ -25,7 +28,7 @@ TICK_SECONDS = 1.0
 FIRST_RETRY_SECONDS = 5.0
 MAX_RETRY_SECONDS = 300.0
 
-RunPass = Callable[[KnowledgeBase], IngestReport]
+RunPass = Callable[["KnowledgeBase"], IngestReport]
 
 
 @dataclass(slots=True)

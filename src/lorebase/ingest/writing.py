@@ -15,15 +15,9 @@ from lorebase.embed.base import EmbedderIdentity
 from lorebase.errors import Conflict, SourceRemoved, Unavailable
 from lorebase.ingest.reading import Pending
 from lorebase.ingest.report import IngestReport, PassCounts
-from lorebase.store.base import (
-    DocumentRecord,
-    Documents,
-    DocumentState,
-    DocumentVectors,
-    KnowledgeBase,
-    Vectors,
-)
+from lorebase.store.base import DocumentRecord, Documents, DocumentVectors, KnowledgeBase, Vectors
 from lorebase.store.records import MOVED
+from lorebase.store.states import DocumentState
 from lorebase.types import Chunk
 
 

@@ -35,7 +35,8 @@ from lorebase.search.query import elapsed_ms
 from lorebase.search.query_cache import QueryVectors
 from lorebase.search.turns import Turns
 from lorebase.settings import SearchSettings
-from lorebase.store.base import KnowledgeBase, Scope, Vectors
+from lorebase.store.base import KnowledgeBase, Vectors
+from lorebase.store.states import Scope
 from lorebase.usage import Role, UsageMeter
 
 

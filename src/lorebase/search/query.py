@@ -3,40 +3,29 @@ cited hits, each carrying its :class:`~lorebase.types.Provenance`)."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Literal
 
 from lorebase.errors import InvalidInput
 from lorebase.fields import Condition, checked
+from lorebase.search.bounds import (
+    LANGUAGE_PATTERN,
+    MAX_LANGUAGE_CHARS,
+    MAX_NEIGHBORS,
+    MAX_PATH_PREFIX_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    Mode,
+)
 from lorebase.search.fusion import DEFAULT_FUSION, FUSIONS
 from lorebase.types import Provenance
-
-MAX_TOP_K = 100
-MAX_NEIGHBORS = 2
-MAX_QUERY_CHARS = 2000
-MAX_PATH_PREFIX_CHARS = 1024
-MAX_LANGUAGE_CHARS = 32
-# A language name as the extractors give it: python, cpp, csharp, objective-c, f#, c++.
-LANGUAGE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_+#.-]*")
-
 
 # What the rerank step did (see lorebase.search.reranking): reranked, or why not.
 RerankStatus = Literal[
     "reranked", "rerank_skipped", "rerank_timeout", "reranker_unavailable", "reranker_refused"
 ]
-
-
-class Mode(StrEnum):
-    """Which arms a search runs: both fused (the default), BM25 keywords only, or vectors
-    only."""
-
-    HYBRID = "hybrid"
-    KEYWORD = "keyword"
-    DENSE = "dense"
 
 
 @dataclass(frozen=True, slots=True)

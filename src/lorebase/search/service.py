@@ -26,6 +26,7 @@ from lorebase.errors import InvalidInput, NotFound
 from lorebase.fields import unknown_field_message, unknown_fields
 from lorebase.languages import LanguageDetector
 from lorebase.rerank.base import Reranker
+from lorebase.search.bounds import Mode
 from lorebase.search.collapse import PASSAGES_PER_HIT, by_document, first_hits, without_repeats
 from lorebase.search.dense_arm import DenseArm, DenseResult
 from lorebase.search.floor import supported
@@ -35,7 +36,6 @@ from lorebase.search.hydrate import Hydrated, Steps, explained
 from lorebase.search.known_documents import KnownDocuments
 from lorebase.search.query import (
     Hit,
-    Mode,
     Neighbor,
     RerankStatus,
     SearchRequest,

@@ -13,16 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lorebase.accounts.access import Caller
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    KbState,
-    KnowledgeBase,
-    Scope,
-    Source,
-    SourceKind,
-    StoredChunk,
-)
+from lorebase.store.states import DocumentState, KbState, Scope, SourceKind
 
 __all__ = [
     "LOCAL_USER",
@@ -40,12 +31,20 @@ __all__ = [
 
 if TYPE_CHECKING:
     from lorebase.service.core import LOCAL_USER, Lorebase
+    from lorebase.store.base import DocumentRecord, KnowledgeBase, Source, StoredChunk
+
+_RECORDS = ("DocumentRecord", "KnowledgeBase", "Source", "StoredChunk")
 
 
 def __getattr__(name: str) -> Any:
-    """``Lorebase`` and ``LOCAL_USER``, from :mod:`lorebase.service.core` on first use."""
+    """``Lorebase`` and ``LOCAL_USER`` from :mod:`lorebase.service.core`, and the records from
+    :mod:`lorebase.store.base`, on first use (a command line that only parses loads neither)."""
     if name in ("Lorebase", "LOCAL_USER"):
         from lorebase.service import core
 
         return getattr(core, name)
+    if name in _RECORDS:
+        from lorebase.store import base
+
+        return getattr(base, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

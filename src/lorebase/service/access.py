@@ -28,7 +28,8 @@ from lorebase.accounts.base import AccountStore, ApiKey, AuditEntry, Role, User
 from lorebase.errors import Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from lorebase.service.names import as_id, choose, missing_kb
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentRecord, KnowledgeBase, Scope, Store
+from lorebase.store.base import DocumentRecord, KnowledgeBase, Store
+from lorebase.store.states import Scope
 
 NO_KB = "no such knowledge base"
 NO_DOCUMENT = "no such document"

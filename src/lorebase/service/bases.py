@@ -21,7 +21,8 @@ from lorebase.names import checked_name
 from lorebase.service.access import Access
 from lorebase.service.originals import Originals
 from lorebase.settings import ChunkSettings, Settings
-from lorebase.store.base import KnowledgeBase, Scope, Source, SourceKind, Store
+from lorebase.store.base import KnowledgeBase, Source, Store
+from lorebase.store.states import Scope, SourceKind
 
 DEFAULT_KB = "default"
 EVALS_FOLDER = "evals"

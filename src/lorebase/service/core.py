@@ -72,14 +72,13 @@ from lorebase.service.usage import UsageReports
 from lorebase.settings import ChunkSettings, Settings
 from lorebase.store.base import (
     DocumentRecord,
-    DocumentState,
     KnowledgeBase,
     NoteVersion,
-    Scope,
     Source,
     Store,
     StoredChunk,
 )
+from lorebase.store.states import DocumentState, Scope
 from lorebase.usage import UsageMeter, UsageRow
 from lorebase.vault.blobs import BlobStore
 from lorebase.vault.keys import DataKey

@@ -29,15 +29,8 @@ from lorebase.search.service import SearchService
 from lorebase.service.access import Access
 from lorebase.service.listing import DocumentListing, DocumentPage, page_of
 from lorebase.service.originals import Originals
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    KnowledgeBase,
-    Source,
-    SourceKind,
-    Store,
-    StoredChunk,
-)
+from lorebase.store.base import DocumentRecord, KnowledgeBase, Source, Store, StoredChunk
+from lorebase.store.states import DocumentState, SourceKind
 from lorebase.usage import acting
 
 RETRY_AFTER_SECONDS = 5

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from lorebase.errors import InvalidInput
-from lorebase.store.base import DocumentRecord, DocumentState
+from lorebase.store.base import DocumentRecord
+from lorebase.store.states import DocumentState
 
 SortKey = Literal["name", "kind", "size", "chunks", "state", "updated_at"]
 SORT_KEYS: tuple[str, ...] = get_args(SortKey)

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lorebase.accounts.access import Caller
 from lorebase.errors import InvalidInput, NotFound
-from lorebase.store.base import KnowledgeBase, Scope, ambiguous, describe_scope
+from lorebase.store.states import Scope, ambiguous, describe_scope
+
+if TYPE_CHECKING:
+    from lorebase.store.base import KnowledgeBase
 
 __all__ = ["NEAREST_FIRST", "as_id", "choose", "describe_scope"]
 

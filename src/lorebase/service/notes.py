@@ -22,7 +22,8 @@ from lorebase.service.access import Access
 from lorebase.service.originals import Originals
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NoteVersion, Store
+from lorebase.store.base import DocumentRecord, KnowledgeBase, NoteVersion, Store
+from lorebase.store.states import DocumentState
 from lorebase.usage import acting
 from lorebase.vault.rotation import Reseal
 

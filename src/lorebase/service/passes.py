@@ -29,7 +29,8 @@ from lorebase.service.bases import DEFAULT_KB, Bases
 from lorebase.service.originals import Originals
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentRecord, KnowledgeBase, Source, SourceKind, Store
+from lorebase.store.base import DocumentRecord, KnowledgeBase, Source, Store
+from lorebase.store.states import SourceKind
 
 if TYPE_CHECKING:
     from lorebase.vault.rotation import Rotation

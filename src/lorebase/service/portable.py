@@ -62,11 +62,10 @@ from lorebase.store.base import (
     ImportedSource,
     KnowledgeBase,
     Region,
-    Scope,
-    SourceKind,
     Store,
     new_document_id,
 )
+from lorebase.store.states import Scope, SourceKind
 from lorebase.types import Chunk, ContentKind, EmbedderIdentity, Position
 
 KEY_ENV = EXPORT_KEY_ENV

@@ -26,7 +26,8 @@ from lorebase.service.passes import Passes
 from lorebase.service.stale import StaleDocuments
 from lorebase.service.uploads import Uploads
 from lorebase.settings import Settings
-from lorebase.store.base import DocumentState, KnowledgeBase, Store
+from lorebase.store.base import KnowledgeBase, Store
+from lorebase.store.states import DocumentState
 from lorebase.usage import FLUSH_SECONDS, UsageMeter
 
 log = logging.getLogger(__name__)

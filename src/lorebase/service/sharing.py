@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from lorebase.accounts.access import Caller
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.service.access import Access
-from lorebase.store.base import Grant, GrantAccess, Grantee, KnowledgeBase, Scope, Store
+from lorebase.store.base import Grant, Grantee, KnowledgeBase, Store
+from lorebase.store.states import GrantAccess, Scope
 
 
 @dataclass(frozen=True, slots=True)

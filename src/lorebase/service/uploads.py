@@ -33,15 +33,8 @@ from lorebase.service.access import Access
 from lorebase.service.documents import admit
 from lorebase.service.originals import Originals
 from lorebase.settings import Settings
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    KbState,
-    KnowledgeBase,
-    NewDocument,
-    Store,
-    new_document_id,
-)
+from lorebase.store.base import DocumentRecord, KnowledgeBase, NewDocument, Store, new_document_id
+from lorebase.store.states import DocumentState, KbState
 from lorebase.types import FailureReason
 
 

@@ -5,20 +5,18 @@ it does, the pure FTS query builder included) loads neither numpy nor a backend.
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lorebase.store.base import (
         DocumentRecord,
-        DocumentState,
         KnowledgeBase,
         NewDocument,
-        Scope,
         Scored,
         Store,
         StoredChunk,
     )
+    from lorebase.store.states import DocumentState, Scope
 
 __all__ = [
     "DocumentRecord",
@@ -32,11 +30,17 @@ __all__ = [
     "stored_chunk_id",
 ]
 
-_FROM_BASE = frozenset(__all__) - {"stored_chunk_id"}
+_FROM_STATES = frozenset({"DocumentState", "Scope"})
+_FROM_BASE = frozenset(__all__) - _FROM_STATES - {"stored_chunk_id"}
 
 
 def __getattr__(name: str) -> Any:
-    """The records and the seam, imported from ``base.py`` when first asked for."""
+    """The records and the seam, imported from ``base.py`` (the states from ``states.py``)
+    when first asked for."""
+    if name in _FROM_STATES:
+        from lorebase.store import states
+
+        return getattr(states, name)
     if name in _FROM_BASE:
         from lorebase.store import base
 
@@ -56,5 +60,7 @@ def stored_chunk_id(document_id: str, chunk_id: str) -> str:
     unique while keeping them stable across re-syncs of unchanged content. Every backend uses
     this function so ids mean the same thing everywhere.
     """
+    import hashlib  # not at import: every module of the store imports this package
+
     digest = hashlib.sha256(f"{document_id}\x1f{chunk_id}".encode()).hexdigest()
     return digest[:STORED_CHUNK_ID_HEX_CHARS]

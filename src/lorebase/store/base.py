@@ -42,6 +42,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lorebase.settings import ChunkSettings
 from lorebase.store.maintenance import Maintenance
+from lorebase.store.states import (
+    DocumentState,
+    GrantAccess,
+    KbState,
+    Scope,
+    SourceKind,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,25 +56,6 @@ if TYPE_CHECKING:
     from lorebase.fields import Condition
     from lorebase.types import Box, Chunk, EmbedderIdentity, MetadataValue, Provenance
     from lorebase.usage import UsageRow
-
-
-class Scope(StrEnum):
-    """Who a knowledge base belongs to: everyone (global), one team, or one user (personal)."""
-
-    GLOBAL = "global"
-    TEAM = "team"
-    PERSONAL = "personal"
-
-
-class KbState(StrEnum):
-    """Where a knowledge base's indexing stands: waiting for its first pass, in a pass, ready,
-    waiting on something it names (an embedder that does not answer), or failed."""
-
-    PENDING = "pending"
-    INDEXING = "indexing"
-    READY = "ready"
-    WAITING = "waiting"
-    FAILED = "failed"
 
 
 DOCUMENT_ID_BYTES = 16
@@ -80,25 +68,6 @@ def new_document_id() -> str:
 
 # A knowledge base follows at most this many folders (files followed one by one not counted).
 MAX_SOURCES = 16
-
-
-class SourceKind(StrEnum):
-    """What a source follows: a folder (walked) or one file added on its own by path."""
-
-    FOLDER = "folder"
-    FILE = "file"
-
-
-class DocumentState(StrEnum):
-    """Where a document stands: pending, in one of the steps of a pass, indexed (searchable),
-    or failed with a fixed reason."""
-
-    PENDING = "pending"
-    EXTRACTING = "extracting"
-    CHUNKING = "chunking"
-    EMBEDDING = "embedding"
-    INDEXED = "indexed"
-    FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,25 +104,6 @@ class KnowledgeBase:
     # while it is measured) and the chunks it still expects to do (None: not told).
     progress_rate: float | None = None
     progress_left: int | None = None
-
-
-def ambiguous(name: str, bases: Sequence[KnowledgeBase]) -> str:
-    """The message for a name several bases answer to: each one's id and scope, and how to
-    name one."""
-    listed = "; ".join(f"{kb.id} ({describe_scope(kb)})" for kb in bases)
-    return (
-        f"{len(bases)} knowledge bases are named {name!r}: {listed}; "
-        f"give the id instead of the name (for example --kb {bases[0].id})"
-    )
-
-
-def describe_scope(kb: KnowledgeBase) -> str:
-    """``global``, ``team 3`` or ``personal, alice`` (``personal, administrators``)."""
-    if kb.scope is Scope.TEAM:
-        return f"team {kb.team_id}" if kb.team_id is not None else "team"
-    if kb.scope is Scope.PERSONAL:
-        return f"personal, {kb.owner or 'administrators'}"
-    return "global"
 
 
 @dataclass(frozen=True, slots=True)
@@ -645,13 +595,6 @@ class Grantee(StrEnum):
 
     TEAM = "team"
     USER = "user"
-
-
-class GrantAccess(StrEnum):
-    """What a grant allows: seeing and searching the base, or also changing its documents."""
-
-    READ = "read"
-    WRITE = "write"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,19 +18,15 @@ from lorebase.store import stored_chunk_id
 from lorebase.store.base import (
     MAX_SOURCES,
     DocumentRecord,
-    DocumentState,
-    KbState,
     KnowledgeBase,
     NewDocument,
     RunningVersions,
-    Scope,
     Source,
-    SourceKind,
     StoredChunk,
-    ambiguous,
 )
 from lorebase.store.document_text import chunk_text
 from lorebase.store.restriction import Restriction
+from lorebase.store.states import DocumentState, KbState, Scope, SourceKind, ambiguous
 from lorebase.types import Chunk, ContentKind, Provenance
 
 KB_FIELDS = (

@@ -10,13 +10,7 @@ import time
 
 from lorebase.errors import Conflict, InvalidInput, NotFound
 from lorebase.settings import ChunkSettings
-from lorebase.store.base import (
-    KbState,
-    KnowledgeBase,
-    Scope,
-    Source,
-    SourceKind,
-)
+from lorebase.store.base import KnowledgeBase, Source
 from lorebase.store.records import (
     KB_COLUMNS,
     OTHER_VECTORS_WHERE,
@@ -29,6 +23,7 @@ from lorebase.store.records import (
 from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import RelationalRole
+from lorebase.store.states import KbState, Scope, SourceKind
 from lorebase.types import EmbedderIdentity
 
 SOURCE_COLUMNS = "id, kb_id, path, label, created_at, kind"

@@ -13,13 +13,7 @@ import numpy as np
 
 from lorebase.errors import NotFound
 from lorebase.store import stored_chunk_id
-from lorebase.store.base import (
-    DocumentRecord,
-    DocumentState,
-    NewDocument,
-    RunningVersions,
-    new_document_id,
-)
+from lorebase.store.base import DocumentRecord, NewDocument, RunningVersions, new_document_id
 from lorebase.store.document_text import spans_of, stored_text
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
@@ -32,6 +26,7 @@ from lorebase.store.records import (
 )
 from lorebase.store.relational import rows
 from lorebase.store.relational.role import DocumentChunks, RelationalRole
+from lorebase.store.states import DocumentState
 from lorebase.store.vectors import checked_vectors
 from lorebase.types import Chunk, EmbedderIdentity
 

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from lorebase.errors import NotFound
-from lorebase.store.base import Grant, GrantAccess, Grantee
+from lorebase.store.base import Grant, Grantee
 from lorebase.store.relational.role import RelationalRole
+from lorebase.store.states import GrantAccess
 
 _COLUMNS = "id, kb_id, grantee, grantee_id, access, granted_by, created_at"
 

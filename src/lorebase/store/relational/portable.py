@@ -25,7 +25,6 @@ from lorebase.fields import fold
 from lorebase.store import stored_chunk_id
 from lorebase.store.base import (
     DocumentRecord,
-    DocumentState,
     ExportedDocument,
     ImportedBase,
     ImportedDocument,
@@ -48,6 +47,7 @@ from lorebase.store.records import (
 from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import DocumentChunks, RelationalRole
+from lorebase.store.states import DocumentState
 from lorebase.store.vectors import checked_vectors
 from lorebase.types import Chunk, ContentKind, EmbedderIdentity, Position
 

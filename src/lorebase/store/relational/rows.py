@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from lorebase.analysis import analysis_language
 from lorebase.errors import Conflict, InvalidInput, NotFound, SourceRemoved
 from lorebase.fields import field_rows
-from lorebase.store.base import DocumentRecord, DocumentState, KnowledgeBase, NewDocument, Region
+from lorebase.store.base import DocumentRecord, KnowledgeBase, NewDocument, Region
 from lorebase.store.base import new_document_id as new_id
 from lorebase.store.records import (
     DOCUMENT_COLUMNS,
@@ -31,6 +31,7 @@ from lorebase.store.records import (
     refuses_vectors,
 )
 from lorebase.store.relational.dialect import Bound, Lock, once_a_snapshot
+from lorebase.store.states import DocumentState
 from lorebase.types import Chunk, EmbedderIdentity
 
 NO_KB = "no such knowledge base; list them to see the names"

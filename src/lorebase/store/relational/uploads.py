@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from lorebase.errors import Conflict
-from lorebase.store.base import DocumentRecord, DocumentState, NewDocument
+from lorebase.store.base import DocumentRecord, NewDocument
 from lorebase.store.records import DOCUMENT_COLUMNS, document_from_row
 from lorebase.store.relational import rows
 from lorebase.store.relational.role import RelationalRole
+from lorebase.store.states import DocumentState
 
 TAKEN = "this base already holds a document with these bytes or this path"
 

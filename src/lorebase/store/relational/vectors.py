@@ -12,11 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from lorebase.errors import Conflict, NotFound
-from lorebase.store.base import DocumentState, DocumentVectors, Scored
+from lorebase.store.base import DocumentVectors, Scored
 from lorebase.store.records import KEYWORD_ONLY_WHERE, document_list, kb_list, stored_ids_of
 from lorebase.store.relational import rows
 from lorebase.store.relational.dialect import Bound
 from lorebase.store.relational.role import DenseQuery, DocumentChunks, RelationalRole
+from lorebase.store.states import DocumentState
 from lorebase.store.vectors import checked_query, checked_vectors
 from lorebase.types import Chunk, EmbedderIdentity
 
