@@ -78,3 +78,19 @@ def test_the_command_line_parses_without_loading_what_its_commands_run() -> None
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_service_loads_without_what_only_some_of_its_work_needs() -> None:
+    """What every command that opens a lorebase imports (`lorebase search` among them) leaves
+    out PDFium and Pillow (drawing a page), multiprocessing (the extraction workers' pipes)
+    and asyncio (an event stream): each loads when that work first runs (issue 33: ~0.1 s of
+    `lorebase search`)."""
+    code = (
+        "import sys; import lorebase.app; "
+        "print(sorted(m for m in ('pypdfium2', 'PIL.Image', 'multiprocessing', 'asyncio') "
+        "if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"

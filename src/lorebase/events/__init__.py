@@ -10,12 +10,15 @@ event back to every process's bus, this one's included, so each bus delivers eac
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the event loop's module loads when a stream opens, not with the service
+    import asyncio
 
 SUBSCRIBER_BUFFER = 256
 KEEPALIVE_SECONDS = 15.0
@@ -119,6 +122,8 @@ class EventBus:
         deleted since the stream opened may have handed its id to a base of someone else,
         and the caller may have lost access to it. When ``may_see`` raises, the stream ends
         (the caller lost access altogether)."""
+        import asyncio
+
         sub = _Subscriber(asyncio.get_running_loop(), asyncio.Queue(SUBSCRIBER_BUFFER), kb_ids)
         with self._lock:
             if self._closed:

@@ -19,12 +19,14 @@ import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import pypdfium2 as pdfium
-from PIL import Image, ImageDraw, ImageOps, UnidentifiedImageError
+from typing import TYPE_CHECKING
 
 from lorebase.errors import ExtractionFailed, NotFound
 from lorebase.types import FailureReason
+
+if TYPE_CHECKING:  # PDFium and Pillow load when a page is first drawn, not with the service
+    import pypdfium2 as pdfium
+    from PIL import Image
 
 MIN_WIDTH = 200
 MAX_WIDTH = 2000
@@ -74,6 +76,8 @@ def render_page(
 def _render_page(
     data: bytes, page: int, passage: str | None, regions: Sequence[Box], width: int
 ) -> PageImage:
+    import pypdfium2 as pdfium
+
     try:
         pdf = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as error:
@@ -135,6 +139,8 @@ def render_picture(
     upright, ``width`` pixels wide (bounded), with ``regions`` (OCR's boxes, fractions of the
     page) marked. ``NotFound`` for a page it does not have; ``ExtractionFailed`` for bytes
     Pillow cannot read or an image over ``max_pixels``."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -166,6 +172,8 @@ def scaled(regions: Sequence[Box], size: tuple[int, int]) -> list[Box]:
 
 def _image(picture: Image.Image, page: int, pages: int, boxes: Sequence[Box]) -> PageImage:
     """The picture with ``boxes`` (pixels) tinted, as PNG."""
+    from PIL import Image, ImageDraw
+
     if boxes:
         layer = Image.new("RGBA", picture.size, (0, 0, 0, 0))
         draw = ImageDraw.Draw(layer)

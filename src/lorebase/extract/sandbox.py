@@ -32,10 +32,9 @@ import socket
 import subprocess
 import sys
 import threading
-from multiprocessing.connection import Connection, wait
 from pathlib import PurePath
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lorebase.children import child_environment
 from lorebase.errors import ExtractionFailed
@@ -44,6 +43,9 @@ from lorebase.formats import extractor_modules, is_supported
 from lorebase.priority import lower_this_thread
 from lorebase.settings import MB, ExtractSettings
 from lorebase.types import Element, ElementKind, Extracted, FailureReason, Part
+
+if TYPE_CHECKING:  # multiprocessing loads when a pool starts: not in a command that only searches
+    from multiprocessing.connection import Connection
 
 _WORKER_CODE = "import sys; from lorebase.extract.sandbox import serve; serve(sys.argv[1:])"
 # Wall-clock time the parent waits, as a multiple of the CPU limit plus a grace: a busy
@@ -181,6 +183,8 @@ class ExtractionPool:
         """Until the pool closes: wait for an idle worker's socket to turn readable — an idle
         worker sends nothing, so it has died (or broken step) — and stop (reap) it. A worker
         taken for a job meanwhile is the job's to judge: only workers still idle are reaped."""
+        from multiprocessing.connection import wait
+
         while True:
             with self._lock:
                 if self._closed:
@@ -228,6 +232,8 @@ class _Worker:
             )
         finally:
             child.close()
+        from multiprocessing.connection import Connection
+
         return cls(process, Connection(parent.detach()))
 
     @property
@@ -301,6 +307,8 @@ def serve(argv: list[str]) -> None:
     socket's descriptor, the memory limit, the CPU seconds per file, the reply limit and
     whether to run at a lower priority (lorebase.priority)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    from multiprocessing.connection import Connection
+
     conn = Connection(int(argv[0]))
     memory, seconds, max_result = int(argv[1]), float(argv[2]), int(argv[3])
     if argv[4:5] == ["lowered"]:  # reading files yields the processor to requests
