@@ -130,7 +130,12 @@ def print_lines(
 
 
 def print_json(console: Console, value: Any) -> None:
-    console.print_json(json.dumps(value, ensure_ascii=False))
+    """``value`` as JSON indented by two: coloured on a terminal; written as it is elsewhere
+    (the same text: Rich's colouring took ~35 ms of a search's 34 kB, a pipe shows none)."""
+    if console.is_terminal:
+        console.print_json(json.dumps(value, ensure_ascii=False))
+    else:
+        console.file.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
 def _preview(text: str) -> Text:
