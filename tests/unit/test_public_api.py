@@ -3,6 +3,7 @@ costs nothing to import; the package says it is typed."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import subprocess
 import sys
@@ -61,23 +62,37 @@ def test_all_lists_exactly_what_loads_lazily() -> None:
     assert len(lorebase.__all__) == len(set(lorebase.__all__))
 
 
+def _loaded_after(module: str, names: tuple[str, ...], packages: tuple[str, ...] = ()) -> list[str]:
+    """Which of ``names`` (and of the modules of ``packages``) a fresh interpreter has loaded
+    once it imports ``module``."""
+    code = (
+        f"import sys; import {module}; "
+        f"print([m for m in sys.modules if m.split('.')[0] in {packages!r}] "
+        f"+ [m for m in {names!r} if m in sys.modules])"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return list(ast.literal_eval(found))
+
+
 def test_the_command_line_parses_without_loading_what_its_commands_run() -> None:
     """`lorebase --help` (and every command's parsing) loads no model runtime, no numpy, no
     web framework and not the service, nor the store's records and roles or a search's request
     (their options read :mod:`lorebase.store.states` and :mod:`lorebase.search.bounds`): a
     command imports those when it runs (issue 33: the help answers at once)."""
-    code = (
-        "import sys; from lorebase.cli.main import app; "
-        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}); "
-        "lazy = ('lorebase.service.core', 'lorebase.app', 'rich.progress', 'pathspec', "
-        "'lorebase.extract.sandbox', 'lorebase.store.base', 'lorebase.search.query', "
-        "'lorebase.agent.citations', 'lorebase.eval.datasets'); "
-        "print(heavy + [m for m in lazy if m in sys.modules])"
+    lazy = (
+        "lorebase.service.core",
+        "lorebase.app",
+        "rich.progress",
+        "pathspec",
+        "lorebase.extract.sandbox",
+        "lorebase.store.base",
+        "lorebase.search.query",
+        "lorebase.agent.citations",
+        "lorebase.eval.datasets",
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert loaded == "[]"
+    assert _loaded_after("lorebase.cli.main", lazy, HEAVY) == []
 
 
 def test_the_service_loads_without_what_only_some_of_its_work_needs() -> None:
@@ -85,12 +100,5 @@ def test_the_service_loads_without_what_only_some_of_its_work_needs() -> None:
     out PDFium and Pillow (drawing a page), multiprocessing (the extraction workers' pipes)
     and asyncio (an event stream): each loads when that work first runs (issue 33: ~0.1 s of
     `lorebase search`)."""
-    code = (
-        "import sys; import lorebase.app; "
-        "print(sorted(m for m in ('pypdfium2', 'PIL.Image', 'multiprocessing', 'asyncio') "
-        "if m in sys.modules))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert loaded == "[]"
+    lazy = ("pypdfium2", "PIL.Image", "multiprocessing", "asyncio")
+    assert _loaded_after("lorebase.app", lazy) == []
