@@ -177,6 +177,9 @@ def test_search_gives_a_document_once_and_lists_its_other_passages(
     assert result.output.count("long/glaciers.md") == 1
     assert "more passages in this document:" in result.output
     assert "· Glaciers › Part" in result.output  # where each stands, without the path again
+    # Into a pipe: no line carries trailing spaces (the gap after a hit is an empty line).
+    assert not [line for line in result.output.splitlines() if line.endswith(" ")]
+    assert "" in result.output.splitlines()
     data = json.loads(cli("search", "glacier melt rivers", "--kb", "ice", "--json").stdout)
     (hit,) = data["hits"]
     assert hit["passages"]

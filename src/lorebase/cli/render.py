@@ -421,9 +421,9 @@ def print_search(out: Console, response: SearchResponse, neighbors: int = 0) -> 
                 *_neighbor_lines("after", hit.after, neighbors),
             ]
         body += _passage_lines(hit)
-        for index, text in enumerate(body):
-            bottom = 1 if index == len(body) - 1 else 0
-            out.print(Padding(text, (0, 0, bottom, 3), expand=False))
+        for text in body:
+            out.print(Padding(text, (0, 0, 0, 3), expand=False))
+        out.print()  # an empty line, not one of spaces as wide as the last (a pipe keeps them)
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in response.timings_ms.items())
     out.print(Text(f"{response.mode.value} · {timings}", style="dim"))
 
