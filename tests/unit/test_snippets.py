@@ -72,6 +72,9 @@ def test_a_letter_or_digit_of_the_question_is_a_whole_word() -> None:
     assert passages.read(text, "en").spans is None  # its words found as Latin words
     found = snippets_for("2 号")("2号楼在2009年建成。", "zh")  # an unspaced script
     assert marked(found) == ["2", "号"]  # a character of a word, not a digit of a number
+    # A question with a character of an unspaced script reads a Latin passage as Latin.
+    found = snippets_for("号 type 2", passages=passages)(text, "en")
+    assert marked(found) == ["type", "2"] and passages.read(text, "en").spans is None
 
 
 def test_a_question_of_stop_words_alone_marks_them() -> None:

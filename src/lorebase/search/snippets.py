@@ -232,9 +232,10 @@ def matches(
     singles = {term for term in wanted if len(term) == 1 and not is_latin(term)}
     only_stop = _only_stop(wanted, lang)
     known = {} if known is None else known  # word -> term, kept by the caller across texts
-    # Latin text: only its distinct words that may be a wanted term are looked up, then the
-    # wanted ones found where they stand.
-    if not singles and read.latin:
+    # Latin text: only its words that may be a wanted term are looked up, then the wanted
+    # ones found where they stand (it holds no character of an unspaced script: a question
+    # with one, "北京 university", reads an English passage this way too).
+    if read.latin:
         return read.marks(lang, wanted, known, only_stop)
     found: list[Mark] = []
     held = read.word_spans(lang.language)
