@@ -340,9 +340,10 @@ def test_a_failed_background_catch_up_is_logged_by_kind_and_the_search_recovers(
 
 
 def test_a_searcher_reads_only_segments_its_store_has_looked_at(tmp_path: Path) -> None:
-    """What another process commits (or merges) reaches a store's searcher only through its
-    own catch-up, which records the segment files' sizes first: a file it maps is one the
-    damage check knows, so a file truncated later is found before a read of it (a SIGBUS)."""
+    """What another process commits (or merges) reaches a store's searcher only when the
+    store reloads it (its catch-up, or a look that finds new segment files) and sizes the
+    files: a file it maps is one the damage check knows, so a file truncated later is found
+    before a read of it (a SIGBUS)."""
     database = tmp_path / "lorebase.db"
     with SqliteStore(database, follow_writes=False) as reader:
         kb_id = _fill(reader)
@@ -363,3 +364,25 @@ def test_a_searcher_reads_only_segments_its_store_has_looked_at(tmp_path: Path) 
         assert slot.index.searcher().num_docs == 3 * 2 + 4
         mapped = {path.name for path in (tmp_path / "lorebase.lexical" / f"kb{kb_id}").iterdir()}
         assert {name for name in mapped if name.endswith(".term")} <= set(slot.sizes)
+
+
+def test_segments_that_appear_after_a_catch_up_are_read_once_sized(tmp_path: Path) -> None:
+    """A merge that ends after the last catch-up (or another process's commit) leaves new
+    segment files: the next look at the index sizes them and reloads the searcher onto them,
+    so a base that stops changing is not searched over its pre-merge segments for good."""
+    database = tmp_path / "lorebase.db"
+    with SqliteStore(database, follow_writes=False) as reader:
+        kb_id = _fill(reader)
+        assert len(reader.keyword_search([kb_id], "glacier", 10)) == 3
+        lexical = reader._lexical
+        assert isinstance(lexical, ti.TantivyIndexes)
+        slot = lexical._slots[kb_id]
+        with SqliteStore(database) as writer:
+            kb = writer.get_kb_by_id(kb_id, totals=False)
+            put(writer, kb, "w.md", ["glacier written apart"])
+            assert len(writer.keyword_search([kb_id], "glacier", 10)) == 4
+        assert slot.index.searcher().num_docs == 3 * 2
+        assert not lexical._quarantined(kb_id, slot)  # the look a search makes
+        assert slot.index.searcher().num_docs == 3 * 2 + 1
+        folder = tmp_path / "lorebase.lexical" / f"kb{kb_id}"
+        assert {p.name for p in folder.iterdir() if p.suffix == ".term"} <= set(slot.sizes)

@@ -31,9 +31,11 @@ How it stays correct:
   makes the next read of it a SIGBUS, which no Python code can catch: the whole server died.
   So before a search reads an index, the sizes of its segment files are compared with the
   largest each was seen at (segment files never shrink; a merge writes new ones), and its
-  folder must still be there. The searcher changes only when a catch-up reloads it, right
-  before it looks at the sizes: Tantivy's own reader would follow every commit on disk
-  (another process's, a merge's) and map files never looked at. A damaged index is let go
+  folder must still be there. The searcher changes only when lorebase reloads it — at a
+  catch-up, or when a search finds segment files that were not there at the last look (a
+  merge that ended since) — and the sizes are looked at right after: Tantivy's own reader
+  would follow every commit on disk (another process's, a merge's) and map files never
+  looked at. A damaged index is let go
   unread, its base answers by keyword with nothing until it is rebuilt (the search says
   ``lexical_index_damaged``, the log and :meth:`TantivyIndexes.damaged` say which base and
   why), and it is rebuilt from the chunks in the background.
@@ -423,7 +425,15 @@ class TantivyIndexes:
         and rebuilt from the chunks in the background."""
         if self.folder is None:
             return False
-        reason = damage(self._kb_folder(kb_id), slot.sizes)
+        folder = self._kb_folder(kb_id)
+        known = len(slot.sizes)
+        reason = damage(folder, slot.sizes)
+        if reason is None and len(slot.sizes) > known:
+            # New segment files since the last look (a merge that ended after the catch-up,
+            # another process's commit): sized now, so the searcher may read them; what the
+            # reload maps beyond the listing is sized right after, as a catch-up does.
+            slot.index.reload()
+            reason = damage(folder, slot.sizes)
         if reason is None:
             return False
         with self._lock:
@@ -714,9 +724,9 @@ class TantivyIndexes:
             index = t.Index(self._schema, path=str(path), reuse=True)
             narrow_files(path)  # the lock files it made
         index.register_tokenizer(ANALYZER, self._analyzer)
-        # Its searcher changes only at a catch-up's reload, which looks at the files' sizes
-        # first: Tantivy's own reader follows every commit (another process's, a merge's)
-        # and would map segment files the damage check never saw.
+        # Its searcher changes only when lorebase reloads it and then looks at the files'
+        # sizes (see _quarantined): Tantivy's own reader follows every commit (another
+        # process's, a merge's) and would map segment files the damage check never saw.
         index.config_reader(reload_policy="Manual")
         return index
 
