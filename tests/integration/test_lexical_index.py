@@ -339,31 +339,45 @@ def test_a_failed_background_catch_up_is_logged_by_kind_and_the_search_recovers(
         assert len(store.keyword_search([kb_id], "glacier", 10)) == 3
 
 
+def _searched(reader: SqliteStore) -> tuple[int, ti.TantivyIndexes, Any]:
+    """A base filled and searched once: its id, the store's indexes and the base's slot."""
+    kb_id = _fill(reader)
+    assert len(reader.keyword_search([kb_id], "glacier", 10)) == 3
+    lexical = reader._lexical
+    assert isinstance(lexical, ti.TantivyIndexes)
+    return kb_id, lexical, lexical._slots[kb_id]
+
+
+def _written_apart(database: Path, kb_id: int, documents: int) -> None:
+    """``documents`` more of one chunk each, by another store (the indexer's process), each
+    its own commit (a segment each, and maybe a merge)."""
+    with SqliteStore(database) as writer:
+        kb = writer.get_kb_by_id(kb_id, totals=False)
+        for n in range(documents):
+            put(writer, kb, f"w{n}.md", [f"glacier written apart {n}"])
+            assert len(writer.keyword_search([kb_id], "glacier", 10)) == 4 + n
+
+
+def _term_files(folder: Path) -> set[str]:
+    return {path.name for path in folder.iterdir() if path.suffix == ".term"}
+
+
 def test_a_searcher_reads_only_segments_its_store_has_looked_at(tmp_path: Path) -> None:
     """What another process commits (or merges) reaches a store's searcher only when the
     store reloads it (its catch-up, or a look that finds new segment files) and sizes the
     files: a file it maps is one the damage check knows, so a file truncated later is found
     before a read of it (a SIGBUS)."""
     database = tmp_path / "lorebase.db"
+    folder = tmp_path / "lorebase.lexical"
     with SqliteStore(database, follow_writes=False) as reader:
-        kb_id = _fill(reader)
-        assert len(reader.keyword_search([kb_id], "glacier", 10)) == 3
-        lexical = reader._lexical
-        assert isinstance(lexical, ti.TantivyIndexes)
-        slot = lexical._slots[kb_id]
-        with SqliteStore(database) as writer:  # the indexer, in a process of its own
-            kb = writer.get_kb_by_id(kb_id, totals=False)
-            for n in range(4):  # four commits, a segment each (and maybe a merge)
-                put(writer, kb, f"w{n}.md", [f"glacier written apart {n}"])
-                assert len(writer.keyword_search([kb_id], "glacier", 10)) == 4 + n
+        kb_id, _, slot = _searched(reader)
+        _written_apart(database, kb_id, 4)
         time.sleep(1.0)  # Tantivy's own reader would have followed the commits by now
         assert slot.index.searcher().num_docs == 3 * 2  # the chunks it caught up to
-        files = {path.name for path in (tmp_path / "lorebase.lexical" / f"kb{kb_id}").iterdir()}
-        assert set(slot.sizes) < files  # the writer's segments: not yet looked at here
+        assert not _term_files(folder / f"kb{kb_id}") <= set(slot.sizes)  # not looked at yet
         assert len(reader.keyword_search([kb_id], "glacier", 10)) == 7  # its catch-up
         assert slot.index.searcher().num_docs == 3 * 2 + 4
-        mapped = {path.name for path in (tmp_path / "lorebase.lexical" / f"kb{kb_id}").iterdir()}
-        assert {name for name in mapped if name.endswith(".term")} <= set(slot.sizes)
+        assert _term_files(folder / f"kb{kb_id}") <= set(slot.sizes)
 
 
 def test_segments_that_appear_after_a_catch_up_are_read_once_sized(tmp_path: Path) -> None:
@@ -372,17 +386,9 @@ def test_segments_that_appear_after_a_catch_up_are_read_once_sized(tmp_path: Pat
     so a base that stops changing is not searched over its pre-merge segments for good."""
     database = tmp_path / "lorebase.db"
     with SqliteStore(database, follow_writes=False) as reader:
-        kb_id = _fill(reader)
-        assert len(reader.keyword_search([kb_id], "glacier", 10)) == 3
-        lexical = reader._lexical
-        assert isinstance(lexical, ti.TantivyIndexes)
-        slot = lexical._slots[kb_id]
-        with SqliteStore(database) as writer:
-            kb = writer.get_kb_by_id(kb_id, totals=False)
-            put(writer, kb, "w.md", ["glacier written apart"])
-            assert len(writer.keyword_search([kb_id], "glacier", 10)) == 4
+        kb_id, lexical, slot = _searched(reader)
+        _written_apart(database, kb_id, 1)
         assert slot.index.searcher().num_docs == 3 * 2
         assert not lexical._quarantined(kb_id, slot)  # the look a search makes
         assert slot.index.searcher().num_docs == 3 * 2 + 1
-        folder = tmp_path / "lorebase.lexical" / f"kb{kb_id}"
-        assert {p.name for p in folder.iterdir() if p.suffix == ".term"} <= set(slot.sizes)
+        assert _term_files(tmp_path / "lorebase.lexical" / f"kb{kb_id}") <= set(slot.sizes)
