@@ -228,8 +228,6 @@ def matches(
     if not wanted:
         return []
     read = Read(text, one_line=False) if read is None else read
-    # Characters of an unspaced script ("2" or "c" are words: whole words, as every other).
-    singles = {term for term in wanted if len(term) == 1 and not is_latin(term)}
     only_stop = _only_stop(wanted, lang)
     known = {} if known is None else known  # word -> term, kept by the caller across texts
     # Latin text: only its words that may be a wanted term are looked up, then the wanted
@@ -237,6 +235,8 @@ def matches(
     # with one, "北京 university", reads an English passage this way too).
     if read.latin:
         return read.marks(lang, wanted, known, only_stop)
+    # Characters of an unspaced script ("2" or "c" are words: whole words, as every other).
+    singles = {term for term in wanted if len(term) == 1 and not is_latin(term)}
     found: list[Mark] = []
     held = read.word_spans(lang.language)
     _learn(known, lang, {word for word, _, _ in held})

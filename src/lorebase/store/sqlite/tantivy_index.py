@@ -425,15 +425,13 @@ class TantivyIndexes:
         and rebuilt from the chunks in the background."""
         if self.folder is None:
             return False
-        folder = self._kb_folder(kb_id)
         known = len(slot.sizes)
-        reason = damage(folder, slot.sizes)
+        reason = damage(self._kb_folder(kb_id), slot.sizes)
         if reason is None and len(slot.sizes) > known:
             # New segment files since the last look (a merge that ended after the catch-up,
             # another process's commit): sized now, so the searcher may read them; what the
             # reload maps beyond the listing is sized right after, as a catch-up does.
-            slot.index.reload()
-            reason = damage(folder, slot.sizes)
+            reason = self._reloaded(kb_id, slot)
         if reason is None:
             return False
         with self._lock:
@@ -449,6 +447,12 @@ class TantivyIndexes:
                 target=self._rebuild, args=(kb_id,), name="lorebase-lexical-rebuild", daemon=True
             ).start()
         return True
+
+    def _reloaded(self, kb_id: int, slot: _Slot) -> str | None:
+        """``slot``'s searcher moved to the index's last commit, then the sizes of the files it
+        may map looked at (see :func:`damage`): why it may not be read, or None."""
+        slot.index.reload()
+        return None if self.folder is None else damage(self._kb_folder(kb_id), slot.sizes)
 
     def rebuild(self, kb_id: int) -> None:
         """A base's index made anew from the chunks, on the caller's thread: its folder and
@@ -646,9 +650,7 @@ class TantivyIndexes:
                     (kb_id, created_at, generation, LAYOUT_VERSION),
                 )
                 indexed = generation
-            slot.index.reload()
-            if self.folder is not None:
-                damage(self._kb_folder(kb_id), slot.sizes)  # the sizes it is read at
+            self._reloaded(kb_id, slot)  # the sizes it is read at (judged by the caller)
             # An index ahead of this snapshot (another process caught up further) answers
             # for the newer state, as the dense indexes do.
             slot.generation = max(indexed, generation)
