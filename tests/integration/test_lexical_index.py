@@ -392,3 +392,23 @@ def test_segments_that_appear_after_a_catch_up_are_read_once_sized(tmp_path: Pat
         assert not lexical._quarantined(kb_id, slot)  # the look a search makes
         assert slot.index.searcher().num_docs == 3 * 2 + 1
         assert _term_files(tmp_path / "lorebase.lexical" / f"kb{kb_id}") <= set(slot.sizes)
+
+
+def test_a_searcher_that_cannot_be_reloaded_is_let_go_not_raised(tmp_path: Path) -> None:
+    """The look a search makes reloads a searcher onto new segment files: when that reload
+    fails (its files changed under it), the base's index is let go as damaged and rebuilt,
+    and the search is not the one to fail."""
+    database = tmp_path / "lorebase.db"
+
+    class Unreadable:
+        def reload(self) -> NoReturn:
+            raise ValueError("a segment file is gone")
+
+    with SqliteStore(database, follow_writes=False) as reader:
+        kb_id, lexical, slot = _searched(reader)
+        _written_apart(database, kb_id, 1)
+        slot.index = Unreadable()
+        assert lexical._quarantined(kb_id, slot)
+        assert lexical.damaged([kb_id]) or kb_id not in lexical._slots  # let go (rebuilding)
+        wait_until(lambda: not lexical.damaged([kb_id]))
+        assert len(reader.keyword_search([kb_id], "glacier", 10)) == 4  # rebuilt, whole

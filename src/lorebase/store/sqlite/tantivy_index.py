@@ -431,7 +431,10 @@ class TantivyIndexes:
             # New segment files since the last look (a merge that ended after the catch-up,
             # another process's commit): sized now, so the searcher may read them; what the
             # reload maps beyond the listing is sized right after, as a catch-up does.
-            reason = self._reloaded(kb_id, slot)
+            try:
+                reason = self._reloaded(kb_id, slot)
+            except (OSError, ValueError) as error:  # its files changed under the reload
+                reason = f"it could not be read again ({type(error).__name__})"
         if reason is None:
             return False
         with self._lock:
