@@ -64,17 +64,28 @@ def base_with_a_document(server: Server, user: str = "alice") -> tuple[int, int]
 
 @dataclass
 class Held:
-    """Requests matching ``matches`` (a URL predicate), held until :meth:`release`."""
+    """Requests matching ``matches`` (a URL predicate), held until :meth:`release`.
+
+    A held request goes on through :meth:`Route.fallback`, to the context's own handler (the
+    one that lets 127.0.0.1 through), and so does every later one: the handler stays. Taking it
+    away (``page.unroute``) would change what the browser sends Playwright while requests are
+    on their way to it, and the driver answers those itself: the context's handler then finds
+    them already handled (seen in CI as "Route is already handled!" and a view that never
+    filled)."""
 
     page: Page
     matches: Callable[[str], bool]
     routes: list[Route] = field(default_factory=list)
+    released: bool = False
 
     def __post_init__(self) -> None:
         self.page.route(self.matches, self.keep)
 
     def keep(self, route: Route) -> None:
-        self.routes.append(route)
+        if self.released:
+            route.fallback()
+        else:
+            self.routes.append(route)
 
     def wait(self) -> None:
         """Wait (letting Playwright dispatch its events) until a request is held."""
@@ -86,9 +97,9 @@ class Held:
 
     def release(self) -> None:
         self.wait()
-        for route in self.routes:
-            route.continue_()
-        self.page.unroute(self.matches, self.keep)
+        self.released = True
+        while self.routes:
+            self.routes.pop(0).fallback()
 
 
 @pytest.fixture
