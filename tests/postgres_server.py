@@ -20,6 +20,7 @@ servers whose starting process is gone (:func:`stop_stale`).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import pwd
@@ -75,21 +76,26 @@ def _as_server_user() -> list[str]:
     """The command prefix that runs a program as the server's user (nothing unless root)."""
     if os.geteuid() != 0:
         return []
-    try:
-        pwd.getpwnam(SYSTEM_USER)
-    except KeyError:
-        subprocess.run(
-            [
-                "useradd",
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                SYSTEM_USER,
-            ],
-            check=True,
-            capture_output=True,
-        )
+    # One process at a time: the test workers of a fresh machine start their servers together,
+    # and two `useradd`s at once left one worker's initdb without its user (CI: "could not
+    # look up effective user ID").
+    with (Path(tempfile.gettempdir()) / f"{SYSTEM_USER}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            pwd.getpwnam(SYSTEM_USER)
+        except KeyError:
+            subprocess.run(
+                [
+                    "useradd",
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    SYSTEM_USER,
+                ],
+                check=True,
+                capture_output=True,
+            )
     return ["runuser", "-u", SYSTEM_USER, "--"]
 
 
