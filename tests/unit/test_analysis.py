@@ -64,6 +64,8 @@ def test_accents_are_folded_only_where_a_language_allows_it() -> None:
     assert analysis("tr").terms("ılık") != analysis("tr").terms("ilik")  # ı is another letter
     assert fold("ødegård straße") == "odegard strasse"
     assert fold("東京") == "東京"
+    # A word of nothing but combining marks (hypothesis found one) stays itself: no empty term.
+    assert fold("\u1dc0") == "\u1dc0" and analysis("en").terms("\u1dc0") == ["\u1dc0"]
 
 
 def test_a_language_without_a_stemmer_gets_the_neutral_analysis() -> None:

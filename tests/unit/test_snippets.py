@@ -145,7 +145,15 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
     .words_that_may_be, or a passage's words kept sorted: LatinWords, and the places of the
     terms a passage was asked about remembered: Read); the marks are those a lookup of every
     word gives."""
-    from lorebase.analysis import LatinWords, analysis, is_latin, word_spans, words_that_may_be
+    from lorebase.analysis import (
+        SUFFIX_STEMMERS,
+        LatinWords,
+        analysis,
+        is_latin,
+        latin_words,
+        word_spans,
+        words_that_may_be,
+    )
     from lorebase.search.snippets import Read, matches
 
     text = "".join(word + glue for word, glue in pieces)
@@ -169,6 +177,16 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
     may_be = words_that_may_be(text, lang, wanted)
     if is_latin(text):
         assert LatinWords(text).that_may_be(lang, wanted) == may_be
+        # Only words that cannot be a wanted term are left out: in a language whose stemmer
+        # keeps a word's first letter, those that begin with an ASCII letter no term begins with.
+        firsts = {term[0] for term in wanted if term[0].isascii()}
+        keeps_first = lang.stemmer is None or lang.stemmer in SUFFIX_STEMMERS
+        assert may_be == {
+            word
+            for word in latin_words(text)
+            if not keeps_first or word[0] >= "\x80" or word[0].lower() in firsts
+        }
+        assert may_be >= {word for word in latin_words(text) if terms[word] in wanted}
     else:
         assert may_be is None
 
