@@ -70,10 +70,10 @@ KNOWN_WORDS = 200_000
 class Read:
     """What cutting a passage learned that no question changes: its text on one line and
     whether it is Latin; its words (:class:`~lorebase.analysis.LatinWords`: the text with what
-    is not a word made spaces), made the first time it is cut; where the words of each term
-    asked of it stand (:meth:`marks`: a passage cut again for a term, by another question of
-    its topic, looks it up); the words of text split by ICU (~0.3 ms a passage), kept the
-    first time."""
+    is not a word made spaces, and the words of each first letter asked), made the first time
+    it is cut; where the words of each term asked of it stand (:meth:`marks`: a passage cut
+    again for a term, by another question of its topic, looks it up); the words of text split
+    by ICU (~0.3 ms a passage), kept the first time."""
 
     __slots__ = ("_runs", "flat", "latin", "spans", "terms", "words")
 
