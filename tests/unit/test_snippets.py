@@ -142,9 +142,9 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
     pieces: list[tuple[str, str]], question: list[str], language: str | None
 ) -> None:
     """Snippets look up only the words that may be a wanted term (lorebase.analysis
-    .words_that_may_be, or a passage's words kept sorted: LatinWords, and the places of the
-    terms a passage was asked about remembered: Read); the marks are those a lookup of every
-    word gives."""
+    .words_that_may_be, or a passage's words kept by first letter: LatinWords, and the places
+    of the terms a passage was asked about remembered: Read); the marks are those a lookup of
+    every word gives."""
     from lorebase.analysis import (
         SUFFIX_STEMMERS,
         LatinWords,
@@ -176,7 +176,10 @@ def test_looking_up_only_the_words_that_may_match_marks_what_every_word_would(
         assert matches(flat, lang, wanted, {}, read) == matches(flat, lang, wanted)
     may_be = words_that_may_be(text, lang, wanted)
     if is_latin(text):
-        assert LatinWords(text).that_may_be(lang, wanted) == may_be
+        kept = LatinWords(text)  # asked of one term's letter, then of all: the first kept
+        fewer = frozenset(sorted(wanted)[:1])
+        assert kept.that_may_be(lang, fewer) == words_that_may_be(text, lang, fewer)
+        assert kept.that_may_be(lang, wanted) == may_be
         # Only words that cannot be a wanted term are left out: in a language whose stemmer
         # keeps a word's first letter, those that begin with an ASCII letter no term begins with.
         firsts = {term[0] for term in wanted if term[0].isascii()}
