@@ -5,11 +5,12 @@ what only names them (the command line's options, the access rules) loads withou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from lorebase.store.base import KnowledgeBase
 
 

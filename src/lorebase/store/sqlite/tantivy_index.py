@@ -35,10 +35,10 @@ How it stays correct:
   catch-up, or when a search finds segment files that were not there at the last look (a
   merge that ended since) — and the sizes are looked at right after: Tantivy's own reader
   would follow every commit on disk (another process's, a merge's) and map files never
-  looked at. A damaged index is let go
-  unread, its base answers by keyword with nothing until it is rebuilt (the search says
-  ``lexical_index_damaged``, the log and :meth:`TantivyIndexes.damaged` say which base and
-  why), and it is rebuilt from the chunks in the background.
+  looked at. A damaged index is let go unread, its base answers by keyword with nothing
+  until it is rebuilt (the search says ``lexical_index_damaged``, the log and
+  :meth:`TantivyIndexes.damaged` say which base and why), and it is rebuilt from the chunks
+  in the background.
 
 What is indexed and how a query is scored: :mod:`.tantivy_schema`.
 """
