@@ -45,11 +45,18 @@ def collapsed(
     return out
 
 
-def without_repeats(hits: Sequence[Hit]) -> list[Hit]:
-    """Hits whose passage (trail and text) was already shown higher up are left out: a copy
-    of a file, boilerplate repeated across documents. Pure."""
+def one_line(hit: Hit) -> str:
+    """``hit``'s text with its runs of spaces and line ends made one space: what tells a
+    repeated passage. Pure."""
+    return " ".join(hit.text.split())
+
+
+def without_repeats(hits: Sequence[Hit], flat: Callable[[Hit], str] = one_line) -> list[Hit]:
+    """Hits whose passage (trail and text on one line: ``flat``) was already shown higher up
+    are left out: a copy of a file, boilerplate repeated across documents. Pure when ``flat``
+    is."""
     seen: set[tuple[tuple[str, ...], str]] = set()
-    return [hit for hit in hits if _first_time(hit, seen)]
+    return [hit for hit in hits if _first_time(hit, seen, flat)]
 
 
 def first_hits(
@@ -58,12 +65,14 @@ def first_hits(
     wanted: int,
     deepest: int,
     passages: int = PASSAGES_PER_HIT,
+    flat: Callable[[Hit], str] = one_line,
 ) -> list[Hit]:
     """The first ``wanted`` hits of ``groups`` (as :func:`collapsed` makes them) whose passage
     is not a repeat (as :func:`without_repeats` tells), looking at no group past the
     ``deepest``-th. Hits are read a batch at a time, as many groups as hits are still wanted:
     most searches read ``wanted`` groups once (reading every group a repeat might need cost a
-    search twice the reads it shows)."""
+    search twice the reads it shows). ``flat``: a hit's text on one line (a search gives the
+    one its snippets keep, not made twice)."""
     kept: list[Hit] = []
     seen: set[tuple[tuple[str, ...], str]] = set()
     start, end = 0, min(len(groups), deepest)
@@ -71,13 +80,17 @@ def first_hits(
         batch = groups[start : min(end, start + wanted - len(kept))]
         start += len(batch)
         found = read([item for group in batch for item in group[: passages + 1]])
-        kept += [hit for hit in collapsed(batch, found, passages) if _first_time(hit, seen)]
+        kept += [
+            hit for hit in collapsed(batch, found, passages) if _first_time(hit, seen, flat)
+        ]
     return kept[:wanted]
 
 
-def _first_time(hit: Hit, seen: set[tuple[tuple[str, ...], str]]) -> bool:
+def _first_time(
+    hit: Hit, seen: set[tuple[tuple[str, ...], str]], flat: Callable[[Hit], str]
+) -> bool:
     """Whether ``hit``'s passage is not in ``seen`` (it is, after)."""
-    key = (hit.provenance.trail, " ".join(hit.text.split()))
+    key = (hit.provenance.trail, flat(hit))
     if key in seen:
         return False
     seen.add(key)
