@@ -136,3 +136,34 @@ def test_the_first_hits_are_those_of_reading_every_group_at_once(
     if len(expected) == wanted:  # nothing was read beyond the group of the last hit
         last = next(i for i, g in enumerate(groups) if expected[-1].chunk_id in g)
         assert not set(reads) & {item for group in groups[last + 1 :] for item in group}
+
+
+def test_repeats_are_told_by_the_one_line_text_a_search_keeps() -> None:
+    """A search gives its hits' texts on one line as its snippets keep them (read once for
+    both): the hits are those the texts' own one-line form gives, and every hit looked at is
+    then kept, ready for its snippet."""
+    from lorebase.search.snippets import KnownPassages
+
+    kept = KnownPassages()
+
+    def flat(found: Hit) -> str:
+        return kept.read(found.text, "en").flat
+
+    stored = {
+        "a1": hit("a1", "A", "Same\n text"),
+        "a2": hit("a2", "A", "more of A"),
+        "b1": hit("b1", "B", "Same  text"),
+        "c1": hit("c1", "C", "other"),
+    }
+    groups = by_document(
+        list(stored), {item: h.provenance.document_id for item, h in stored.items()}
+    )
+
+    def read(ids: Sequence[str]) -> dict[str, Hit]:
+        return read_all(stored, ids)
+
+    shown = first_hits(groups, read, 3, 5, flat=flat)
+    assert shown == first_hits(groups, read, 3, 5)
+    assert [h.chunk_id for h in shown] == ["a1", "c1"]
+    assert {text for text, _ in kept._kept} == {"Same\n text", "Same  text", "other"}
+    assert without_repeats(list(stored.values()), flat) == without_repeats(list(stored.values()))

@@ -80,9 +80,7 @@ def first_hits(
         batch = groups[start : min(end, start + wanted - len(kept))]
         start += len(batch)
         found = read([item for group in batch for item in group[: passages + 1]])
-        kept += [
-            hit for hit in collapsed(batch, found, passages) if _first_time(hit, seen, flat)
-        ]
+        kept += [hit for hit in collapsed(batch, found, passages) if _first_time(hit, seen, flat)]
     return kept[:wanted]
 
 
