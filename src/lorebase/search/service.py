@@ -276,9 +276,8 @@ class SearchService:
             return order, UNAVAILABLE
         reread = rerank_depth(request.top_k)
         # A passage repeated in many files reaches the reranker once.
-        head = without_repeats(pool.hits(order[: reread + DUPLICATE_SLACK]), self._one_line)[
-            :reread
-        ]
+        looked_at = pool.hits(order[: reread + DUPLICATE_SLACK])
+        head = without_repeats(looked_at, self._one_line)[:reread]
         with self.turns.aside():  # a reranker is another machine, or its own threads
             outcome = rerank_hits(
                 self.reranker,
