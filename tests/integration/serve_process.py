@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -36,6 +37,14 @@ def serve_command(data: Path, port: int, *options: str) -> list[str]:
         str(port),
         *options,
     ]
+
+
+def started(command: list[str], log: Path, **options: Any) -> subprocess.Popen[Any]:
+    """``command`` started with its stderr (the server's log) written to ``log``: a pipe
+    nobody reads fills at 64 kB — ~780 access lines, what waiting on a slow start writes —
+    and the server then blocks on its next log line, answering and stopping nothing."""
+    with log.open("ab") as stderr:
+        return subprocess.Popen(command, stderr=stderr, **options)
 
 
 def wait_until_ready(base: str, process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:

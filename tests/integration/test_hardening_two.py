@@ -18,7 +18,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from integration.serve_process import free_port, serve_command, wait_until_ready
+from integration.serve_process import free_port, serve_command, started, wait_until_ready
 from integration.test_events_http import Live, serve
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.cli.main import app
@@ -132,7 +132,8 @@ def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
     data = tmp_path / "data"
     notes = _folder(tmp_path, "notes")
     command = serve_command(data, port, "--workers", "1", "--no-auth")
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log_path = tmp_path / "serve.log"
+    process = started(command, log_path, stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(base, process)
@@ -152,7 +153,7 @@ def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
         except httpx.TransportError as error:  # what the server said, not only the refusal
             process.terminate()
             process.wait(timeout=30)
-            said = process.stderr.read().decode() if process.stderr else ""
+            said = log_path.read_text(errors="replace")
             raise AssertionError(f"exit {process.returncode}; stderr:\n{said[-4000:]}") from error
         assert process.poll() is None, "the server died"
         warnings = searched["warnings"]
@@ -174,7 +175,7 @@ def test_a_truncated_index_file_does_not_end_the_server(tmp_path: Path) -> None:
         process.terminate()
         process.wait(timeout=30)
     assert process.returncode != 135
-    log = process.stderr.read().decode() if process.stderr else ""
+    log = log_path.read_text(errors="replace")
     assert "keyword index of base" in log and "damaged" in log and "heron" not in log
 
 

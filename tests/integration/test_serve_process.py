@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from integration.serve_process import free_port, serve_command, wait_until_ready
+from integration.serve_process import free_port, serve_command, started, wait_until_ready
 from lorebase.lock import IngestLock
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -39,7 +39,7 @@ async def mcp_session(url: str, key: str) -> tuple[set[str], str]:
 def test_serve_prints_a_key_once_and_answers(tmp_path: Path) -> None:
     port = free_port()
     command = serve_command(tmp_path, port, "--workers", "1")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = started(command, tmp_path / "serve.log", stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(3)]
@@ -117,10 +117,10 @@ def test_add_beside_an_idle_server_goes_ahead_and_the_server_finds_it(tmp_path: 
     folder.mkdir()
     (folder / "leave.md").write_text("# Leave\n\nVacation days carry over up to ten days.\n")
     port = free_port()
-    process = subprocess.Popen(
+    process = started(
         serve_command(data, port, "--workers", "1"),
+        tmp_path / "serve.log",
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         text=True,
     )
     try:
