@@ -495,7 +495,7 @@ def test_base_and_key_names_are_checked_the_same_way(tmp_path: Path, name: str) 
 def _children(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a task just gone
             found += [int(p) for p in (task / "children").read_text().split()]
     return found
 
@@ -511,16 +511,17 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _is_extraction_worker(pid: int) -> bool:
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
         return b"lorebase.extract.sandbox" in Path(f"/proc/{pid}/cmdline").read_bytes()
     return False
 
 
 def _state_of(pid: int) -> str | None:
-    """A process's state letter (``Z``: a zombie); None once it is gone."""
+    """A process's state letter (``Z``: a zombie); None once it is gone (reaped between the
+    stat file's opening and its read, the read fails with ESRCH)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return None
 
 

@@ -203,10 +203,11 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_next_file_is_fine(docx_bomb
 
 
 def _gone(pid: int) -> bool:
-    """Whether ``pid`` is gone — not even a zombie."""
+    """Whether ``pid`` is gone — not even a zombie. A process reaped between opening its stat
+    file and reading it makes the read fail with ESRCH (ProcessLookupError), not ENOENT."""
     try:
         _state(pid)
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True
     return False
 
