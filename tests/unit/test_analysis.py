@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from lorebase.analysis import (
     DEFAULT_LANGUAGE,
     NEUTRAL,
+    STEMMERS,
+    STOP_WORD_LANGUAGES,
     analysis,
     analysis_language,
     fold,
@@ -110,6 +112,35 @@ def test_a_question_is_analysed_as_each_language_of_the_passages() -> None:
     assert all("the" not in v and "did" not in v for v in variants)
     assert merged([{"a": 1, "b": 2}, {"b": 1, "c": 1}]) == {"a": 1, "b": 2, "c": 1}
     assert query_variants("anything", []) == [analysis("en").query_terms("anything")]
+
+
+def _analysed() -> list[str]:
+    from lorebase.analysis import _SEGMENTED
+
+    return sorted({*STEMMERS, *STOP_WORD_LANGUAGES, *_SEGMENTED, NEUTRAL, DEFAULT_LANGUAGE})
+
+
+# Letters of several scripts (with and without spaces) and what ICU treats specially between
+# them: apostrophes, colons (Finnish and Swedish "EU:n"), periods, dashes.
+QUESTION_CHARACTERS = list("abcxyzEU éüßİıñ:'’.,-_03αβγПриветмир北京大学日本語ですภาษาไทย")
+
+
+@given(
+    st.text(alphabet=st.sampled_from(QUESTION_CHARACTERS), max_size=60),
+    st.lists(st.sampled_from(_analysed()), min_size=1, max_size=8, unique=True),
+)
+@example("EU:n jäsen, don't l'homme: aujourd'hui 3.14", ["fi", "sv", "en", "fr", "de"])
+@example("北京大学 ภาษาไทย 日本語です", ["zh", "th", "ja", "ko", "en"])
+def test_a_question_split_once_is_each_language_s_own_analysis(
+    text: str, languages: list[str]
+) -> None:
+    """query_variants splits a question once and analyses its words once per stemmer and
+    folding: the variants of analysing it in each language, split in that language's locale
+    (ICU's word boundaries are the same in every locale lorebase analyses)."""
+    codes = sorted({analysis_language(language) for language in languages})
+    stops = frozenset().union(*(analysis(code).stop_words for code in codes))
+    own = [analysis(code).query_terms(text, stops) for code in codes]
+    assert query_variants(text, languages) == [variant for variant in own if variant]
 
 
 LATIN = st.characters(max_codepoint=0x2FF, categories=["Lu", "Ll", "Nd", "Zs", "Po", "Pd", "Cc"])
