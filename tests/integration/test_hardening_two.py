@@ -25,6 +25,7 @@ from lorebase.cli.main import app
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput
 from lorebase.settings import Settings
+from proc_state import process_state
 from waiting import wait_until
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -516,15 +517,6 @@ def _is_extraction_worker(pid: int) -> bool:
     return False
 
 
-def _state_of(pid: int) -> str | None:
-    """A process's state letter (``Z``: a zombie); None once it is gone (reaped between the
-    stat file's opening and its read, the read fails with ESRCH)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
 def test_an_extraction_worker_killed_in_a_real_server_is_reaped(tmp_path: Path) -> None:
     """`kill -9` of a `lorebase serve` process's idle extraction worker: gone at once, not left
     a zombie, and the next upload is read by a new one."""
@@ -550,7 +542,7 @@ def test_an_extraction_worker_killed_in_a_real_server_is_reaped(tmp_path: Path) 
         workers = [pid for pid in _descendants(process.pid) if _is_extraction_worker(pid)]
         assert workers
         os.kill(workers[0], signal.SIGKILL)
-        wait_until(lambda: _state_of(workers[0]) is None, 20)
+        wait_until(lambda: process_state(workers[0]) is None, 20)
         upload("second.md")
         wait_until(lambda: _hits(base, "heron", "keyword") == 2)
         assert process.poll() is None

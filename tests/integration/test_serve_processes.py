@@ -22,6 +22,7 @@ import pytest
 from integration.serve_process import free_port, serve_command, wait_until_ready
 from lorebase.priority import BACKGROUND_NICENESS
 from lorebase.vault.keys import DataKey
+from proc_state import process_state
 from waiting import wait_until
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -74,11 +75,8 @@ def niceness(pid: int) -> set[int]:
 
 
 def gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+    """Ended: gone, or a zombie its parent has not reaped yet."""
+    return process_state(pid) in (None, "Z")
 
 
 def socket_folder_of(pid: int) -> Path:

@@ -147,7 +147,7 @@ def test_repeats_are_told_by_the_one_line_text_a_search_keeps() -> None:
     kept = KnownPassages()
 
     def flat(found: Hit) -> str:
-        return kept.read(found.text, "en").flat
+        return kept.one_line(found.text, "en")
 
     stored = {
         "a1": hit("a1", "A", "Same\n text"),

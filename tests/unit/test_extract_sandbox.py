@@ -35,6 +35,7 @@ from lorebase.inspect import inspect_file, inspect_folder
 from lorebase.settings import MB, ExtractSettings, Settings
 from lorebase.store.states import DocumentState
 from lorebase.types import DocumentKind, Element, ElementKind, Extracted, FailureReason, Part
+from proc_state import process_state
 from waiting import wait_until
 
 # Low limits keep the bombs cheap: a worker holds ~55 MB before it reads anything.
@@ -123,10 +124,6 @@ def _failure(pool: ExtractionPool, data: bytes, name: str) -> ExtractionFailed:
     return caught.value
 
 
-def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
 def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
@@ -202,16 +199,6 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_next_file_is_fine(docx_bomb
         assert pool.worker_pids() != [pid]
 
 
-def _gone(pid: int) -> bool:
-    """Whether ``pid`` is gone — not even a zombie. A process reaped between opening its stat
-    file and reading it makes the read fail with ESRCH (ProcessLookupError), not ENOENT."""
-    try:
-        _state(pid)
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return False
-
-
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_worker_killed_while_idle_is_reaped_at_once_and_replaced(workers: int) -> None:
     """No zombie waits for the next file (issue 27): the pool reaps a killed idle worker by
@@ -221,7 +208,7 @@ def test_a_worker_killed_while_idle_is_reaped_at_once_and_replaced(workers: int)
             list(threads.map(lambda i: pool.extract(GOOD_MD, PurePath(f"{i}.md")), range(8)))
         pids = pool.worker_pids()
         os.kill(pids[0], signal.SIGKILL)
-        wait_until(lambda: _gone(pids[0]), 20, what="the killed worker reaped")
+        wait_until(lambda: process_state(pids[0]) is None, 20, what="the killed worker reaped")
         assert pool.worker_pids() == pids[1:]
         assert pool.extract(GOOD_MD, PurePath("again.md")).title == "Notes"
         assert pids[0] not in pool.worker_pids()

@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from lorebase.analysis import analysis
 from lorebase.embed.base import Embedder
 from lorebase.embed.registry import Embedders
 from lorebase.errors import InvalidInput, NotFound
@@ -316,8 +315,7 @@ class SearchService:
     def _one_line(self, hit: Hit) -> str:
         """``hit``'s text on one line, as its snippet reads it: kept with the passages cut
         lately (a shown hit's text was put on one line twice a search, ~0.1 ms)."""
-        language = analysis(hit.provenance.language).language
-        return self._known_passages.read(hit.text, language).flat
+        return self._known_passages.one_line(hit.text, hit.provenance.language)
 
     def _keyword(
         self,

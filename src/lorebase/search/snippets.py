@@ -175,6 +175,11 @@ class KnownPassages:
                 self._kept.popitem(last=False)
         return found
 
+    def one_line(self, text: str, language: str | None) -> str:
+        """``text`` on one line as the snippets of a passage in ``language`` read it (kept
+        under the same key: a shown hit's text is put on one line once a search)."""
+        return self.read(text, analysis(language).language).flat
+
 
 KNOWN_PASSAGES = 2_048
 """About 20 MB: a passage of ~1,000 characters, its ~100 distinct words and the places of the
