@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +19,7 @@ from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput, NotFound
 from lorebase.settings import Settings
 from lorebase.store.states import DocumentState
+from waiting import wait_until
 
 HANDBOOK = """\
 ---
@@ -264,3 +267,54 @@ def test_nothing_indexed_or_searched_reaches_a_log(
     logged = "\n".join(r.getMessage() for r in caplog.records)
     for needle in ("vacation", "Employees accrue", "ERR_4711", "secret query"):
         assert needle not in logged
+
+
+def test_a_search_runs_its_keyword_arm_beside_it_only_when_alone(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alone in its process, a hybrid search runs its keyword arm and tells its question's
+    language on other threads while it embeds the question; with another search waiting for
+    a turn it runs both on its own thread (the other core is that search's), and a search by
+    keyword alone has nothing to overlap."""
+    with make(tmp_path, FakeEmbedder(languages=frozenset({"en"}))) as lb:
+        lb.add([corpus], kb="team")
+        store, detector = lb.searcher.store, lb.searcher.dense.languages
+        keyword_search, detect = store.keyword_search, detector.detect
+        seen: dict[str, set[str]] = {"keyword": set(), "language": set()}
+
+        def keyword_seen(*args: Any, **kwargs: Any) -> Any:
+            seen["keyword"].add(threading.current_thread().name)
+            return keyword_search(*args, **kwargs)
+
+        def detect_seen(*args: Any, **kwargs: Any) -> Any:
+            seen["language"].add(threading.current_thread().name)
+            return detect(*args, **kwargs)
+
+        monkeypatch.setattr(store, "keyword_search", keyword_seen)
+        monkeypatch.setattr(detector, "detect", detect_seen)
+
+        def threads(mode: str) -> dict[str, set[str]]:
+            for names in seen.values():
+                names.clear()
+            assert lb.search("vacation days", kb="team", mode=mode).hits
+            return {arm: set(names) for arm, names in seen.items()}
+
+        here = {threading.current_thread().name}
+        alone = threads("hybrid")
+        assert alone["keyword"] and alone["language"]
+        assert not (alone["keyword"] | alone["language"]) & here
+        assert threads("keyword")["keyword"] == here
+
+        turns = lb.searcher.turns
+        with turns.turn():  # this thread's search keeps it (a search inside a search)
+
+            def another_search() -> None:
+                with turns.turn():
+                    pass
+
+            waiting = threading.Thread(target=another_search)
+            waiting.start()
+            wait_until(turns.crowded, 5, what="another search to wait for a turn")
+            assert threads("hybrid") == {"keyword": here, "language": here}
+        waiting.join(5)
+        assert not waiting.is_alive()

@@ -89,3 +89,32 @@ def test_without_a_limit_every_search_runs_at_once() -> None:
     other.join(5)
     with turns.turn(), turns.aside():
         pass
+
+
+def test_crowded_while_another_search_waits_for_the_turn() -> None:
+    """What a search would run beside itself is run on its own thread while others wait."""
+    turns = Turns()
+    assert not turns.crowded()
+    inside, leave = threading.Event(), threading.Event()
+    with turns.turn():
+        assert not turns.crowded()  # the one holding it does not count
+        waiter = _in_turn(turns, inside, leave)
+        deadline = time.monotonic() + 5
+        while not turns.crowded() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert turns.crowded()
+    assert inside.wait(5)
+    assert not turns.crowded()  # it has the turn now: nobody waits
+    leave.set()
+    waiter.join(5)
+
+
+def test_never_crowded_without_a_limit() -> None:
+    turns = Turns(None)
+    inside, leave = threading.Event(), threading.Event()
+    with turns.turn():
+        waiter = _in_turn(turns, inside, leave)
+        assert inside.wait(5)
+        assert not turns.crowded()
+    leave.set()
+    waiter.join(5)

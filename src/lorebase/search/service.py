@@ -164,7 +164,10 @@ class SearchService:
 
         keyword: Future[_Keyword] | None = None
         if request.mode in (Mode.HYBRID, Mode.KEYWORD):
-            keyword = self._keyword(kb_ids, request.query, limit, documents, timings)
+            # Beside this search while it embeds the question, unless other searches wait:
+            # the core it would take is theirs (lorebase.search.turns).
+            beside = request.mode is Mode.HYBRID and not self.turns.crowded()
+            keyword = self._keyword(kb_ids, request.query, limit, documents, timings, beside)
         dense = DenseResult()
         if request.mode in (Mode.HYBRID, Mode.DENSE):
             dense = self.dense.search(request.query, kbs, limit, documents, timings, warnings)
@@ -173,7 +176,9 @@ class SearchService:
                 # Dense only, and some bases' (or every base's) embedder could not answer:
                 # those bases answer by keyword.
                 by_keyword = kb_ids if dense.ranking is None else dense.keyword_only
-                keyword = self._keyword(by_keyword, request.query, limit, documents, timings)
+                keyword = self._keyword(
+                    by_keyword, request.query, limit, documents, timings, beside=False
+                )
         lexical = keyword.result() if keyword is not None else None
         if lexical is not None and lexical.damaged:
             names = ", ".join(kb.name for kb in kbs if kb.id in lexical.damaged)
@@ -324,8 +329,11 @@ class SearchService:
         limit: int,
         documents: Sequence[str] | None,
         timings: dict[str, float],
+        beside: bool,
     ) -> Future[_Keyword]:
-        """The keyword arm on its own thread (it overlaps embedding the query)."""
+        """The keyword arm: ``beside`` the search on a thread of its own (it overlaps embedding
+        the question), else run now on this one (nothing to overlap, or the other core is
+        another search's)."""
 
         def run() -> _Keyword:
             with self.store.snapshot():  # the ceiling from the statistics the search ranked by
@@ -333,7 +341,14 @@ class SearchService:
                 ceiling = self.store.keyword_ceiling(kb_ids, query) if ranking else 0.0
             return _Keyword(ranking, ceiling, self.store.lexical_damage(kb_ids))
 
-        return self._pool.submit(_timed, timings, "keyword", run)
+        if beside:
+            return self._pool.submit(_timed, timings, "keyword", run)
+        done: Future[_Keyword] = Future()
+        try:
+            done.set_result(_timed(timings, "keyword", run))
+        except Exception as error:  # raised where the search asks for the result, as beside
+            done.set_exception(error)
+        return done
 
     def _unread_but_spoken(self, kb_ids: list[int], keyword: Scored, dense: DenseResult) -> bool:
         """Whether no model searched reads the question while the base speaks its language:

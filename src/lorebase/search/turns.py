@@ -10,6 +10,15 @@ searches/s of one client, against 0.58x. A search gives its turn up while it wai
 machine (a model server embedding its question, a reranker): that wait holds no interpreter
 (:meth:`Turns.aside`). Over PostgreSQL searches take no turns: a search there waits on the
 database, another machine, for much of its time.
+
+A search alone in its process runs parts of itself beside it on other threads (its keyword arm
+and its question's language while the question is embedded): the other core would idle. When
+other searches wait for a turn (:meth:`Turns.crowded`) the cores are busy with them and the
+hand-overs are what the other threads add. Sixteen clients of ``serve --processes 2``, with
+a search running them on its own thread while others wait against always beside it: 160 and
+162 searches/s against 157 and 147, 11.2 ms of server CPU a search against 11.3 and 12.1 (two
+runs of interleaved rounds; bench/README, issue 33, eleventh step). Always on its own thread,
+one client waited ~1 ms longer a search.
 """
 
 from __future__ import annotations
@@ -28,9 +37,28 @@ class Turns:
         self.at_once = at_once
         self._free = threading.Semaphore(at_once) if at_once is not None else None
         self._holding = threading.local()
+        self._waiting = 0  # searches waiting for a turn
+        self._counting = threading.Lock()
 
     def _held(self) -> bool:
         return bool(getattr(self._holding, "turn", False))
+
+    def crowded(self) -> bool:
+        """Whether another search waits for a turn now (never without a limit): what a search
+        would run beside itself takes the core that search waits for."""
+        return self._waiting > 0
+
+    def _take(self, free: threading.Semaphore) -> None:
+        """Wait for a turn, counted among the waiting while it waits."""
+        if free.acquire(blocking=False):
+            return
+        with self._counting:
+            self._waiting += 1
+        try:
+            free.acquire()
+        finally:
+            with self._counting:
+                self._waiting -= 1
 
     @contextmanager
     def turn(self) -> Iterator[None]:
@@ -40,7 +68,7 @@ class Turns:
         if free is None or self._held():
             yield
             return
-        free.acquire()
+        self._take(free)
         self._holding.turn = True
         try:
             yield
@@ -61,5 +89,5 @@ class Turns:
         try:
             yield
         finally:
-            free.acquire()
+            self._take(free)
             self._holding.turn = True
