@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from budget import examples
 from lorebase.app import Lorebase, open_lorebase
 from lorebase.embed.fake import FakeEmbedder
 from lorebase.errors import InvalidInput, NotFound
-from lorebase.settings import Settings
+from lorebase.settings import ServeSettings, Settings
 from lorebase.store.states import DocumentState
 from waiting import wait_until
 
@@ -269,14 +270,15 @@ def test_nothing_indexed_or_searched_reaches_a_log(
         assert needle not in logged
 
 
-def test_a_search_runs_its_keyword_arm_beside_it_only_when_alone(
-    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Alone in its process, a hybrid search runs its keyword arm and tells its question's
-    language on other threads while it embeds the question; with another search waiting for
-    a turn it runs both on its own thread (the other core is that search's), and a search by
-    keyword alone has nothing to overlap."""
-    with make(tmp_path, FakeEmbedder(languages=frozenset({"en"}))) as lb:
+@contextmanager
+def parts_seen(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch, processes: int
+) -> Iterator[tuple[Lorebase, Callable[[str], dict[str, set[str]]]]]:
+    """A base searched by a service of one of ``processes`` answering processes, and what
+    tells, for a search by a mode, the threads its keyword arm and its question's language
+    ran on."""
+    settings = Settings(data_dir=tmp_path / "data", serve=ServeSettings(processes=processes))
+    with open_lorebase(settings=settings, embedder=FakeEmbedder(languages=frozenset({"en"}))) as lb:
         lb.add([corpus], kb="team")
         store, detector = lb.searcher.store, lb.searcher.dense.languages
         keyword_search, detect = store.keyword_search, detector.detect
@@ -297,24 +299,63 @@ def test_a_search_runs_its_keyword_arm_beside_it_only_when_alone(
             for names in seen.values():
                 names.clear()
             assert lb.search("vacation days", kb="team", mode=mode).hits
-            return {arm: set(names) for arm, names in seen.items()}
+            return {part: set(names) for part, names in seen.items()}
 
-        here = {threading.current_thread().name}
+        yield lb, threads
+
+
+@contextmanager
+def another_search_waiting(lb: Lorebase) -> Iterator[None]:
+    """This thread holding the search turn (its searches keep it: a search inside a search)
+    while another search waits for it."""
+    turns = lb.searcher.turns
+    with turns.turn():
+
+        def another_search() -> None:
+            with turns.turn():
+                pass
+
+        waiting = threading.Thread(target=another_search)
+        waiting.start()
+        wait_until(turns.crowded, 5, what="another search to wait for a turn")
+        yield
+    waiting.join(5)
+    assert not waiting.is_alive()
+
+
+def test_a_search_alone_runs_its_keyword_arm_and_language_beside_it(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hybrid search tells both on other threads while it embeds its question; a search by
+    keyword alone has nothing to overlap and runs its arm itself."""
+    here = threading.current_thread().name
+    with parts_seen(tmp_path, corpus, monkeypatch, os.cpu_count() or 1) as (_, threads):
         alone = threads("hybrid")
         assert alone["keyword"] and alone["language"]
-        assert not (alone["keyword"] | alone["language"]) & here
-        assert threads("keyword")["keyword"] == here
+        assert here not in alone["keyword"] | alone["language"]
+        assert threads("keyword")["keyword"] == {here}
 
-        turns = lb.searcher.turns
-        with turns.turn():  # this thread's search keeps it (a search inside a search)
 
-            def another_search() -> None:
-                with turns.turn():
-                    pass
+def test_with_the_cores_busy_with_searches_a_search_runs_them_itself(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As many processes answer as there are cores and another search waits here: the other
+    cores are searching, and other threads would only add hand-overs."""
+    here = threading.current_thread().name
+    with (
+        parts_seen(tmp_path, corpus, monkeypatch, os.cpu_count() or 1) as (lb, threads),
+        another_search_waiting(lb),
+    ):
+        assert threads("hybrid") == {"keyword": {here}, "language": {here}}
 
-            waiting = threading.Thread(target=another_search)
-            waiting.start()
-            wait_until(turns.crowded, 5, what="another search to wait for a turn")
-            assert threads("hybrid") == {"keyword": here, "language": here}
-        waiting.join(5)
-        assert not waiting.is_alive()
+
+def test_one_process_keeps_its_other_threads_while_searches_wait(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With fewer processes than cores a search's other threads are what uses the rest."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: a single process already takes every core")
+    here = threading.current_thread().name
+    with parts_seen(tmp_path, corpus, monkeypatch, 1) as (lb, threads), another_search_waiting(lb):
+        seen = threads("hybrid")
+        assert seen["keyword"] and here not in seen["keyword"] | seen["language"]

@@ -91,10 +91,12 @@ def test_without_a_limit_every_search_runs_at_once() -> None:
         pass
 
 
-def test_crowded_while_another_search_waits_for_the_turn() -> None:
-    """What a search would run beside itself is run on its own thread while others wait."""
-    turns = Turns()
-    assert not turns.crowded()
+@pytest.mark.parametrize("cores_shared", [True, False])
+def test_crowded_while_another_search_waits_for_the_turn(cores_shared: bool) -> None:
+    """A search runs parts of itself on other threads unless other processes keep the other
+    cores busy and searches wait here."""
+    turns = Turns(cores_shared=cores_shared)
+    assert not turns.crowded() and turns.room_beside()
     inside, leave = threading.Event(), threading.Event()
     with turns.turn():
         assert not turns.crowded()  # the one holding it does not count
@@ -103,18 +105,19 @@ def test_crowded_while_another_search_waits_for_the_turn() -> None:
         while not turns.crowded() and time.monotonic() < deadline:
             time.sleep(0.005)
         assert turns.crowded()
+        assert turns.room_beside() is not cores_shared
     assert inside.wait(5)
-    assert not turns.crowded()  # it has the turn now: nobody waits
+    assert not turns.crowded() and turns.room_beside()  # it has the turn: nobody waits
     leave.set()
     waiter.join(5)
 
 
 def test_never_crowded_without_a_limit() -> None:
-    turns = Turns(None)
+    turns = Turns(None, cores_shared=True)
     inside, leave = threading.Event(), threading.Event()
     with turns.turn():
         waiter = _in_turn(turns, inside, leave)
         assert inside.wait(5)
-        assert not turns.crowded()
+        assert not turns.crowded() and turns.room_beside()
     leave.set()
     waiter.join(5)

@@ -235,12 +235,12 @@ class DenseArm:
                 if (
                     embedder.languages is not None
                     and out.detecting is None
-                    and not self._turns.crowded()
+                    and self._turns.room_beside()
                 ):
                     # Told on another thread while this one loads the model (the first
                     # search: ~0.1 s, the detector's own load beside it) and runs it (which
                     # lets go of the interpreter): ~0.2 ms a search no longer after it.
-                    # With other searches waiting it is told after, on this thread
+                    # With the cores busy with searches it is told after, on this thread
                     # (lorebase.search.turns).
                     out.detecting = self._pool.submit(self.languages.detect, query)
                 identity = embedder.identity

@@ -91,12 +91,14 @@ class SearchService:
         languages: LanguageDetector | None = None,
         usage: UsageMeter | None = None,
         at_once: int | None = SEARCHES_AT_ONCE,
+        cores_shared: bool = False,
     ) -> None:
         """``embedders``: the named embedders (each base's own), or one embedder for every
         base (None: keyword only). ``languages``: the question's language detector (one is
         made when not given). ``usage``: where each query embedded is counted (in memory).
-        ``at_once``: the searches that run at once (see :mod:`lorebase.search.turns`; None:
-        all)."""
+        ``at_once``: the searches that run at once (None: all); ``cores_shared``: whether as
+        many processes answer searches as the machine has cores (both: see
+        :mod:`lorebase.search.turns`)."""
         self.store = store
         self.embedders = (
             embedders
@@ -117,7 +119,7 @@ class SearchService:
         self._embed_pool = ThreadPoolExecutor(
             max_workers=EMBED_THREADS, thread_name_prefix="lorebase-embed"
         )
-        self.turns = Turns(at_once)
+        self.turns = Turns(at_once, cores_shared=cores_shared)
         self.dense = DenseArm(
             store,
             self.embedders,
@@ -164,9 +166,9 @@ class SearchService:
 
         keyword: Future[_Keyword] | None = None
         if request.mode in (Mode.HYBRID, Mode.KEYWORD):
-            # Beside this search while it embeds the question, unless other searches wait:
-            # the core it would take is theirs (lorebase.search.turns).
-            beside = request.mode is Mode.HYBRID and not self.turns.crowded()
+            # Beside this search while it embeds the question, unless the cores are busy with
+            # other searches (lorebase.search.turns).
+            beside = request.mode is Mode.HYBRID and self.turns.room_beside()
             keyword = self._keyword(kb_ids, request.query, limit, documents, timings, beside)
         dense = DenseResult()
         if request.mode in (Mode.HYBRID, Mode.DENSE):

@@ -11,14 +11,16 @@ machine (a model server embedding its question, a reranker): that wait holds no 
 (:meth:`Turns.aside`). Over PostgreSQL searches take no turns: a search there waits on the
 database, another machine, for much of its time.
 
-A search alone in its process runs parts of itself beside it on other threads (its keyword arm
-and its question's language while the question is embedded): the other core would idle. When
-other searches wait for a turn (:meth:`Turns.crowded`) the cores are busy with them and the
-hand-overs are what the other threads add. Sixteen clients of ``serve --processes 2``, with
-a search running them on its own thread while others wait against always beside it: 160 and
-162 searches/s against 157 and 147, 11.2 ms of server CPU a search against 11.3 and 12.1 (two
-runs of interleaved rounds; bench/README, issue 33, eleventh step). Always on its own thread,
-one client waited ~1 ms longer a search.
+A search runs parts of itself beside it on other threads (its keyword arm and its question's
+language while the question is embedded): another core would idle. Where as many processes
+answer searches as the machine has cores, and other searches wait for a turn here
+(:meth:`Turns.room_beside`), the cores are busy with searches and the other threads add only
+hand-overs. Sixteen clients of ``serve --processes 2`` on 2 cores, a search running them on its
+own thread then against always beside it: 160 and 162 searches/s against 157 and 147, 11.2 ms
+of server CPU a search against 11.3 and 12.1 (two runs of interleaved rounds; bench/README,
+issue 33, eleventh step). In one process the other core is its helpers' (sixteen clients of one
+process: 0.85x one client's searches/s with them on the search's thread, 0.94x beside), and
+one client alone waits ~1 ms longer a search without them.
 """
 
 from __future__ import annotations
@@ -31,10 +33,14 @@ SEARCHES_AT_ONCE = 1
 
 
 class Turns:
-    """The turns of one process's searches (``at_once`` None: every search runs at once)."""
+    """The turns of one process's searches (``at_once`` None: every search runs at once;
+    ``cores_shared``: as many processes answer searches as the machine has cores)."""
 
-    def __init__(self, at_once: int | None = SEARCHES_AT_ONCE) -> None:
+    def __init__(
+        self, at_once: int | None = SEARCHES_AT_ONCE, *, cores_shared: bool = False
+    ) -> None:
         self.at_once = at_once
+        self.cores_shared = cores_shared
         self._free = threading.Semaphore(at_once) if at_once is not None else None
         self._holding = threading.local()
         self._waiting = 0  # searches waiting for a turn
@@ -44,9 +50,13 @@ class Turns:
         return bool(getattr(self._holding, "turn", False))
 
     def crowded(self) -> bool:
-        """Whether another search waits for a turn now (never without a limit): what a search
-        would run beside itself takes the core that search waits for."""
+        """Whether another search waits for a turn now (never without a limit)."""
         return self._waiting > 0
+
+    def room_beside(self) -> bool:
+        """Whether a search should run parts of itself on other threads now: not while other
+        processes keep the other cores busy and searches wait here."""
+        return not (self.cores_shared and self.crowded())
 
     def _take(self, free: threading.Semaphore) -> None:
         """Wait for a turn, counted among the waiting while it waits."""

@@ -19,6 +19,7 @@ starts a thread but the folder watcher of ``serve``.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -154,6 +155,7 @@ class Lorebase:
             usage=meter,
             # In turns over the embedded store; over PostgreSQL a search waits on the database.
             at_once=SEARCHES_AT_ONCE if settings.store_url is None else None,
+            cores_shared=settings.serve.processes >= (os.cpu_count() or 1),
         )
         lock = self.lock = IngestLock(settings.data_dir, holder)
         # The queue's callbacks are this facade's: the objects that do the jobs come below.
