@@ -16,11 +16,12 @@ language while the question is embedded): another core would idle. Where as many
 answer searches as the machine has cores, and other searches wait for a turn here
 (:meth:`Turns.room_beside`), the cores are busy with searches and the other threads add only
 hand-overs. Sixteen clients of ``serve --processes 2`` on 2 cores, a search running them on its
-own thread then against always beside it: 160 and 162 searches/s against 157 and 147, 11.2 ms
-of server CPU a search against 11.3 and 12.1 (two runs of interleaved rounds; bench/README,
-issue 33, eleventh step). In one process the other core is its helpers' (sixteen clients of one
-process: 0.85x one client's searches/s with them on the search's thread, 0.94x beside), and
-one client alone waits ~1 ms longer a search without them.
+own thread then against always beside it: 183.6 against 175.9 searches/s and 9.8 against 10.1
+ms of server CPU a search (three interleaved rounds, quiet machine; 162.0 against 146.6 in five
+on a busier hour: bench/README, issue 33, eleventh step). In one process the other core is its
+helpers' (sixteen clients of one process: 0.85x one client's searches/s with them on the
+search's thread whenever searches waited, 0.92-0.95x beside), and one client alone waits ~1 ms
+longer a search without them.
 """
 
 from __future__ import annotations
