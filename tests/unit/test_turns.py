@@ -9,6 +9,7 @@ import time
 import pytest
 
 from lorebase.search.turns import Turns
+from waiting import wait_until
 
 
 def _leave_at_once() -> threading.Event:
@@ -101,10 +102,7 @@ def test_crowded_while_another_search_waits_for_the_turn(cores_shared: bool) -> 
     with turns.turn():
         assert not turns.crowded()  # the one holding it does not count
         waiter = _in_turn(turns, inside, leave)
-        deadline = time.monotonic() + 5
-        while not turns.crowded() and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert turns.crowded()
+        wait_until(turns.crowded, 5, what="the other search to wait for a turn")
         assert turns.room_beside() is not cores_shared
     assert inside.wait(5)
     assert not turns.crowded() and turns.room_beside()  # it has the turn: nobody waits
