@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -359,3 +360,23 @@ def test_one_process_keeps_its_other_threads_while_searches_wait(
     with parts_seen(tmp_path, corpus, monkeypatch, 1) as (lb, threads), another_search_waiting(lb):
         seen = threads("hybrid")
         assert seen["keyword"] and here not in seen["keyword"] | seen["language"]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_keyword_arm_that_fails_fails_the_search_with_its_error(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """On the search's own thread (keyword alone) or beside it (hybrid), the store's error is
+    the search's, and the next search answers."""
+    with make(tmp_path) as lb:
+        lb.add([corpus], kb="team")
+        store = lb.searcher.store
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(store, "keyword_search", failing)
+            with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+                lb.search("vacation days", kb="team", mode=mode)
+        assert lb.search("vacation days", kb="team", mode=mode).hits

@@ -169,7 +169,7 @@ class SearchService:
             # Beside this search while it embeds the question, unless the cores are busy with
             # other searches (lorebase.search.turns).
             beside = request.mode is Mode.HYBRID and self.turns.room_beside()
-            keyword = self._keyword(kb_ids, request.query, limit, documents, timings, beside)
+            keyword = self._keyword(kb_ids, request.query, limit, documents, timings, beside=beside)
         dense = DenseResult()
         if request.mode in (Mode.HYBRID, Mode.DENSE):
             dense = self.dense.search(request.query, kbs, limit, documents, timings, warnings)
@@ -346,10 +346,7 @@ class SearchService:
         if beside:
             return self._pool.submit(_timed, timings, "keyword", run)
         done: Future[_Keyword] = Future()
-        try:
-            done.set_result(_timed(timings, "keyword", run))
-        except Exception as error:  # raised where the search asks for the result, as beside
-            done.set_exception(error)
+        done.set_result(_timed(timings, "keyword", run))  # what fails, fails the search now
         return done
 
     def _unread_but_spoken(self, kb_ids: list[int], keyword: Scored, dense: DenseResult) -> bool:
